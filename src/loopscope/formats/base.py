@@ -1,0 +1,121 @@
+"""Shared types of the importers: limits, detection, per-file results, and the problem sink.
+
+Every format module turns parsed records into sessions through
+:class:`loopscope.formats.builder.SessionBuilder` and reports through an
+:class:`ImportContext`; neither ever raises to the loader (sessions spec §3.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loopscope.model import Problem, Session, Severity
+
+Layout = Literal["document", "jsonl", "markdown", "zip", "unknown"]
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True, slots=True)
+class ImportLimits:
+    """Resource limits (sessions spec §3.5). Every one is configurable."""
+
+    max_file_bytes: int = 2 * GiB
+    max_document_bytes: int = 256 * MiB
+    memory_factor: int = 8
+    max_line_bytes: int = 64 * MiB
+    max_json_depth: int = 512
+    max_value_chars: int = 8_000_000
+    max_events_per_session: int = 1_000_000
+    max_sessions_per_file: int = 100_000
+    max_warnings_per_code: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """What a file looks like (sessions spec §2.0)."""
+
+    format: str | None
+    """The format id, or ``None`` when nothing matched (or the file is unusable)."""
+    layout: Layout
+    reason: str
+    """One line a person can read: why this format was chosen, or what was seen."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One parsed JSONL record with its 1-based physical line."""
+
+    line: int
+    value: Any
+
+
+@dataclass
+class ImportContext:
+    """What a format module needs to know about the file, and where it reports problems.
+
+    ``path`` is the file path as reached (the PATH argument joined with the relative path in a
+    scanned folder). Problems about one candidate are reported with ``candidate=n``; the loader
+    rewrites their source to ``path#n`` once it knows the file holds several candidates.
+    """
+
+    path: str
+    limits: Any  # ImportLimits; Any keeps format modules free of a circular import in tests
+    problems: list[tuple[int | None, Problem]] = field(default_factory=list)
+
+    def problem(
+        self,
+        severity: Severity,
+        code: str,
+        message: str,
+        *,
+        line: int | None = None,
+        pointer: str | None = None,
+        candidate: int | None = None,
+        count: int = 1,
+    ) -> None:
+        self.problems.append(
+            (candidate, Problem(self.path, line, pointer, severity, code, message, count))
+        )
+
+
+@dataclass
+class FileImport:
+    """Everything one file produced (sessions spec §0.1)."""
+
+    path: str
+    detection: Detection
+    sessions: list[Session] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+
+@dataclass
+class ImportReport:
+    """The files of one ``load_paths`` call, in sorted path order."""
+
+    files: list[FileImport] = field(default_factory=list)
+    ignored_files: int = 0
+    """Files a folder scan skipped because of their extension (sessions spec §3.6)."""
+
+    @property
+    def sessions(self) -> list[Session]:
+        return [s for f in self.files for s in f.sessions]
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for f in self.files for p in f.problems]
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.has_errors for f in self.files)
+
+    def __iter__(self) -> Iterator[FileImport]:
+        return iter(self.files)
