@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from loopscope.model import Problem, Session, Severity
+from loopscope.model import Problem, Session, Severity, escape_for_display
 
 Layout = Literal["document", "jsonl", "markdown", "zip", "unknown"]
 
@@ -44,6 +44,9 @@ class Detection:
     layout: Layout
     reason: str
     """One line a person can read: why this format was chosen, or what was seen."""
+    unsupported: str | None = None
+    """Set when the file is recognised but not supported (mini-swe-agent, a zip that is no
+    inspect log): the ``unsupported_variant`` message. ``format`` is then ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,13 @@ class ImportContext:
     path: str
     limits: Any  # ImportLimits; Any keeps format modules free of a circular import in tests
     problems: list[tuple[int | None, Problem]] = field(default_factory=list)
+    detection: Detection | None = None
+    """What detection decided (format, layout, reason); ``None`` when the format was forced."""
+    skipped_lines: dict[int, str] = field(default_factory=dict)
+    """JSONL only: physical lines the loader skipped so far (line → problem code), filled
+    while streaming. When a format makes one candidate per line (``output.jsonl``,
+    conversation per line), a skipped line between two records is a failed candidate: it
+    still takes its number (sessions spec §0.3); see :meth:`skipped_between`."""
 
     def problem(
         self,
@@ -81,6 +91,19 @@ class ImportContext:
         self.problems.append(
             (candidate, Problem(self.path, line, pointer, severity, code, message, count))
         )
+
+    def skipped_between(self, after_line: int, before_line: int) -> list[int]:
+        """Lines skipped by the loader strictly between two physical lines, in order."""
+        return sorted(n for n in self.skipped_lines if after_line < n < before_line)
+
+    def internal_error(self, exc: BaseException, *, candidate: int | None = None,
+                       line: int | None = None, pointer: str | None = None) -> None:
+        """Report an unexpected exception (a bug) as ``internal_error`` (sessions spec §3.1)."""
+        self.problem("error", "internal_error",
+                     f"importer bug: {type(exc).__name__}: {escape_for_display(str(exc), 200)}; "
+                     + ("this session was not imported" if candidate is not None
+                        else "the rest of the file was not imported"),
+                     line=line, pointer=pointer, candidate=candidate)
 
 
 @dataclass

@@ -9,6 +9,7 @@ lines): call indices are assigned at ``build`` time, in turn order then position
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,13 @@ from loopscope.model import (
 )
 
 NO_ORIGIN = Origin()
+
+MAX_EVENTS: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "loopscope_max_events_per_session", default=None)
+"""Set by the loader to ``ImportLimits.max_events_per_session`` while a file imports."""
+TRUNCATIONS: contextvars.ContextVar[list[tuple[int, int]] | None] = contextvars.ContextVar(
+    "loopscope_session_truncations", default=None)
+"""The loader's sink: each ``build`` of a truncated session appends ``(kept, dropped)``."""
 
 
 def _default_json_text_parser(text: str) -> tuple[bool, Any]:
@@ -89,11 +97,22 @@ class ResultDraft:
 class SessionBuilder:
     """Collects one session candidate's events; ``build`` returns the frozen session."""
 
-    def __init__(self, *, json_text_parser: Callable[[str], tuple[bool, Any]] | None = None):
+    def __init__(self, *, json_text_parser: Callable[[str], tuple[bool, Any]] | None = None,
+                 max_events: int | None = None):
         self._events: list[Any] = []  # finished events, TurnDraft or ResultDraft placeholders
         self._turns: list[TurnDraft] = []
         self._parse_json_text = json_text_parser or _default_json_text_parser
         self.timestamps: list[str] = []
+        self._max_events = max_events if max_events is not None else MAX_EVENTS.get()
+        self.dropped_events = 0
+        """Events refused because the session reached ``max_events_per_session``."""
+
+    def _full(self) -> bool:
+        """True (and counts a dropped event) when the session may take no more events."""
+        if self._max_events is not None and len(self._events) >= self._max_events:
+            self.dropped_events += 1
+            return True
+        return False
 
     # ----------------------------------------------------------------- adding events
 
@@ -111,16 +130,22 @@ class SessionBuilder:
 
     def user(self, text: str, content: Any = None, *, recorded_role: str = "user",
              timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
+        if self._full():
+            return
         self._stamp(timestamp)
         self._events.append(UserMessage(len(self._events), text, content, recorded_role, timestamp, origin))
 
     def system(self, text: str, content: Any = None, *, recorded_role: str = "system",
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
+        if self._full():
+            return
         self._stamp(timestamp)
         self._events.append(SystemMessage(len(self._events), text, content, recorded_role, timestamp, origin))
 
     def other(self, role: str | None, text: str, content: Any = None, *,
               timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
+        if self._full():
+            return
         self._stamp(timestamp)
         self._events.append(OtherMessage(len(self._events), role, text, content, timestamp, origin))
 
@@ -128,9 +153,13 @@ class SessionBuilder:
                   model: str | None = None, stop_reason: str | None = None,
                   error: str | None = None, synthetic: bool = False,
                   timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> TurnDraft:
-        self._stamp(timestamp)
+        full = self._full()
+        if not full:
+            self._stamp(timestamp)
         turn = TurnDraft(len(self._events), text, thinking, content, model, stop_reason, error,
                          synthetic, timestamp, origin)
+        if full:
+            return turn  # detached: calls added to it are dropped with it
         self._events.append(turn)
         self._turns.append(turn)
         return turn
@@ -158,6 +187,8 @@ class SessionBuilder:
                name: str | None = None, structure_call: CallDraft | None = None,
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
         """Add a tool result. ``structure_call`` pairs it by structure (sessions spec §1.7)."""
+        if self._full():
+            return
         self._stamp(timestamp)
         self._events.append(ResultDraft(
             len(self._events), call_id if isinstance(call_id, str) else None, content, text,
@@ -167,9 +198,22 @@ class SessionBuilder:
     def compaction(self, summary: str = "", *, tokens_before: int | None = None,
                    trigger: str | None = None, first_kept: str | None = None,
                    timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
+        if self._full():
+            return
         self._stamp(timestamp)
         self._events.append(Compaction(len(self._events), summary, tokens_before, trigger,
                                        first_kept, timestamp, origin))
+
+    def fill_compaction(self, summary: str) -> bool:
+        """Set the summary of the last event when it is a compaction without one (Claude Code
+        ``compact_boundary`` then its summary line). ``False`` when there is none to fill."""
+        if self._events and isinstance(self._events[-1], Compaction) \
+                and not self._events[-1].summary:
+            last = self._events[-1]
+            self._events[-1] = Compaction(last.index, summary, last.tokens_before, last.trigger,
+                                          last.first_kept, last.timestamp, last.origin)
+            return True
+        return False
 
     # ----------------------------------------------------------------- building
 
@@ -191,6 +235,10 @@ class SessionBuilder:
         the pairing and argument problems (``bad_arguments``, ``positional_pairing``,
         ``orphan_result``, ``unanswered_calls``)."""
         emit = report or (lambda *a, **k: None)
+        if self.dropped_events:
+            sink = TRUNCATIONS.get()
+            if sink is not None:
+                sink.append((len(self._events), self.dropped_events))
 
         # Call indices: turn order, then position.
         call_index: dict[int, int] = {}

@@ -1,0 +1,31 @@
+"""The ``loopscope`` command line: the same core as the dashboard, for CI gating.
+
+Commands live in their own modules (``replay``, ``experiments``) and are registered here.
+"""
+
+from __future__ import annotations
+
+import click
+
+from loopscope import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="loopscope")
+def main() -> None:
+    """Replay recorded agent sessions through the gglib and OpenClaw loop guards."""
+
+
+def _register() -> None:
+    from loopscope.cli.replay import replay
+
+    main.add_command(replay)
+    try:
+        from loopscope.cli.experiments import compare, sweep
+    except ImportError:  # pragma: no cover - experiments not installed in this build
+        return
+    main.add_command(sweep)
+    main.add_command(compare)
+
+
+_register()

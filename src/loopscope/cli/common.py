@@ -1,0 +1,179 @@
+"""What every loopscope command shares: options, config resolution, loading, problems, exits.
+
+Conventions (product spec §3): exit 0 on success, 1 when ``--fail-on-refusal`` and a session
+was refused, 2 for bad usage or unreadable input. A problem in one file never stops the other
+files; it is printed to stderr and counted in the exit status. Warnings never change it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+
+from loopscope.engines import ConfigError, get_engine
+from loopscope.engines.base import ConfigResolution, Engine
+from loopscope.model import Problem, Session, escape_for_display
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_BAD_INPUT = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def parse_key_value(text: str, option: str) -> tuple[str, str]:
+    """``KEY=VALUE`` → ``(KEY, VALUE)``; the value may be empty (``observation_tools=``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise click.BadParameter(f"expected KEY=VALUE, got {escape_for_display(text, 60)!r}",
+                                 param_hint=option)
+    return key.strip(), value
+
+
+def engine_options(func: F) -> F:
+    """``--engine``, ``--config``, ``--set`` and ``--agent``, shared by replay/sweep/compare."""
+    func = click.option("--agent", "agent", metavar="ID", default=None,
+                        help="OpenClaw: resolve the agents.list[] overlay of this agent id.")(func)
+    func = click.option("--set", "set_pairs", metavar="KEY=VALUE", multiple=True,
+                        help="Override one setting, using the engine's own key names. Repeatable.")(func)
+    func = click.option("--config", "config_file", metavar="FILE", default=None,
+                        type=click.Path(dir_okay=False),
+                        help="JSON, JSON5 or TOML: an OpenClaw config, a gglib settings object, "
+                             "or a loopscope config holding both.")(func)
+    func = click.option("--engine", "engine_name", type=click.Choice(["gglib", "openclaw"]),
+                        required=True, help="Which loop guard to replay.")(func)
+    return func
+
+
+def import_options(func: F) -> F:
+    """``--format``, ``--import-limit`` and ``--labels``."""
+    func = click.option("--labels", "labels_file", metavar="FILE", default=None,
+                        type=click.Path(dir_okay=False),
+                        help="labels.csv to use instead of the one found next to the sessions.")(func)
+    func = click.option("--import-limit", "import_limits", metavar="NAME=VALUE", multiple=True,
+                        help="Raise or lower an import limit, e.g. max_document_bytes=1GiB.")(func)
+    func = click.option("--verbose", "-v", "verbose", is_flag=True,
+                        help="Also list import notes (info-level problems).")(func)
+    func = click.option("--format", "format_id", metavar="NAME", default=None,
+                        help="Force a session format instead of detecting it.")(func)
+    return func
+
+
+@dataclass
+class RunStatus:
+    """Accumulates what decides the exit status; printed problems go through it."""
+
+    bad_input: bool = False
+    refused: bool = False
+    problems: list[Problem] = field(default_factory=list)
+
+    def fail(self, message: str) -> None:
+        """A usage or input error that does not stop the other files."""
+        self.bad_input = True
+        click.echo(f"loopscope: error: {message}", err=True)
+
+    def exit_code(self, fail_on_refusal: bool = False) -> int:
+        if self.bad_input or any(p.severity == "error" for p in self.problems):
+            return EXIT_BAD_INPUT
+        if fail_on_refusal and self.refused:
+            return EXIT_REFUSED
+        return EXIT_OK
+
+    def print_problems(self, *, verbose: bool = False) -> None:
+        """Problems to stderr in the text form of sessions spec §3.2, sorted by source, line.
+
+        Errors and warnings are always printed. Infos (normal imperfections such as calls left
+        unanswered at the end of a session) would drown them on a real corpus, so they are
+        counted in one line unless ``verbose``.
+        """
+        shown = [p for p in self.problems if verbose or p.severity != "info"]
+        for problem in sorted(shown, key=lambda p: (p.source, p.line or 0, p.pointer or "")):
+            click.echo(problem.text(), err=True)
+        hidden = len(self.problems) - len(shown)
+        if hidden:
+            click.echo(f"loopscope: {hidden} import note(s) not shown; use --verbose to list them",
+                       err=True)
+
+
+def read_settings_file(path: str, engine_name: str) -> Mapping[str, Any]:
+    """The part of a config file that concerns ``engine_name``.
+
+    A loopscope config holds one block per engine (``{"gglib": {...}, "openclaw": {...}}``);
+    anything else is passed to the engine as it is (an OpenClaw config, a gglib settings object).
+    Raises :class:`ConfigError` naming the file and the reason.
+    """
+    from loopscope.config_io import read_config_file
+
+    try:
+        document = read_config_file(path)
+    except OSError as exc:
+        raise ConfigError(f"{escape_for_display(path)}: cannot read the config file ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise ConfigError(f"{escape_for_display(path)}: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{escape_for_display(path)}: a config file must hold an object at the top level")
+    if engine_name in document and isinstance(document[engine_name], Mapping):
+        return document[engine_name]
+    return document
+
+
+def resolve_engine_config(
+    engine_name: str,
+    config_file: str | None,
+    set_pairs: Sequence[str],
+    agent: str | None,
+    *,
+    option: str = "--set",
+) -> tuple[Engine[Any, Any], ConfigResolution[Any]]:
+    """Engine + configuration from ``--config``/``--set``/``--agent``; ``--set`` wins.
+
+    Raises :class:`click.UsageError` (exit 2) with a message naming the key or file.
+    """
+    engine = get_engine(engine_name)
+    overrides = [parse_key_value(p, option) for p in set_pairs]
+    try:
+        settings = read_settings_file(config_file, engine_name) if config_file else None
+        resolution = engine.resolve_config(settings, overrides, agent)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    for warning in resolution.warnings:
+        click.echo(f"loopscope: warning: {warning}", err=True)
+    return engine, resolution
+
+
+def parse_import_limits(pairs: Sequence[str]) -> Any:
+    from loopscope.formats import ImportLimits, parse_import_limits
+
+    if not pairs:
+        return ImportLimits()
+    try:
+        return parse_import_limits([parse_key_value(p, "--import-limit") for p in pairs])
+    except ValueError as exc:
+        raise click.UsageError(f"--import-limit: {exc}") from exc
+
+
+def iter_sessions(
+    paths: Sequence[str], status: RunStatus, *, limits: Any = None, format_id: str | None = None
+) -> Iterator[Session]:
+    """Every session under ``paths``, file by file in sorted path order.
+
+    Problems are collected in ``status`` (printed at the end); a path that does not exist is a
+    bad-input error that does not stop the others.
+    """
+    from loopscope.formats import iter_file_imports
+
+    for file_import in iter_file_imports(list(paths), limits=limits, format=format_id):
+        status.problems.extend(file_import.problems)
+        yield from file_import.sessions
+
+
+def progress(iterable: Any, *, total: int | None = None, desc: str = "") -> Any:
+    """A tqdm bar on stderr, shown only on a terminal (never pollutes ``--json`` output)."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=None, leave=False,
+                unit="session")

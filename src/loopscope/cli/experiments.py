@@ -1,0 +1,324 @@
+"""``loopscope sweep`` and ``loopscope compare``: threshold experiments from the command line.
+
+Same conventions as ``loopscope replay``: with ``--json`` stdout holds only JSON Lines; progress,
+warnings and problems go to stderr; exit 2 for bad usage or unreadable input (naming the file or
+key), and a problem in one file never stops the others.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+import orjson
+
+from loopscope.cli.common import (
+    RunStatus,
+    engine_options,
+    import_options,
+    iter_sessions,
+    parse_import_limits,
+    parse_key_value,
+    read_settings_file,
+    resolve_engine_config,
+)
+from loopscope.engines import ConfigError
+from loopscope.experiments.compare import CompareResult
+from loopscope.experiments.compare import compare as compare_configs
+from loopscope.experiments.metrics import LabelLike, Metrics
+from loopscope.experiments.sweep import (
+    Axis,
+    CellConfig,
+    GridError,
+    SweepResult,
+    build_cells,
+    parse_axis,
+    run_sweep,
+)
+from loopscope.model import Session, escape_for_display
+
+__all__ = ["compare", "sweep"]
+
+MAX_CELL_WARNINGS = 10
+"""Clamp warnings printed per sweep before the rest are summarised in one line."""
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _load_sessions(
+    paths: Sequence[str], status: RunStatus, import_limits: Sequence[str], format_id: str | None
+) -> list[Session]:
+    from tqdm import tqdm
+
+    limits = parse_import_limits(import_limits)
+    with tqdm(desc="loading", unit="session", file=sys.stderr, disable=None, leave=False) as bar:
+        sessions = []
+        for session in iter_sessions(paths, status, limits=limits, format_id=format_id):
+            sessions.append(session)
+            bar.update(1)
+    return sessions
+
+
+def _load_labels(
+    paths: Sequence[str], labels_file: str | None, status: RunStatus
+) -> Mapping[str, LabelLike]:
+    """``--labels FILE``, else the ``labels.csv`` sidecars next to the sessions.
+
+    Keyed by the sessions' ``source``. Rows that cannot be used are problems (printed with the
+    others; an unusable labels file counts as bad input).
+    """
+    from loopscope.labels import labels_for_sessions
+
+    try:
+        labels, problems = labels_for_sessions(list(paths), labels_file)
+    except OSError as exc:
+        where = escape_for_display(labels_file or "labels.csv")
+        raise click.UsageError(f"{where}: cannot read the labels file ({exc.strerror or exc})") from exc
+    status.problems.extend(problems)
+    return labels
+
+
+def _labels_note(labels: Mapping[str, LabelLike], labels_file: str | None) -> str:
+    loops = sum(1 for v in labels.values() if v.label == "loop")
+    ok = sum(1 for v in labels.values() if v.label == "ok")
+    where = f" from {escape_for_display(labels_file)}" if labels_file else ""
+    return f"labels{where}: {loops} loop, {ok} ok"
+
+
+def _fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+_TABLE_METRICS: tuple[str, ...] = (
+    "refused", "warned", "false_refusals", "turns_lost", "loops_caught", "wasted_turns",
+    "refused_early", "loops_missed", "precision", "recall",
+)
+
+
+def _sweep_table(result: SweepResult) -> str:
+    keys = [a.key for a in result.axes]
+    header = [*keys, *_TABLE_METRICS]
+    rows: list[list[str]] = []
+    for cell in result:
+        m = cell.metrics.to_json()
+        mark = "*" if cell.warnings else ""
+        row = [f"{cell.values[k]}{mark}" for k in keys]
+        for name in _TABLE_METRICS:
+            v = m[name]
+            row.append(_fmt_ratio(v) if name in ("precision", "recall") else str(v))
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if any(cell.warnings for cell in result):
+        lines.append("* the engine adjusted this cell's configuration (see the warnings)")
+    return "\n".join(lines)
+
+
+def _describe_best(result: SweepResult) -> str:
+    best = result.best()
+    if best is None:
+        return "no cells"
+    m: Metrics = best.metrics
+    setting = " ".join(f"--set {k}={v}" for k, v in best.values.items())
+    wrong = m.false_refusals + m.refused_early + m.loops_missed
+    return (
+        f"best: {setting}  ({m.loops_caught} loop(s) caught, {m.loops_missed} missed, "
+        f"{m.false_refusals} false refusal(s), {m.refused_early} refused early, "
+        f"{m.wasted_turns} wasted turn(s); {wrong} wrong outcome(s))"
+    )
+
+
+def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
+    notes = [
+        f"{' '.join(f'{k}={v}' for k, v in c.values.items())}: {w}"
+        for c in cells
+        for w in c.warnings
+    ]
+    for note in notes[:MAX_CELL_WARNINGS]:
+        click.echo(f"loopscope: warning: {note}", err=True)
+    if len(notes) > MAX_CELL_WARNINGS:
+        click.echo(
+            f"loopscope: warning: … and {len(notes) - MAX_CELL_WARNINGS} more adjusted cell(s)",
+            err=True,
+        )
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@engine_options
+@import_options
+@click.option("--vary", "vary", metavar="KEY=LO:HI[:STEP]", multiple=True, required=True,
+              help="A setting to sweep over an integer range (inclusive). Give one or two.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Local processes to use (1 = this process). Default: one per CPU for large "
+                   "sweeps, this process for small ones.")
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="Run on a Dask cluster (tcp://scheduler:8786), or 'local' to start a "
+                   "LocalCluster. Needs pip install 'loopscope[dask]'.")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per grid cell.")
+def sweep(
+    paths: tuple[str, ...],
+    engine_name: str,
+    config_file: str | None,
+    set_pairs: tuple[str, ...],
+    agent: str | None,
+    format_id: str | None,
+    import_limits: tuple[str, ...],
+    labels_file: str | None,
+    vary: tuple[str, ...],
+    workers: int | None,
+    dask_address: str | None,
+    as_json: bool,
+) -> None:
+    """Measure every configuration on a grid of settings against the labelled sessions.
+
+    Each --vary KEY=LO:HI[:STEP] is an engine setting (the same names as --set) swept over
+    LO, LO+STEP, … HI. Each grid cell is replayed over every session and scored against the
+    labels (labels.csv next to the sessions, or --labels FILE): false refusals, loops caught,
+    missed or refused early, wasted turns, precision and recall.
+
+    \b
+    Example:
+      loopscope sweep sample_transcripts --engine openclaw \\
+          --vary warningThreshold=2:10 --vary criticalThreshold=4:20:2
+    """
+    try:
+        axes: list[Axis] = [parse_axis(v) for v in vary]
+        base_set = [parse_key_value(p, "--set") for p in set_pairs]
+        settings = read_settings_file(config_file, engine_name) if config_file else None
+        cells = build_cells(engine_name, axes, settings, base_set, agent)
+    except (GridError, ConfigError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    _print_cell_warnings(cells)
+
+    status = RunStatus()
+    sessions = _load_sessions(paths, status, import_limits, format_id)
+    labels = _load_labels(paths, labels_file, status)
+    if not labels:
+        click.echo(
+            "loopscope: warning: no labelled sessions found (labels.csv next to the sessions, "
+            "or --labels FILE); only sessions, refused and warned are counted",
+            err=True,
+        )
+
+    from tqdm import tqdm
+
+    with tqdm(
+        total=len(sessions), desc=f"sweep {engine_name} ({len(cells)} cells)", unit="session",
+        file=sys.stderr, disable=None, leave=False,
+    ) as bar:
+        if dask_address is not None:
+            from loopscope.experiments.dask_backend import DaskUnavailable, dask_client, dask_runner
+
+            try:
+                with dask_client(dask_address, workers=workers) as client:
+                    result = run_sweep(
+                        engine_name, sessions, cells, labels, axes=axes, workers=workers,
+                        runner=dask_runner(client), progress=bar.update,
+                    )
+            except DaskUnavailable as exc:
+                raise click.UsageError(str(exc)) from exc
+        else:
+            result = run_sweep(
+                engine_name, sessions, cells, labels, axes=axes, workers=workers,
+                progress=bar.update,
+            )
+
+    if as_json:
+        for cell in result:
+            click.echo(orjson.dumps(cell.to_json()))
+    else:
+        click.echo(f"{len(sessions)} session(s), {_labels_note(labels, labels_file)}, "
+                   f"engine {engine_name}, {len(cells)} cell(s)")
+        click.echo(_sweep_table(result))
+        click.echo(_describe_best(result))
+    status.print_problems()
+    sys.exit(status.exit_code())
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def _where(fr: Any) -> str:
+    if fr is None:
+        return "not refused"
+    call = "" if fr.call is None else f", call {fr.call}"
+    return f"refused at turn {fr.turn}{call} ({fr.detector})"
+
+
+def _compare_table(result: CompareResult) -> str:
+    lines = []
+    for change in result:
+        lines.append(
+            f"{change.change:<7} {escape_for_display(change.source)}\n"
+            f"        A: {_where(change.a)}\n"
+            f"        B: {_where(change.b)}"
+        )
+    s = result.summary
+    lines.append(
+        f"{s['gained']} gained a refusal, {s['lost']} lost one, {s['moved']} moved, "
+        f"{s['same']} unchanged."
+    )
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@engine_options
+@import_options
+@click.option("--a", "a_pairs", metavar="KEY=VALUE", multiple=True,
+              help="A setting of configuration A (on top of --config/--set). Repeatable.")
+@click.option("--b", "b_pairs", metavar="KEY=VALUE", multiple=True,
+              help="A setting of configuration B (on top of --config/--set). Repeatable.")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON Lines: one object per changed session, then a summary object.")
+def compare(
+    paths: tuple[str, ...],
+    engine_name: str,
+    config_file: str | None,
+    set_pairs: tuple[str, ...],
+    agent: str | None,
+    format_id: str | None,
+    import_limits: tuple[str, ...],
+    labels_file: str | None,
+    a_pairs: tuple[str, ...],
+    b_pairs: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Compare configuration A with configuration B: which sessions gain, lose or move a refusal.
+
+    A and B both start from --config and --set; each --a / --b KEY=VALUE then applies to one
+    side only. Only sessions whose first refusal differs are listed.
+
+    \b
+    Example:
+      loopscope compare sample_transcripts --engine gglib \\
+          --a max_repeated_batch_steps=2 --b max_repeated_batch_steps=4
+    """
+    del labels_file  # accepted for symmetry with replay and sweep; compare needs no labels
+    if not a_pairs and not b_pairs:
+        raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE")
+    _, resolution_a = resolve_engine_config(
+        engine_name, config_file, [*set_pairs, *a_pairs], agent, option="--a"
+    )
+    _, resolution_b = resolve_engine_config(
+        engine_name, config_file, [*set_pairs, *b_pairs], agent, option="--b"
+    )
+    status = RunStatus()
+    sessions = _load_sessions(paths, status, import_limits, format_id)
+    result = compare_configs(engine_name, sessions, resolution_a.config, resolution_b.config)
+    if as_json:
+        for change in result:
+            click.echo(orjson.dumps(change.to_json()))
+        click.echo(orjson.dumps(result.summary_json()))
+    else:
+        click.echo(_compare_table(result))
+    status.print_problems()
+    sys.exit(status.exit_code())

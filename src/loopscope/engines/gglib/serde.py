@@ -1,0 +1,166 @@
+"""JSON parsing as Rust's ``serde_json`` does it (gglib engine spec §2.2).
+
+Two entry points:
+
+* :func:`parse_json_serde` / :func:`parse_serde_json`: the loader for argument strings. Strict
+  JSON, serde number classification, nesting below 128, no lone surrogates.
+* :func:`loads_file_level`: the loader for whole session files. Only the number rules (1 and 7)
+  apply: no depth cap, lone surrogate escapes are kept as Python keeps them.
+
+Both use ``orjson`` where it provably gives the same answer (it is strict, rejects non-finite
+numbers, lone surrogate escapes, trailing commas, a BOM and trailing text, classifies integers
+beyond u64/i64 as floats and rounds floats correctly) and fall back to a ``json`` module path
+with hooks otherwise. The differences that force the fallback are: an integer literal ``-0``
+(orjson gives the int ``0``, serde gives ``-0.0``), nesting of 128 or more (argument strings
+only) and every text orjson rejects (so the answer and the message come from one place).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "MAX_NESTING",
+    "SerdeJsonError",
+    "loads_file_level",
+    "parse_json_serde",
+    "parse_serde_json",
+]
+
+MAX_NESTING = 128
+"""A container at this nesting level (the root container is level 1) is rejected."""
+
+_U64_MAX = 18446744073709551615
+_I64_MIN = -9223372036854775808
+_INF = float("inf")
+
+# A ``-0`` number token: preceded by start, ``[``, ``:`` or ``,`` and followed by a delimiter.
+# A match inside a string is a harmless false positive (it only selects the slow path).
+_NEG_ZERO_TOKEN = re.compile(r"(?:^|[\[:,])[ \t\n\r]*-0[ \t\n\r]*(?:$|[,\]\}])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class SerdeJsonError(ValueError):
+    """serde_json would reject this text. The message says why."""
+
+
+def _parse_int(literal: str) -> int | float:
+    if literal == "-0":
+        return -0.0
+    # More than 20 digits can never fit u64/i64; float() has no digit limit, int() has.
+    if len(literal) <= 21:
+        value = int(literal)
+        if _I64_MIN <= value <= _U64_MAX:
+            return value
+    f = float(literal)
+    if f == _INF or f == -_INF:
+        raise SerdeJsonError("number out of range")
+    return f
+
+
+def _parse_float(literal: str) -> float:
+    f = float(literal)
+    if f == _INF or f == -_INF:
+        raise SerdeJsonError("number out of range")
+    return f
+
+
+def _reject_constant(name: str) -> Any:
+    raise SerdeJsonError(f"invalid value: {name}")
+
+
+_DECODER = json.JSONDecoder(
+    parse_int=_parse_int,
+    parse_float=_parse_float,
+    parse_constant=_reject_constant,
+    strict=True,
+)
+
+
+def _check_depth_and_surrogates(value: Any) -> None:
+    """Reject nesting of MAX_NESTING or more and lone surrogates (iterative walk)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                raise SerdeJsonError("lone leading or trailing surrogate in string escape")
+        elif isinstance(v, dict):
+            depth += 1
+            if depth >= MAX_NESTING:
+                raise SerdeJsonError("recursion limit exceeded")
+            for k, item in v.items():
+                if _SURROGATE.search(k):
+                    raise SerdeJsonError("lone leading or trailing surrogate in string escape")
+                stack.append((item, depth))
+        elif isinstance(v, list):
+            depth += 1
+            if depth >= MAX_NESTING:
+                raise SerdeJsonError("recursion limit exceeded")
+            stack.extend((item, depth) for item in v)
+
+
+def _slow_loads(text: str) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except SerdeJsonError:
+        raise
+    except RecursionError:
+        raise SerdeJsonError("recursion limit exceeded") from None
+    except (ValueError, OverflowError) as exc:  # json.JSONDecodeError is a ValueError
+        raise SerdeJsonError(str(exc)) from None
+
+
+def parse_json_serde(text: str) -> Any:
+    """Parse an argument string as serde_json does; raise :class:`SerdeJsonError` on rejection."""
+    try:
+        value = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        value = _slow_loads(text)
+        _check_depth_and_surrogates(value)
+        return value
+    if _NEG_ZERO_TOKEN.search(text):
+        value = _slow_loads(text)
+        _check_depth_and_surrogates(value)
+        return value
+    if text.count("[") + text.count("{") >= MAX_NESTING:
+        _check_depth_and_surrogates(value)
+    # orjson rejects every lone surrogate escape itself.
+    return value
+
+
+def parse_serde_json(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` when serde_json accepts ``text``, else ``(False, reason)``.
+
+    This is the function importers use for ``ToolCall.arguments`` (sessions spec §1.4): on
+    ``(False, reason)`` the arguments are the raw string and ``reason`` is ``arguments_error``.
+    """
+    try:
+        return True, parse_json_serde(text)
+    except SerdeJsonError as exc:
+        return False, str(exc)
+
+
+def loads_file_level(text: str | bytes) -> Any:
+    """Parse a whole session file with the file-level rules of §2.2 (rules 1 and 7 only).
+
+    Non-finite or out-of-range numbers raise :class:`SerdeJsonError`; so does any JSON syntax
+    error (the message carries the position). ``-0`` becomes ``-0.0`` and integers beyond
+    u64 / i64 become floats. Nesting and lone surrogate escapes are not checked here.
+    """
+    if isinstance(text, bytes | bytearray | memoryview):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SerdeJsonError(f"invalid UTF-8: {exc}") from None
+    try:
+        value = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return _slow_loads(text)
+    if _NEG_ZERO_TOKEN.search(text):
+        return _slow_loads(text)
+    return value

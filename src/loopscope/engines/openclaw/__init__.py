@@ -1,0 +1,128 @@
+"""The ``openclaw`` engine: OpenClaw's rolling-history tool-loop guard (engine-openclaw.md).
+
+A faithful port of ``tools.loopDetection`` from ``openclaw@2026.6.11`` (generation "R") and its
+post-compaction guard, replayed in shadow mode: one step per tool call.
+
+Modules:
+
+* :mod:`.jsvalue` — JS semantics: ``stableStringify``, number formatting, trim, ``JSON.parse``;
+* :mod:`.hashing` — argsHash, resultHash, unknown-tool names;
+* :mod:`.config` — resolution, schema validation, agent overlays, loopscope's config layers;
+* :mod:`.detection` — the literal detector (``detect``/``record``/``outcome``), messages, keys;
+* :mod:`.guard` — the post-compaction guard;
+* :mod:`.replay` — session reading and the plain reference replay;
+* :mod:`.fast` — hash once, count once per window size, select per configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from loopscope.engines.base import ConfigResolution, SessionReplay
+from loopscope.engines.openclaw.config import (
+    ENABLED_DEFAULT_NOTE,
+    ENABLED_UNSET_BANNER,
+    JSON5_EXPORT_COMMENT,
+    SET_KEYS,
+    OpenClawConfig,
+    ResolvedLoopDetection,
+    build_config,
+    merge_agent_overlay,
+    normalize_agent_id,
+    resolve_loop_detection,
+    validate_block,
+)
+from loopscope.engines.openclaw.detection import (
+    DETECTORS,
+    HistoryRecord,
+    LoopState,
+    LoopVerdict,
+    WarningDeduper,
+    detect_tool_call_loop,
+    record_tool_call,
+    record_tool_call_outcome,
+    tool_call_stats,
+)
+from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
+from loopscope.engines.openclaw.guard import PostCompactionGuard
+from loopscope.engines.openclaw.hashing import hash_tool_call, hash_tool_outcome
+from loopscope.engines.openclaw.jsvalue import UNDEFINED, stable_stringify
+from loopscope.engines.openclaw.replay import replay_session
+from loopscope.model import Session
+
+STEP_FIELDS: Final = (
+    "turn", "call", "tools", "signature", "verdict", "detector", "count", "after_divergence",
+    "level", "message", "warning_key", "paired_tool", "args_hash", "result_hash", "run_id",
+    "guard_abort",
+)
+"""The required step keys of §7.5, in output order (``unknown_tool``, ``warning_emitted`` and
+``recorded_block`` follow as optional extras)."""
+
+
+class OpenClawEngine:
+    """The engine surface (:class:`loopscope.engines.base.Engine`)."""
+
+    name: Final = "openclaw"
+    set_keys: Final = SET_KEYS
+    enabled_default_note: Final = ENABLED_DEFAULT_NOTE
+
+    def default_config(self) -> OpenClawConfig:
+        """OpenClaw's defaults with ``enabled: true`` (loopscope's default, §5.5)."""
+        return OpenClawConfig.from_block({})
+
+    def resolve_config(
+        self,
+        file_settings: Mapping[str, Any] | None,
+        overrides: Sequence[tuple[str, str]],
+        agent: str | None = None,
+    ) -> ConfigResolution[OpenClawConfig]:
+        config, warnings = build_config(file_settings, overrides, agent)
+        return ConfigResolution(config, tuple(warnings))
+
+    def prepare(self, session: Session) -> PreparedSession:
+        return prepare(session)
+
+    def run(self, prepared: PreparedSession, config: OpenClawConfig) -> SessionReplay:
+        return run(prepared, config)
+
+    def replay(self, session: Session, config: OpenClawConfig) -> SessionReplay:
+        return replay_session(session, config)
+
+
+ENGINE: Final = OpenClawEngine()
+
+__all__ = [
+    "DETECTORS",
+    "ENABLED_DEFAULT_NOTE",
+    "ENABLED_UNSET_BANNER",
+    "ENGINE",
+    "JSON5_EXPORT_COMMENT",
+    "SET_KEYS",
+    "STEP_FIELDS",
+    "UNDEFINED",
+    "HistoryRecord",
+    "LoopState",
+    "LoopVerdict",
+    "OpenClawConfig",
+    "OpenClawEngine",
+    "PostCompactionGuard",
+    "PreparedSession",
+    "ResolvedLoopDetection",
+    "WarningDeduper",
+    "build_config",
+    "detect_tool_call_loop",
+    "hash_tool_call",
+    "hash_tool_outcome",
+    "merge_agent_overlay",
+    "normalize_agent_id",
+    "prepare",
+    "record_tool_call",
+    "record_tool_call_outcome",
+    "replay_session",
+    "resolve_loop_detection",
+    "run",
+    "stable_stringify",
+    "tool_call_stats",
+    "validate_block",
+]

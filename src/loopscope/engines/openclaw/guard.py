@@ -1,0 +1,75 @@
+"""The post-compaction loop guard (engine-openclaw §5.6), ported from
+``createPostCompactionLoopGuard`` of ``openclaw@2026.6.11``.
+
+After a compaction arms it, the guard watches the next ``windowSize`` hashed outcomes of the
+run; if all of them are the identical ``(tool, argsHash, resultHash)`` triple, the run aborts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from loopscope.engines.openclaw.config import DEFAULT_GUARD_WINDOW_SIZE, as_positive_int
+from loopscope.engines.openclaw.detection import guard_message
+
+GUARD_UPSTREAM_DETECTOR: Final = "compaction_loop_persisted"
+GUARD_ERROR_NAME: Final = "PostCompactionLoopPersistedError"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardObservation:
+    """What ``observe`` returns."""
+
+    should_abort: bool
+    armed: bool
+    remaining_attempts: int
+    count: int | None = None
+    tool_name: str | None = None
+    message: str | None = None
+    detector: str | None = None
+    """``compaction_loop_persisted`` on an abort."""
+
+    @property
+    def error_name(self) -> str | None:
+        """The name of the error the run fails with upstream, on an abort."""
+        return GUARD_ERROR_NAME if self.should_abort else None
+
+
+_IDLE: Final = GuardObservation(False, False, 0)
+
+
+class PostCompactionGuard:
+    """One guard per run. ``enabled`` is false only when the config's ``enabled`` is ``false``."""
+
+    __slots__ = ("enabled", "history", "remaining_attempts", "window_size")
+
+    def __init__(self, window_size: Any = None, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.window_size = as_positive_int(window_size, DEFAULT_GUARD_WINDOW_SIZE)
+        self.remaining_attempts = 0
+        self.history: list[tuple[str, str, str]] = []
+
+    @property
+    def armed(self) -> bool:
+        return self.remaining_attempts > 0
+
+    def arm(self) -> None:
+        """After a compaction: watch the next ``window_size`` observations (restarts a window)."""
+        self.remaining_attempts = self.window_size
+        self.history = []
+
+    def observe(self, tool_name: str, args_hash: str, result_hash: str) -> GuardObservation:
+        if not self.enabled or self.remaining_attempts <= 0:
+            return _IDLE
+        self.remaining_attempts -= 1
+        triple = (tool_name, args_hash, result_hash)
+        self.history.append(triple)
+        armed_after = self.remaining_attempts > 0
+        matches = sum(1 for entry in self.history if entry == triple)
+        if matches >= self.window_size:
+            return GuardObservation(
+                True, armed_after, self.remaining_attempts, matches, tool_name,
+                guard_message(tool_name, matches, self.window_size), GUARD_UPSTREAM_DETECTOR,
+            )
+        return GuardObservation(False, armed_after, self.remaining_attempts)

@@ -1,0 +1,698 @@
+"""Plain-language explanations for the gglib engine (engine spec §4.7, §5.6, §6).
+
+* :func:`explain_step`: what a step means, in sentences, with the governing setting, the text the
+  user would have seen upstream (refuse and note wording) and the limitations that apply.
+* :func:`smallest_change_to_pass` / :func:`smallest_change_to_refuse`: the smallest setting
+  change that lets a refused step through, or that would have caught a step that passed. Both
+  search with the fast prepared run, so every candidate is verified by a real re-run.
+* :func:`session_limitations`: the known limitations of §6 that apply to one session.
+* :func:`upstream_refusal_body` / :func:`upstream_note`: upstream's exact texts.
+
+Everything is pure: no UI imports, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from loopscope.engines.base import FirstRefusal, SessionReplay, Step
+from loopscope.engines.gglib.canon import MAX_REPR_DEPTH
+from loopscope.engines.gglib.config import CLAMP_MAX, CLAMP_MIN, GglibConfig
+from loopscope.engines.gglib.core import (
+    COSTLY_OBSERVATION_TOOLS,
+    batch_signature,
+    domain_calls,
+    is_costly_name,
+)
+from loopscope.engines.gglib.replay import PreparedMessages, prepare_messages, run_prepared
+
+__all__ = [
+    "NOTE_MARKER",
+    "NOTE_SIGNATURE_LIMIT",
+    "SettingChange",
+    "StepExplanation",
+    "explain_first_refusal",
+    "explain_step",
+    "session_limitations",
+    "smallest_change_to_pass",
+    "smallest_change_to_refuse",
+    "upstream_note",
+    "upstream_refusal_body",
+]
+
+NOTE_MARKER = "[gglib loop guard]"
+NOTE_SIGNATURE_LIMIT = 240
+_ADVICE = (
+    "Aborting before another identical turn. Start a new conversation or change approach; to "
+    "warn the model instead of refusing, run `gglib config settings set --loop-guard-mode note`."
+)
+_NOTE_TAIL = (
+    "Repeating it will not produce a different answer. Change approach, or tell the user what "
+    "is blocking you."
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Upstream texts (§4.7)
+
+
+def upstream_refusal_body(step: Step) -> str | None:
+    """The HTTP 400 body of ``refuse`` mode for a refused step (field order message, type, code)."""
+    if step.verdict != "refuse":
+        return None
+    if step.detector == "loop":
+        message = (
+            "Agentic loop detected: this conversation repeats the same tool-call batch with "
+            f"nothing in between (signature: {step.signature}). {_ADVICE}"
+        )
+        code = "loop_detected"
+    else:
+        message = (
+            "Stagnation detected: the assistant has produced the same response "
+            f"{step.count} times (limit {step.extra.get('max_steps')}). {_ADVICE}"
+        )
+        code = "stagnation_detected"
+    body = {"error": {"message": message, "type": code, "code": code}}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def _cut_signature(signature: str) -> str:
+    if len(signature) > NOTE_SIGNATURE_LIMIT:
+        return signature[:NOTE_SIGNATURE_LIMIT] + "…"
+    return signature
+
+
+def upstream_note(step: Step) -> str | None:
+    """The text ``note`` mode (gglib's default) appends to the request; None on a pass."""
+    if step.verdict != "refuse":
+        return None
+    if step.detector == "loop":
+        return (
+            f"{NOTE_MARKER} This conversation has repeated the tool-call batch "
+            f"`{_cut_signature(step.signature or '')}` with nothing in between, and received the "
+            f"same result each time. {_NOTE_TAIL}"
+        )
+    return (
+        f"{NOTE_MARKER} This conversation has produced the same response {step.count} times, "
+        f"against a limit of {step.extra.get('max_steps')}. {_NOTE_TAIL}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Explaining one step (§5.6)
+
+
+@dataclass(frozen=True, slots=True)
+class StepExplanation:
+    headline: str
+    """One plain sentence."""
+    details: tuple[str, ...] = ()
+    """Further facts, one sentence each."""
+    governing_keys: tuple[str, ...] = ()
+    limitations: tuple[str, ...] = ()
+    """Ids of the §6 limitations this step shows (``L4``, ``L5``, …)."""
+    upstream_refusal: str | None = None
+    upstream_note: str | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join((self.headline, *self.details))
+
+
+def _tools_phrase(tools: Sequence[str]) -> str:
+    names = [t if t else "(unnamed)" for t in tools]
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else ("twice" if n == 2 else f"{n} times")
+
+
+def _run_before(steps: Sequence[Step], index: int) -> list[Step]:
+    """The earlier occurrences of the run that ``steps[index]`` belongs to, oldest first."""
+    step = steps[index]
+    total = step.extra.get("total")
+    if not isinstance(total, int):
+        return []
+    out: list[Step] = []
+    want = total - 1
+    j = index - 1
+    while want >= 1 and j >= 0:
+        s = steps[j]
+        j -= 1
+        if s.extra.get("kind") != "batch":
+            continue
+        if s.signature != step.signature or s.extra.get("total") != want:
+            break
+        out.append(s)
+        want -= 1
+    out.reverse()
+    return out
+
+
+def _compared_strikes(history: list[Step], count: int) -> list[Step]:
+    """The earlier strikes of a refused step whose outcome compared them with a predecessor.
+
+    The refused step's ``count`` includes itself; the oldest of the earlier ``count - 1`` strikes
+    started the count (first of the run, or its answer changed), so only the rest compared.
+    """
+    if count <= 2:
+        return []
+    return history[-(count - 1) :][1:]
+
+
+def _find(steps: Sequence[Step], step: Step) -> int:
+    for i, s in enumerate(steps):
+        if s is step or (s.turn == step.turn and s == step):
+            return i
+    raise ValueError("step is not in steps")
+
+
+def explain_step(
+    step: Step, steps: Sequence[Step] | None = None, config: GglibConfig | None = None
+) -> StepExplanation:
+    """Explain ``step`` in plain words. ``steps`` (the whole replay) adds the run's history."""
+    if step.verdict != "refuse":
+        return _explain_pass(step, config)
+    index = _find(steps, step) if steps is not None else None
+    history = _run_before(steps, index) if steps is not None and index is not None else []
+    details: list[str] = []
+    limitations: list[str] = []
+    keys: tuple[str, ...]
+    x = step.extra
+    if step.detector == "stagnation":
+        headline = (
+            f"The assistant wrote the exact same reply {step.count} times within its last "
+            f"{x.get('window')} prose replies; the limit is {x.get('max_steps')}."
+        )
+        details.append(
+            "Only replies without tool calls count: text sent alongside tool calls is never "
+            "compared (L10)."
+        )
+        limitations.append("L10")
+        keys = ("max_stagnation_steps",)
+    else:
+        tools = _tools_phrase(step.tools)
+        total = x.get("total")
+        count = step.count or 0
+        cls = x.get("batch_class")
+        tier_off = config is not None and config.max_observation_steps is None
+        if x.get("rule") == "strike":
+            compared = _compared_strikes(history, count)
+            if not compared or any(
+                s.extra.get("outcome") != "answer_repeated" or not s.extra.get("answers_joined")
+                for s in compared
+            ):
+                compare = "gglib could not compare the results"
+            else:
+                compare = "it got the same result each time"
+            headline = (
+                f"The same batch ({tools}) ran {_times(total or 0)} in a row, and the last "
+                f"{count} of those runs brought no new result ({compare})."
+            )
+            if cls == "mutating":
+                details.append(
+                    "Batches that change things may repeat without a new result at most "
+                    f"{x.get('effective_max')} times."
+                )
+                keys = ("max_repeated_batch_steps",)
+            else:
+                details.append(
+                    "These are read-only tools; they may repeat without a new result at most "
+                    f"{x.get('effective_max')} times."
+                )
+                keys = ("max_repeated_batch_steps",) if tier_off else ("max_observation_steps",)
+                if compared and all(s.extra.get("outcome") == "answer_repeated" for s in compared):
+                    details.append(
+                        "This is a quiet poll: the output did not change, so waiting longer "
+                        "was refused as a loop (L2)."
+                    )
+                    limitations.append("L2")
+            if x.get("answers_joined") and not x.get("identical") and not x.get("not_evaluated"):
+                details.append(
+                    "This turn's output was new, but gglib decides before it sees the output (L4)."
+                )
+                limitations.append("L4")
+        else:
+            headline = (
+                f"The results of {tools} kept changing, but the run reached {total} occurrences, "
+                f"and this kind of batch may continue at most {x.get('ceiling')} times in total."
+            )
+            if cls == "costly_observation":
+                details.append("Navigating, clicking and fetching pages cost something elsewhere.")
+            if tier_off:
+                details.append("The read-only tier is off (max_observation_steps = none).")
+            details.append(
+                "Upstream cannot tell this apart from a repeat with identical results: its note "
+                "still says \"received the same result each time\", which is inaccurate here (L5)."
+            )
+            limitations.append("L5")
+            keys = ("max_repeated_batch_steps", "max_observation_steps")
+    if step.after_divergence:
+        details.append(
+            "This step comes after the first refusal, so it is a shadow verdict: upstream's "
+            "proxy would already refuse (or note) every request from the first refusal on (L9)."
+        )
+        limitations.append("L9")
+    details.append(
+        "In note mode (gglib's default) the request is forwarded with a note instead; the note is "
+        "best-effort and may never reach the model (L16)."
+    )
+    limitations.append("L16")
+    return StepExplanation(
+        headline,
+        tuple(details),
+        keys,
+        tuple(limitations),
+        upstream_refusal_body(step),
+        upstream_note(step),
+    )
+
+
+def _explain_pass(step: Step, config: GglibConfig | None) -> StepExplanation:
+    x = step.extra
+    details: list[str] = []
+    limitations: list[str] = []
+    if step.after_divergence:
+        details.append("Shadow verdict after the first refusal (L9).")
+        limitations.append("L9")
+    if x.get("kind") == "prose":
+        if step.count is None:
+            return StepExplanation(
+                "An empty reply: the stagnation detector ignores it.",
+                tuple(details),
+                limitations=tuple(limitations),
+            )
+        return StepExplanation(
+            f"This reply appears {_times(step.count)} within the last {x.get('window')} prose "
+            f"replies; the limit is {x.get('max_steps')}.",
+            tuple(details),
+            ("max_stagnation_steps",),
+            tuple(limitations),
+        )
+    headline = (
+        f"Occurrence {x.get('total')} of this batch in a row; {step.count} of "
+        f"{x.get('effective_max')} allowed without a new result."
+    )
+    if x.get("ceiling") is None:
+        details.append("Read-only batch: no ceiling on occurrences with changing results.")
+    else:
+        details.append(f"At most {x.get('ceiling')} occurrences in a row in total.")
+    if x.get("rescued"):
+        details.append(
+            "Rescued: counting repeats alone would have refused it, but an earlier result in the "
+            "run changed (L3)."
+        )
+        limitations.append("L3")
+    if x.get("identical") and step.count == 1:
+        details.append(
+            "The same batch got the same results as its previous occurrence, with other work in "
+            "between: a cycle reading, which gglib never refuses (L1)."
+        )
+        limitations.append("L1")
+    return StepExplanation(
+        headline, tuple(details), ("max_repeated_batch_steps", "max_observation_steps"),
+        tuple(limitations),
+    )
+
+
+def explain_first_refusal(
+    session: Any, result: SessionReplay, config: GglibConfig | None = None
+) -> str | None:
+    """One or two sentences on the first refusal of ``result``; None when it was not refused."""
+    del session
+    for step in result.steps:
+        if step.verdict == "refuse":
+            e = explain_step(step, result.steps, config)
+            return " ".join((e.headline, *e.details[:1]))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The smallest setting change (§5.6)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingChange:
+    """A candidate configuration, verified by a re-run."""
+
+    changes: dict[str, Any]
+    """Key -> new value (``observation_tools`` as a list)."""
+    config: GglibConfig
+    first_refusal: FirstRefusal | None
+    """The first refusal under the new configuration."""
+    description: str
+    notes: tuple[str, ...] = field(default=())
+
+    def set_args(self) -> list[str]:
+        """The ``--set KEY=VALUE`` arguments for this change."""
+        out = []
+        for k, v in self.changes.items():
+            if v is None:
+                out.append(f"{k}=none")
+            elif isinstance(v, list | tuple):
+                out.append(f"{k}={','.join(v)}")
+            else:
+                out.append(f"{k}={v}")
+        return out
+
+
+def _prepared(source: Any) -> PreparedMessages:
+    if isinstance(source, PreparedMessages):
+        return source
+    inner = getattr(source, "messages", None)
+    if isinstance(inner, PreparedMessages):
+        return inner
+    if hasattr(source, "chat_view"):
+        return prepare_messages(source.chat_view())
+    return prepare_messages(source)
+
+
+def _step_at(steps: Sequence[Step], turn: int) -> Step:
+    for s in steps:
+        if s.turn == turn:
+            return s
+    raise ValueError(f"no step at turn {turn}")
+
+
+def _with(config: GglibConfig, **changes: Any) -> GglibConfig:
+    return replace(config, **changes)
+
+
+def smallest_change_to_pass(
+    source: Any, config: GglibConfig, turn: int | None = None
+) -> list[SettingChange]:
+    """Smallest changes (within 1..100) that let the refused step at ``turn`` through.
+
+    ``turn`` defaults to the first refusal. ``source`` is prepared messages, a prepared session,
+    a session (``chat_view``) or a message list. One candidate per key that can do it alone,
+    smallest value first; a two-key change when no single key suffices; and, for a batch that
+    only needs reclassifying, adding its tools to ``observation_tools``. Every candidate is
+    verified by re-running; its new first refusal is reported.
+    """
+    prepared = _prepared(source)
+    steps, first = run_prepared(prepared, config)
+    if turn is None:
+        if first is None:
+            return []
+        turn = first.turn
+    step = _step_at(steps, turn)
+    if step.verdict != "refuse":
+        return []
+
+    def passes(cfg: GglibConfig) -> tuple[bool, FirstRefusal | None]:
+        s2, f2 = run_prepared(prepared, cfg)
+        return _step_at(s2, turn).verdict != "refuse", f2
+
+    out: list[SettingChange] = []
+    if step.detector == "stagnation":
+        keys: list[str] = ["max_stagnation_steps"]
+    else:
+        keys = ["max_repeated_batch_steps"]
+        if config.max_observation_steps is not None:
+            keys.append("max_observation_steps")
+    for key in keys:
+        current = getattr(config, key)
+        for value in range(max(current + 1, CLAMP_MIN), CLAMP_MAX + 1):
+            cfg = _with(config, **{key: value})
+            ok, f2 = passes(cfg)
+            if ok:
+                out.append(SettingChange({key: value}, cfg, f2, f"raise {key} from {current} to {value}"))
+                break
+    if step.detector == "loop" and not out and config.max_observation_steps is not None:
+        # Both thresholds must move: the strike key to the count, the larger key to the total.
+        count, total = step.count or 0, step.extra.get("total") or 0
+        for s_val in range(max(config.max_repeated_batch_steps + 1, count), CLAMP_MAX + 1):
+            o_val = max(config.max_observation_steps, total)
+            cfg = _with(config, max_repeated_batch_steps=s_val, max_observation_steps=min(o_val, CLAMP_MAX))
+            ok, f2 = passes(cfg)
+            if ok:
+                changes: dict[str, Any] = {"max_repeated_batch_steps": s_val}
+                if cfg.max_observation_steps != config.max_observation_steps:
+                    changes["max_observation_steps"] = cfg.max_observation_steps
+                out.append(SettingChange(changes, cfg, f2, "raise " + " and ".join(f"{k} to {v}" for k, v in changes.items())))
+                break
+    if step.detector == "loop" and step.extra.get("batch_class") == "mutating":
+        missing = [t for t in dict.fromkeys(step.tools) if t]
+        if missing and len(missing) == len(set(step.tools)):
+            tools = [*config.observation_tools, *missing]
+            cfg = _with(config, observation_tools=tuple(tools))
+            ok, f2 = passes(cfg)
+            if ok:
+                out.append(
+                    SettingChange(
+                        {"observation_tools": tools},
+                        cfg,
+                        f2,
+                        f"treat {_tools_phrase(missing)} as read-only (add to observation_tools)",
+                        ("Reclassifying changes the thresholds for every batch of these tools.",),
+                    )
+                )
+    return out
+
+
+def smallest_change_to_refuse(
+    source: Any, config: GglibConfig, turn: int
+) -> list[SettingChange]:
+    """Smallest changes (within 1..100) under which the step at ``turn`` is refused.
+
+    Used to "catch a missed loop": for each integer key the largest lower value that refuses the
+    step (the smallest change), plus switching the observation tier off. Lowering a threshold can
+    also move the first refusal earlier; each candidate reports its new first refusal.
+    """
+    prepared = _prepared(source)
+    steps, _ = run_prepared(prepared, config)
+    step = _step_at(steps, turn)
+    if step.verdict == "refuse":
+        return []
+
+    def refuses(cfg: GglibConfig) -> tuple[bool, FirstRefusal | None]:
+        s2, f2 = run_prepared(prepared, cfg)
+        return _step_at(s2, turn).verdict == "refuse", f2
+
+    out: list[SettingChange] = []
+    if step.extra.get("kind") == "prose":
+        keys = ["max_stagnation_steps"]
+    else:
+        keys = ["max_repeated_batch_steps"]
+        if config.max_observation_steps is not None:
+            keys.append("max_observation_steps")
+    for key in keys:
+        current = getattr(config, key)
+        for value in range(min(current - 1, CLAMP_MAX), CLAMP_MIN - 1, -1):
+            cfg = _with(config, **{key: value})
+            ok, f2 = refuses(cfg)
+            if ok:
+                out.append(SettingChange({key: value}, cfg, f2, f"lower {key} from {current} to {value}"))
+                break
+    if step.extra.get("kind") == "batch" and config.max_observation_steps is not None:
+        cfg = _with(config, max_observation_steps=None)
+        ok, f2 = refuses(cfg)
+        if ok:
+            out.append(
+                SettingChange(
+                    {"max_observation_steps": None}, cfg, f2, "switch the read-only tier off"
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Known limitations on a session (§6)
+
+_CAMEL_COSTLY = re.compile(r"(?:[a-z0-9](?:Navigate|Click|Fetch))|(?:^(?:navigate|click|fetch)[A-Z])")
+_READISH = {"get", "count", "report", "definition", "query", "house", "list", "read", "search", "to"}
+
+
+def _max_depth(value: Any) -> int:
+    stack = [(value, 0)]
+    best = 0
+    while stack:
+        v, d = stack.pop()
+        best = max(best, d)
+        if best > MAX_REPR_DEPTH:
+            return best
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return best
+
+
+def _segments(name: str) -> list[str]:
+    return [s for s in re.split(r"[_.\-]", name.lower()) if s]
+
+
+def session_limitations(
+    steps: Sequence[Step],
+    config: GglibConfig,
+    messages: Sequence[Any] | None = None,
+    warnings: Sequence[str] = (),
+) -> list[tuple[str, str]]:
+    """The §6 limitations that apply to this session, as ``(id, plain text)``.
+
+    ``messages`` (the chat view) enables the checks that need the raw input (L8, L11, L15);
+    ``warnings`` (from ``resolve_config``) enables L14.
+    """
+    out: list[tuple[str, str]] = []
+    batches = [s for s in steps if s.extra.get("kind") == "batch"]
+    first = next((s for s in steps if s.verdict == "refuse"), None)
+
+    cycles = [s for s in batches if s.extra.get("identical") and s.count == 1]
+    if cycles:
+        sigs = {s.signature for s in cycles}
+        out.append((
+            "L1",
+            f"{len(cycles)} batch step(s) repeated an earlier batch with the same results after "
+            f"other work in between ({len(sigs)} distinct batch(es)). gglib never refuses such "
+            "cycles: the run breaks whenever a different batch runs.",
+        ))
+    for i, s in enumerate(steps):
+        if s.detector == "loop" and s.extra.get("rule") == "strike" and s.extra.get("batch_class") != "mutating":
+            compared = _compared_strikes(_run_before(steps, i), s.count or 0)
+            if compared and all(h.extra.get("outcome") == "answer_repeated" for h in compared):
+                out.append((
+                    "L2",
+                    f"Turn {s.turn}: a quiet poll of read-only tools was refused; the output did "
+                    "not change, which may just mean nothing happened yet.",
+                ))
+                break
+    rescued = [s for s in batches if s.extra.get("rescued")]
+    if rescued:
+        out.append((
+            "L3",
+            f"{len(rescued)} step(s) passed only because a result changed (rescued). Any clock, "
+            "timing or counter in the output counts as a change, so a mutating batch may run up "
+            "to the ceiling and a read-only one without bound.",
+        ))
+    for s in steps:
+        x = s.extra
+        if s.detector == "loop" and x.get("rule") == "strike" and x.get("answers_joined") and not x.get("identical") and not x.get("not_evaluated"):
+            out.append((
+                "L4",
+                f"Turn {s.turn}: the refused turn's own output was new, but gglib decides before "
+                "it sees the output.",
+            ))
+            break
+    ceiling = [s for s in steps if s.extra.get("rule") == "ceiling"]
+    if ceiling:
+        out.append((
+            "L5",
+            f"{len(ceiling)} ceiling refusal(s): upstream reports them exactly like repeats with "
+            "identical results, and its note wrongly says \"received the same result each time\".",
+        ))
+    names = list(dict.fromkeys(t for s in batches for t in s.tools))
+    camel = [n for n in names if _CAMEL_COSTLY.search(n) and not is_costly_name(n)]
+    readish = [
+        n for n in names
+        if is_costly_name(n) and _READISH & set(_segments(n))
+    ]
+    if camel or readish:
+        parts = []
+        if camel:
+            parts.append(f"camelCase names escape the costly check: {', '.join(camel)}")
+        if readish:
+            parts.append(f"read-only names are treated as costly: {', '.join(readish)}")
+        out.append(("L6", "; ".join(parts) + f" (costly words: {', '.join(COSTLY_OBSERVATION_TOOLS)})."))
+    short = [p for p in config.observation_tools if len(p) < 4]
+    if short:
+        shown = ", ".join(repr(p) for p in short)
+        out.append((
+            "L7",
+            f"observation_tools has empty or short pattern(s) {shown}: an empty pattern makes "
+            "every batch read-only, a short one captures unrelated tools.",
+        ))
+    if first is not None and steps and steps[-1] is not first:
+        later = sum(1 for s in steps if s.after_divergence)
+        out.append((
+            "L9",
+            f"After the first refusal (turn {first.turn}) upstream would refuse (or note) every "
+            f"later request of this session; the {later} later step(s) are shadow verdicts.",
+        ))
+    if any(s.detector == "stagnation" for s in steps):
+        out.append((
+            "L10",
+            "Stagnation only compares replies without tool calls; narration sent with tool calls "
+            "is invisible to it.",
+        ))
+    unjoined = [s for s in batches if not s.extra.get("answers_joined")]
+    if unjoined:
+        out.append((
+            "L12",
+            f"{len(unjoined)} of {len(batches)} batch step(s) could not be joined with their "
+            "results; those repeats fall back to pure counting and can never be rescued.",
+        ))
+    odd_names = [n for n in names if "|" in n or ":" in n]
+    if odd_names:
+        out.append((
+            "L13",
+            f"Tool name(s) containing '|' or ':' can collide with other batches' signatures: "
+            f"{', '.join(odd_names)}.",
+        ))
+    clamp = [w for w in warnings if "outside" in w]
+    if clamp:
+        out.append((
+            "L14",
+            "A setting was clamped to 1..100 as gglib's agent settings do; the upstream proxy "
+            "would have used the raw persisted value.",
+        ))
+    if messages is not None:
+        out.extend(_message_limitations(messages))
+    order = {f"L{i}": i for i in range(1, 17)}
+    out.sort(key=lambda item: order.get(item[0], 99))
+    return out
+
+
+def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    deep = 0
+    runs_broken = 0
+    last_sig: str | None = None
+    broke = False
+    non_object = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            non_object += 1
+            broke = True
+            continue
+        role = m.get("role")
+        if role == "tool":
+            continue
+        if role != "assistant":
+            broke = True
+            continue
+        calls = domain_calls(m.get("tool_calls"))
+        if not calls:
+            continue
+        if any(_max_depth(c.arguments) >= MAX_REPR_DEPTH for c in calls):
+            deep += 1
+        sig = batch_signature(calls)
+        if broke and sig == last_sig:
+            runs_broken += 1
+        last_sig = sig
+        broke = False
+    if deep:
+        out.append((
+            "L8",
+            f"{deep} batch(es) have arguments nested 16 or more levels deep; everything from "
+            "that depth on is ignored, so different calls may count as repeats.",
+        ))
+    if runs_broken:
+        out.append((
+            "L11",
+            f"{runs_broken} time(s) a user (or other) turn broke a run of the same batch; each "
+            "such turn resets both detectors.",
+        ))
+    if non_object:
+        out.append((
+            "L15",
+            f"{non_object} message entr(y/ies) are not objects; upstream's guard would fail open "
+            "for the rest of such a session, loopscope still evaluates it.",
+        ))
+    return out

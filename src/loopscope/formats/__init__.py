@@ -1,0 +1,61 @@
+"""Importers: recorded-session files → normalized sessions (sessions spec §0–§3).
+
+Public API::
+
+    detect_format(path, limits=None) -> Detection
+    load_file(path, limits=None, format=None, *, scanned=False) -> FileImport
+    load_paths(paths, limits=None, format=None) -> ImportReport
+    iter_file_imports(paths, limits=None, format=None) -> Iterator[FileImport]   # streamed
+    parse_import_limits([("NAME", "VALUE") | "NAME=VALUE", ...], base=None) -> ImportLimits
+    ImportLimits(...)                       # sessions spec §3.5
+    parse_size("1GiB") -> int               # B, KiB, MiB, GiB, TiB
+    parse_limit("max_document_bytes=1GiB") -> ("max_document_bytes", 1073741824)
+    limits_from_specs(["NAME=VALUE", ...], base=None) -> ImportLimits
+
+One module per format, ``loopscope.formats.<format_id>``, exposing ``FORMAT_ID`` and one or more
+of ``import_records(records, ctx)``, ``import_document(value, ctx)``, ``import_text(text, ctx)``
+(and optionally ``import_zip(path, ctx)``), each yielding one ``Session | None`` per session
+candidate in file order.
+"""
+
+from loopscope.formats.base import (
+    Detection,
+    FileImport,
+    ImportContext,
+    ImportLimits,
+    ImportReport,
+    Record,
+)
+from loopscope.formats.loader import (
+    FORMAT_IDS,
+    SCAN_EXTENSIONS,
+    detect_format,
+    expand_paths,
+    iter_file_imports,
+    limits_from_specs,
+    load_file,
+    load_paths,
+    parse_import_limits,
+    parse_limit,
+    parse_size,
+)
+
+__all__ = [
+    "FORMAT_IDS",
+    "SCAN_EXTENSIONS",
+    "Detection",
+    "FileImport",
+    "ImportContext",
+    "ImportLimits",
+    "ImportReport",
+    "Record",
+    "detect_format",
+    "expand_paths",
+    "iter_file_imports",
+    "limits_from_specs",
+    "load_file",
+    "load_paths",
+    "parse_import_limits",
+    "parse_limit",
+    "parse_size",
+]

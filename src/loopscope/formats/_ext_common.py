@@ -1,0 +1,120 @@
+"""Small helpers shared by the "strongly wanted" and optional importers (sessions spec §2.6–2.14).
+
+Private to those format modules. Nothing here parses files; the loader does that.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from loopscope.formats.base import ImportContext
+from loopscope.formats.text import extract_text as _extract_text
+from loopscope.model import Severity
+
+__all__ = [
+    "CandidateReporter",
+    "as_dict",
+    "as_str",
+    "count_skipped",
+    "extract_text",
+    "is_true",
+    "json_pointer",
+    "short_json",
+]
+
+
+def extract_text(value: Any, joiner: str) -> str:
+    """sessions spec §1.6 (the shared implementation in ``loopscope.formats.text``)."""
+    try:
+        return _extract_text(value, joiner)
+    except TypeError:
+        # TODO(formats lead): text.py tests ``part.get("type") in <frozenset>``, which raises
+        # for an unhashable "type" (a list or object); drop such keys and retry.
+        return _extract_text(_without_odd_types(value, 0), joiner)
+
+
+def _without_odd_types(value: Any, depth: int) -> Any:
+    if depth > 64:
+        return None
+    if isinstance(value, list):
+        return [_without_odd_types(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_odd_types(v, depth + 1) for k, v in value.items()
+                if not (k == "type" and isinstance(v, list | dict))}
+    return value
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else an empty dict."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_str(value: Any) -> str | None:
+    """``value`` when it is a string, else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+def is_true(value: Any) -> bool:
+    """JSON ``true`` exactly (a string ``"True"`` as some Python writers emit is accepted too)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def json_pointer(*parts: str | int) -> str:
+    """A JSON Pointer from path parts (``~`` and ``/`` escaped)."""
+    out = []
+    for part in parts:
+        text = str(part).replace("~", "~0").replace("/", "~1")
+        out.append(text)
+    return "/" + "/".join(out) if out else ""
+
+
+def short_json(value: Any, limit: int = 60) -> str:
+    """A short display form of a value for problem messages."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def count_skipped(counter: Counter[str], key: str) -> None:
+    counter[key] += 1
+
+
+class CandidateReporter:
+    """Reports problems for one session candidate (``ctx.problem`` with ``candidate=n``)."""
+
+    def __init__(self, ctx: ImportContext, candidate: int | None):
+        self.ctx = ctx
+        self.candidate = candidate
+        self._once: set[tuple[str, str]] = set()
+        self._aggregated: dict[str, list[Any]] = {}
+
+    def __call__(self, severity: Severity, code: str, message: str, *,
+                 line: int | None = None, pointer: str | None = None, count: int = 1) -> None:
+        self.ctx.problem(severity, code, message, line=line, pointer=pointer,
+                         candidate=self.candidate, count=count)
+
+    def once(self, key: str, severity: Severity, code: str, message: str, *,
+             line: int | None = None, pointer: str | None = None) -> None:
+        """Report only the first occurrence of ``(code, key)`` for this candidate."""
+        if (code, key) in self._once:
+            return
+        self._once.add((code, key))
+        self(severity, code, message, line=line, pointer=pointer)
+
+    def aggregate(self, code: str, message: str, *, line: int | None = None,
+                  pointer: str | None = None) -> None:
+        """Count an ``info`` problem; :meth:`flush` emits one problem per code with the count."""
+        entry = self._aggregated.get(code)
+        if entry is None:
+            self._aggregated[code] = [message, line, pointer, 1]
+        else:
+            entry[3] += 1
+
+    def flush(self, messages: dict[str, Callable[[int], str]] | None = None) -> None:
+        """Emit the aggregated infos. ``messages[code](count)`` may rewrite the message."""
+        for code, (message, line, pointer, count) in self._aggregated.items():
+            if messages and code in messages:
+                message = messages[code](count)
+            self("info", code, message, line=line, pointer=pointer, count=count)
+        self._aggregated.clear()

@@ -1,0 +1,294 @@
+"""Anthropic Messages — ``anthropic_messages`` (sessions spec §2.3).
+
+Layouts: a request body ``{"model", "system"?, "messages": [...]}``; a bare list of messages;
+JSONL with one message per line; a list or JSONL of ``{"messages": [...]}`` conversations (one
+session each, ``path#n``).
+
+The block rules (:func:`assistant_blocks`, :func:`user_blocks`) are shared with Claude Code
+(§2.5) and its markdown export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from loopscope.formats.base import ImportContext, Record
+from loopscope.formats.builder import SessionBuilder, TurnDraft
+from loopscope.formats.text import TEXT_JOINER, extract_text, type_of
+from loopscope.model import Origin, Session, escape_for_display
+
+FORMAT_ID = "anthropic_messages"
+
+__all__ = [
+    "CALL_BLOCKS",
+    "FORMAT_ID",
+    "SERVER_RESULT_BLOCKS",
+    "assistant_blocks",
+    "import_document",
+    "import_records",
+    "session_from_messages",
+    "user_blocks",
+]
+
+CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+SERVER_RESULT_BLOCKS = frozenset({"web_search_tool_result", "web_fetch_tool_result",
+                                  "code_execution_tool_result", "mcp_tool_result",
+                                  "bash_code_execution_tool_result",
+                                  "text_editor_code_execution_tool_result",
+                                  "tool_search_tool_result"})
+_USER_KEEP = frozenset({"text", "image", "document"})
+
+
+def _server_result_is_error(block: dict[str, Any]) -> bool:
+    if block.get("is_error") is True:
+        return True
+    content = block.get("content")
+    if isinstance(content, dict):
+        ctype = content.get("type")
+        return isinstance(ctype, str) and ctype.endswith("_error")
+    return False
+
+
+def assistant_blocks(builder: SessionBuilder, turn: TurnDraft, blocks: Any, origin: Origin, *,
+                     seen_call_ids: set[str] | None = None,
+                     on_duplicate: Callable[[], None] | None = None,
+                     pending_results: list[tuple[dict[str, Any], Origin]] | None = None,
+                     ) -> list[tuple[dict[str, Any], Origin]]:
+    """Add an assistant message's content to ``turn``: text (no separator), thinking
+    (``"\\n"``), calls (kind ``value``). Returns the server tool result blocks to emit after the
+    turn (appended to ``pending_results`` when given). With ``seen_call_ids``, a ``tool_use``
+    id already seen is dropped (``on_duplicate`` is called)."""
+    results = pending_results if pending_results is not None else []
+    if isinstance(blocks, str):
+        turn.text += blocks
+        return results
+    if not isinstance(blocks, list):
+        return results
+    thinking: list[str] = [turn.thinking] if turn.thinking else []
+    for position, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            if isinstance(block, str):
+                turn.text += block
+            continue
+        btype = type_of(block)
+        if btype == "text":
+            if isinstance(block.get("text"), str):
+                turn.text += block["text"]
+        elif btype == "thinking":
+            if isinstance(block.get("thinking"), str) and block["thinking"]:
+                thinking.append(block["thinking"])
+        elif btype in CALL_BLOCKS:
+            call_id = block.get("id")
+            if seen_call_ids is not None and isinstance(call_id, str):
+                if call_id in seen_call_ids:
+                    if on_duplicate:
+                        on_duplicate()
+                    continue
+                seen_call_ids.add(call_id)
+            call_origin = Origin(origin.line, None if origin.pointer is None
+                                 else f"{origin.pointer}/content/{position}")
+            builder.call(turn, block.get("name"), block.get("input"), "value", id=call_id,
+                         origin=call_origin)
+        elif btype in SERVER_RESULT_BLOCKS:
+            results.append((block, Origin(origin.line, None if origin.pointer is None
+                                          else f"{origin.pointer}/content/{position}")))
+    turn.thinking = "\n".join(thinking)
+    return results
+
+
+def emit_server_results(builder: SessionBuilder,
+                        results: list[tuple[dict[str, Any], Origin]],
+                        timestamp: str | None = None) -> None:
+    for block, origin in results:
+        content = block.get("content")
+        builder.result(block.get("tool_use_id"), content, extract_text(content, TEXT_JOINER),
+                       is_error=_server_result_is_error(block), timestamp=timestamp,
+                       origin=origin)
+
+
+def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
+                timestamp: str | None = None, as_system: bool = False,
+                recorded_role: str = "user",
+                answered: set[str] | None = None,
+                on_duplicate: Callable[[], None] | None = None,
+                meta: dict[str, Any] | None = None) -> None:
+    """The Anthropic user-message rule: ``tool_result`` blocks become results first, in block
+    order; then one ``user`` (or ``system``) event with the remaining text (non-blank), image and
+    document blocks. A string content is one event. With ``answered``, a result whose
+    ``tool_use_id`` was already answered is dropped."""
+    if not isinstance(content, list):
+        text = extract_text(content, TEXT_JOINER)
+        if as_system:
+            builder.system(text, content, recorded_role=recorded_role, timestamp=timestamp,
+                           origin=origin)
+        else:
+            builder.user(text, content, recorded_role=recorded_role, timestamp=timestamp,
+                         origin=origin)
+        return
+    remaining: list[Any] = []
+    for position, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            if answered is not None and isinstance(call_id, str):
+                if call_id in answered:
+                    if on_duplicate:
+                        on_duplicate()
+                    continue
+                answered.add(call_id)
+            value = block.get("content")
+            builder.result(call_id, value, extract_text(value, TEXT_JOINER),
+                           is_error=block.get("is_error") is True, meta=meta,
+                           timestamp=timestamp,
+                           origin=Origin(origin.line, None if origin.pointer is None
+                                         else f"{origin.pointer}/content/{position}"))
+        elif isinstance(block, dict) and type_of(block) in _USER_KEEP:
+            if block.get("type") == "text" and not (
+                    isinstance(block.get("text"), str) and block["text"].strip()):
+                continue
+            remaining.append(block)
+        elif isinstance(block, str) and block.strip():
+            remaining.append(block)
+    if remaining:
+        text = extract_text(remaining, TEXT_JOINER)
+        if as_system:
+            builder.system(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
+                           origin=origin)
+        else:
+            builder.user(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
+                         origin=origin)
+
+
+def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: str = "",
+                          candidate: int | None = None, system: Any = None,
+                          model: Any = None, origins: Sequence[Origin] | None = None,
+                          pointer_prefix: str = "/messages",
+                          metadata: dict[str, Any] | None = None) -> Session:
+    """One Anthropic conversation (sessions spec §2.3)."""
+
+    def report(severity: Any, code: str, message: str, *, line: int | None = None,
+               pointer: str | None = None, count: int = 1) -> None:
+        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
+                    count=count)
+
+    builder = SessionBuilder()
+    if system is not None:
+        builder.system(extract_text(system, TEXT_JOINER), system, recorded_role="system",
+                       origin=Origin(pointer=pointer_prefix.rsplit("/", 1)[0] + "/system")
+                       if origins is None else Origin(origins[0].line if origins else None))
+    unknown: set[str] = set()
+    for i, message in enumerate(messages):
+        origin = (origins[i] if origins is not None and i < len(origins)
+                  else Origin(pointer=f"{pointer_prefix}/{i}"))
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else message
+        if role == "assistant":
+            msg_model = message.get("model")
+            stop = message.get("stop_reason")
+            turn = builder.assistant("", content, model=msg_model if isinstance(
+                msg_model, str) else None, stop_reason=stop if isinstance(stop, str) else None,
+                origin=origin)
+            pending = assistant_blocks(builder, turn, content, origin)
+            emit_server_results(builder, pending)
+        elif role == "user":
+            user_blocks(builder, content, origin)
+        elif role == "system":
+            builder.system(extract_text(content, TEXT_JOINER), content, origin=origin)
+        else:
+            key = role if isinstance(role, str) else f"<{type(role).__name__}>"
+            if key not in unknown:
+                unknown.add(key)
+                shown = (f'"{escape_for_display(role, 60)}"' if isinstance(role, str)
+                         else "missing or not a string")
+                report("info", "unknown_role",
+                       f"message role {shown} is not an Anthropic role; it was kept as an "
+                       "'other' event", line=origin.line, pointer=origin.pointer)
+            builder.other(role if isinstance(role, str) else None,
+                          extract_text(content, TEXT_JOINER), content, origin=origin)
+    models = [model] if isinstance(model, str) else []
+    return builder.build(id=id, source=ctx.path, format=FORMAT_ID, models=models,
+                         metadata=metadata, report=report)
+
+
+def _tool_names(tools: Any) -> list[str]:
+    if not isinstance(tools, list):
+        return []
+    return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _body(body: dict[str, Any], ctx: ImportContext, candidate: int | None, prefix: str,
+          line: int | None = None) -> Session:
+    messages = body["messages"]
+    origins = [Origin(line=line)] * len(messages) if line is not None else None
+    metadata: dict[str, Any] = {}
+    if isinstance(body.get("tools"), list):
+        metadata["tools"] = _tool_names(body["tools"])
+    return session_from_messages(messages, ctx, candidate=candidate, system=body.get("system"),
+                                 model=body.get("model"), origins=origins,
+                                 pointer_prefix=f"{prefix}/messages", metadata=metadata)
+
+
+def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
+    if isinstance(value, dict):
+        if isinstance(value.get("messages"), list):
+            yield _body(value, ctx, None, "")
+        else:
+            ctx.problem("error", "session_failed", "JSON object has no 'messages' list")
+        return
+    if not isinstance(value, list):
+        ctx.problem("error", "session_failed", "expected a list of messages")
+        return
+    if value and all(isinstance(e, list) or (isinstance(e, dict) and isinstance(
+            e.get("messages"), list)) for e in value):
+        for n, element in enumerate(value):
+            if isinstance(element, list):
+                yield session_from_messages(element, ctx, candidate=n,
+                                            pointer_prefix=f"/{n}")
+            else:
+                yield _body(element, ctx, n, f"/{n}")
+        return
+    yield session_from_messages(value, ctx, pointer_prefix="")
+
+
+def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
+    iterator = iter(records)
+    first = next(iterator, None)
+    if first is None:
+        return
+    if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
+            and "role" not in first.value:
+        n = 0
+        previous = 0
+        for record in [first, *iterator]:
+            for line in ctx.skipped_between(previous, record.line):
+                ctx.problem("error", "session_failed",
+                            f"line {line} could not be read; this conversation was not "
+                            "imported", line=line, candidate=n)
+                yield None
+                n += 1
+            previous = record.line
+            if isinstance(record.value, dict) and isinstance(record.value.get("messages"),
+                                                             list):
+                yield _body(record.value, ctx, n, "", line=record.line)
+            else:
+                ctx.problem("error", "session_failed",
+                            "line is not a conversation (no 'messages' list); it was skipped",
+                            line=record.line, candidate=n)
+                yield None
+            n += 1
+        for line in ctx.skipped_between(previous, 1 << 62):
+            ctx.problem("error", "session_failed",
+                        f"line {line} could not be read; this conversation was not imported",
+                        line=line, candidate=n)
+            yield None
+            n += 1
+        return
+    values = [first.value]
+    origins = [Origin(line=first.line)]
+    for record in iterator:
+        values.append(record.value)
+        origins.append(Origin(line=record.line))
+    yield session_from_messages(values, ctx, origins=origins)
+
+
+

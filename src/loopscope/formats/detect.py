@@ -1,0 +1,660 @@
+"""Format detection (sessions spec §2.0): head sniff, layout, then signatures.
+
+:func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
+``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
+format id has its signature here, whether or not its importer exists yet.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopscope.formats import jsonio
+from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
+from loopscope.formats.text import type_of
+from loopscope.model import escape_for_display
+
+__all__ = [
+    "RESPONSES_ITEM_TYPES",
+    "Probe",
+    "content_test",
+    "describe_record",
+    "describe_value",
+    "document_signature",
+    "probe",
+    "record_signatures",
+]
+
+HEAD_BYTES = 64 * 1024
+SAMPLE_RECORDS = 50
+MARKDOWN_HEADING = "# Claude Session Export"
+
+RESPONSES_ITEM_TYPES = frozenset({
+    "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+    "custom_tool_call_output", "local_shell_call", "local_shell_call_output", "web_search_call",
+    "file_search_call", "code_interpreter_call", "computer_call", "computer_call_output",
+    "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "item_reference",
+})
+
+FORMAT_NAMES = {
+    "openai_chat": "OpenAI chat messages",
+    "openai_responses": "OpenAI Responses items",
+    "anthropic_messages": "Anthropic messages",
+    "openclaw_session": "OpenClaw/pi session",
+    "claude_code": "Claude Code session",
+    "codex_rollout": "Codex rollout",
+    "gemini_cli_stream": "Gemini CLI stream-json",
+    "gemini_cli_chat": "Gemini CLI chat recording",
+    "openhands_events": "OpenHands events",
+    "openhands_output": "OpenHands output",
+    "swe_agent_traj": "SWE-agent trajectory",
+    "tau_bench": "tau-bench results",
+    "inspect_eval": "inspect_ai eval log",
+    "claude_code_markdown": "Claude Code markdown export",
+    "claude_managed_events": "Claude managed-agents events",
+}
+
+# ------------------------------------------------------------------------ descriptions
+
+
+def _keys(value: dict[str, Any], limit: int = 6) -> str:
+    keys = [f'"{escape_for_display(str(k), 40)}"' for k in list(value)[:limit]]
+    more = len(value) - limit
+    return ", ".join(keys) + (f" and {more} more" if more > 0 else "")
+
+
+def _type_name(value: Any, plural: bool = False) -> str:
+    if value is None:
+        name = "null"
+    elif isinstance(value, bool):
+        name = "boolean"
+    elif isinstance(value, int | float):
+        name = "number"
+    elif isinstance(value, str):
+        name = "string"
+    elif isinstance(value, list):
+        name = "array"
+    elif isinstance(value, dict):
+        name = "object"
+    else:
+        name = "value"
+    return name + ("s" if plural and name != "null" else "")
+
+
+def describe_value(value: Any) -> str:
+    """What a JSON document looks like, for ``unknown_format`` messages."""
+    if isinstance(value, dict):
+        if not value:
+            return "empty JSON object"
+        return f"JSON object with keys {_keys(value)}"
+    if isinstance(value, list):
+        if not value:
+            return "empty JSON array"
+        kinds = {_type_name(v) for v in value}
+        if len(kinds) == 1:
+            kind = next(iter(kinds))
+            return f"JSON array of {len(value)} {_type_name(value[0], len(value) != 1)}" + (
+                f" (first with keys {_keys(value[0])})" if kind == "object" and value[0] else "")
+        return f"JSON array of {len(value)} mixed values"
+    return f"a single JSON {_type_name(value)}"
+
+
+def describe_record(value: Any) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "JSON Lines; first record is an empty object"
+        return f"JSON Lines; first record has keys {_keys(value)}"
+    return f"JSON Lines; first record is a JSON {_type_name(value)}"
+
+
+# ------------------------------------------------------------------------ content test
+
+
+def _messages_of(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return value["messages"]
+    if isinstance(value, list):
+        return value
+    return ()
+
+
+def content_test(messages: Iterable[Any], top_level_system: bool = False) -> str:
+    """openai_chat / anthropic_messages / openai_responses for a sample of messages (§2.0)."""
+    anthropic = top_level_system
+    responses = False
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if ("tool_calls" in message or "tool_call_id" in message or "function_call" in message
+                or message.get("role") in ("tool", "function")):
+            return "openai_chat"
+        if type_of(message) in RESPONSES_ITEM_TYPES:
+            responses = True
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                btype = type_of(block)
+                if btype in ("tool_use", "tool_result", "thinking", "redacted_thinking",
+                             "server_tool_use"):
+                    anthropic = True
+                elif btype in ("input_text", "output_text"):
+                    responses = True
+    if anthropic:
+        return "anthropic_messages"
+    if responses:
+        return "openai_responses"
+    return "openai_chat"
+
+
+# ------------------------------------------------------------------------ documents
+
+
+def _is_message_list(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value) and all(isinstance(m, dict) for m in value)
+            and any("role" in m for m in value))
+
+
+def _is_conversation(value: Any) -> bool:
+    return (isinstance(value, list) and all(isinstance(m, dict) for m in value)) or (
+        isinstance(value, dict) and isinstance(value.get("messages"), list))
+
+
+def document_signature(v: Any) -> Detection | None:
+    """D1–D10 on a whole parsed value; ``None`` when nothing matches."""
+    doc: Layout = "document"
+    if isinstance(v, dict):
+        if isinstance(v.get("eval"), dict) and (
+                isinstance(v.get("samples"), list) or ("version" in v and "status" in v)):
+            return Detection("inspect_eval", doc, "JSON object with eval and samples (D1)")
+        trajectory = v.get("trajectory")
+        if isinstance(trajectory, list) and all(
+                isinstance(step, dict) and "action" in step for step in trajectory):
+            return Detection("swe_agent_traj", doc,
+                             "JSON object with a trajectory of actions (D2, SWE-agent)")
+        tf = v.get("trajectory_format")
+        if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
+            return Detection(None, doc, "mini-swe-agent trajectory (D3)", unsupported=(
+                "mini-swe-agent trajectories: actions live in assistant text; not supported"))
+    if isinstance(v, list) and v and isinstance(v[0], dict) and "task_id" in v[0] \
+            and isinstance(v[0].get("traj"), list):
+        return Detection("tau_bench", doc, "JSON array of task results with traj (D4)")
+    if isinstance(v, dict):
+        response = v.get("response")
+        if isinstance(v.get("messages"), list) and isinstance(response, dict) \
+                and "choices" in response:
+            return Detection("openai_chat", doc, "JSON object with messages and response "
+                                                 "(D5, litellm completion log)")
+        messages = v.get("messages")
+        if "sessionId" in v and isinstance(messages, list) and all(
+                isinstance(m, dict) and m.get("type") in ("user", "gemini", "info", "error",
+                                                          "warning") for m in messages):
+            return Detection("gemini_cli_chat", doc,
+                             "JSON object with sessionId and typed messages (D6, Gemini CLI)")
+    if isinstance(v, list) and v and all(
+            isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e)
+            for e in v):
+        return Detection("openhands_events", doc,
+                         "JSON array of events with source and action/observation (D7)")
+    if isinstance(v, dict):
+        if "instance_id" in v and isinstance(v.get("history"), list):
+            return Detection("openhands_output", doc,
+                             "JSON object with instance_id and history (D8, OpenHands)")
+        if v.get("object") == "response" and isinstance(v.get("output"), list):
+            return Detection("openai_responses", doc, "Responses API response object (D9)")
+        for key in ("input", "output"):
+            items = v.get(key)
+            if isinstance(items, list) and any(
+                    isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES
+                    for i in items):
+                return Detection("openai_responses", doc,
+                                 f"JSON object whose {key} holds Responses items (D9)")
+    if isinstance(v, list) and v and all(
+            isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in v) and any(
+            i.get("type") != "message" for i in v):
+        return Detection("openai_responses", doc, "JSON array of Responses items (D9)")
+    # D10
+    if isinstance(v, dict) and isinstance(v.get("messages"), list):
+        fmt = content_test(v["messages"], "system" in v)
+        if fmt == "openai_responses":
+            fmt = "openai_chat"
+        return Detection(fmt, doc, f"JSON object with messages (D10, {FORMAT_NAMES[fmt]} by "
+                                   "content)")
+    if _is_message_list(v):
+        fmt = content_test(v)
+        return Detection(fmt, doc, f"JSON array of messages (D10, {FORMAT_NAMES[fmt]} by "
+                                   "content)")
+    if isinstance(v, list) and v and all(_is_conversation(e) for e in v) and any(
+            _messages_of(e) for e in v):
+        sample = [m for e in v for m in _messages_of(e)]
+        system = any(isinstance(e, dict) and "system" in e for e in v)
+        fmt = content_test(sample, system)
+        if fmt == "openai_responses":
+            fmt = "openai_chat"
+        return Detection(fmt, doc, f"JSON array of {len(v)} conversations (D10, "
+                                   f"{FORMAT_NAMES[fmt]} by content)")
+    return None
+
+
+# ------------------------------------------------------------------------ JSONL records
+
+_CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg",
+                          "compacted", "world_state"})
+_PI_TYPES = frozenset({"message", "model_change", "thinking_level_change", "compaction",
+                       "branch_summary", "custom", "custom_message", "label", "session_info"})
+_CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "progress",
+                           "file-history-snapshot", "queue-operation", "attachment"})
+_GEMINI_CHAT_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+_MANAGED_TYPE = re.compile(r"^(agent|user|session|span)\.[a-z_]+$")
+
+_ROWS = [
+    ("L1", "codex_rollout"), ("L2", "openclaw_session"), ("L3", "claude_code"),
+    ("L4", "gemini_cli_stream"), ("L5", "gemini_cli_chat"), ("L6", "openhands_output"),
+    ("L7", "claude_managed_events"), ("L8", "conversation"), ("L9", "message"),
+    ("L10", "openai_responses"),
+]
+_ROW_TEXT = {
+    "L1": "type+payload (Codex rollout)",
+    "L2": "pi/OpenClaw entries",
+    "L3": "Claude Code lines",
+    "L4": "Gemini CLI stream events",
+    "L5": "Gemini CLI chat records",
+    "L6": "instance_id+history (OpenHands output)",
+    "L7": "managed-agents events",
+    "L8": "a messages list (conversation per line)",
+    "L9": "a role (message per line)",
+    "L10": "a Responses item type",
+}
+
+
+def _gemini_stream(r: dict[str, Any], stream_context: bool) -> bool:
+    if "message" in r or "payload" in r:
+        return False
+    t = type_of(r)
+    if t == "init":
+        return "session_id" in r
+    if t == "tool_use":
+        return "tool_name" in r and "tool_id" in r
+    if t == "tool_result":
+        return "tool_id" in r and "status" in r
+    if t == "result":
+        return "stats" in r
+    if t == "error":
+        return "severity" in r
+    if t == "message":
+        return stream_context and "role" in r and isinstance(r.get("content"), str)
+    return False
+
+
+def _row(r: Any, first: bool, stream_context: bool) -> str | None:
+    if not isinstance(r, dict):
+        return None
+    t = type_of(r)
+    if (t in _CODEX_TYPES and "payload" in r) or "record_type" in r or (
+            first and "type" not in r and "id" in r and "timestamp" in r
+            and "instructions" in r):
+        return "L1"
+    if (t == "session" and "version" in r) or (
+            t in _PI_TYPES and "id" in r and "parentId" in r) or (
+            t == "message" and isinstance(r.get("message"), dict)
+            and "role" in r["message"]):
+        return "L2"
+    if t in _CLAUDE_TYPES and any(k in r for k in ("uuid", "sessionId", "leafUuid",
+                                                   "messageId")):
+        return "L3"
+    if _gemini_stream(r, stream_context):
+        return "L4"
+    if ("sessionId" in r and "projectHash" in r) or (
+            t in _GEMINI_CHAT_TYPES and "id" in r and "content" in r and "uuid" not in r) or (
+            "$set" in r or "$rewindTo" in r):
+        return "L5"
+    if "instance_id" in r and isinstance(r.get("history"), list):
+        return "L6"
+    raw = r.get("raw")
+    raw_type = type_of(raw) if isinstance(raw, dict) else None
+    if (isinstance(raw_type, str) and _MANAGED_TYPE.match(raw_type)) or (
+            isinstance(t, str) and _MANAGED_TYPE.match(t)):
+        return "L7"
+    if isinstance(r.get("messages"), list):
+        return "L8"
+    if "role" in r and t in (None, "message") and not any(k in r for k in ("raw", "kind",
+                                                                           "payload")):
+        return "L9"
+    if t in RESPONSES_ITEM_TYPES:
+        return "L10"
+    return None
+
+
+def record_signatures(records: list[Any]) -> Detection | None:
+    """L1–L10 on the sampled records: the row matched by the most records wins (ties: table
+    order); ``None`` when no record matches."""
+    if not records:
+        return None
+    stream_context = any(
+        isinstance(r, dict) and "message" not in r and "payload" not in r
+        and type_of(r) in ("init", "tool_use", "tool_result") and _gemini_stream(r, False)
+        for r in records)
+    rows = Counter(_row(r, i == 0, stream_context) for i, r in enumerate(records))
+    rows.pop(None, None)
+    if not rows:
+        return None
+    order = [name for name, _ in _ROWS]
+    best = max(rows, key=lambda k: (rows[k], -order.index(str(k))))
+    assert best is not None
+    fmt = dict(_ROWS)[best]
+    if best == "L8":
+        sample = [m for r in records if isinstance(r, dict) for m in _messages_of(r)]
+        system = any(isinstance(r, dict) and "system" in r for r in records)
+        fmt = content_test(sample, system)
+        if fmt == "openai_responses":
+            fmt = "openai_chat"
+    elif best == "L9":
+        fmt = content_test(records)
+    label = FORMAT_NAMES[fmt]
+    return Detection(fmt, "jsonl", f"JSONL; {rows[best]} of {len(records)} sampled records have "
+                                   f"{_ROW_TEXT[best]} ({best}, {label})")
+
+
+# ------------------------------------------------------------------------ probe
+
+
+@dataclass
+class Probe:
+    """What :func:`probe` found. ``error`` is a file-level failure ``(code, message, line)``;
+    ``notes`` are problems found while probing ``(severity, code, message, line)``."""
+
+    detection: Detection
+    encoding: str = "utf-8"
+    value: Any = None
+    has_value: bool = False
+    error: tuple[str, str, int | None] | None = None
+    notes: list[tuple[str, str, str, int | None]] = field(default_factory=list)
+    size: int = 0
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor:
+            return f"{n / factor:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _fail(layout: Any, code: str, message: str, reason: str, line: int | None = None,
+          **kw: Any) -> Probe:
+    return Probe(Detection(None, layout, reason), error=(code, message, line), **kw)
+
+
+def _zip_detection(path: str) -> Probe:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError,
+            RuntimeError) as exc:
+        return _fail("zip", "unknown_format",
+                     f"not a recorded-session format (zip archive that cannot be read: "
+                     f"{escape_for_display(str(exc), 80)})", "zip archive")
+    if "header.json" in names or any(n.startswith("samples/") for n in names):
+        return Probe(Detection("inspect_eval", "zip",
+                               "zip archive with header.json / samples/ (inspect_ai .eval)"))
+    return _fail("zip", "unknown_format", "not a recorded-session format (zip archive)",
+                 "zip archive")
+
+
+def _first_content(path: str, encoding: str) -> tuple[bytes, bool]:
+    """The first ``HEAD_BYTES`` of decoded content after leading whitespace; ``(b"", False)``
+    when the file holds only whitespace. The flag says the head was cut."""
+    collected = b""
+    for chunk in jsonio.open_chunks(path, encoding, HEAD_BYTES):
+        if not collected:
+            chunk = chunk.lstrip()
+            if not chunk:
+                continue
+        collected += chunk
+        if len(collected) >= HEAD_BYTES:
+            return collected[:HEAD_BYTES], True
+    return collected, False
+
+
+def _parses_as_object(data: bytes, limits: ImportLimits) -> bool:
+    try:
+        value, _ = jsonio.parse_line(data, limits)
+    except jsonio.JsonError:
+        return False
+    return isinstance(value, dict)
+
+
+def _looks_like_jsonl(path: str, encoding: str, limits: ImportLimits) -> bool:
+    """At least two of the first 20 non-empty lines parse alone as JSON objects."""
+    good = seen = 0
+    for raw in jsonio.iter_lines(jsonio.open_chunks(path, encoding), limits.max_line_bytes):
+        if raw.data is not None and not raw.data.strip():
+            continue
+        seen += 1
+        if raw.data is not None and _parses_as_object(raw.data, limits):
+            good += 1
+            if good >= 2:
+                return True
+        if seen >= 20:
+            break
+    return False
+
+
+def probe(path: str, limits: ImportLimits) -> Probe:
+    """Detect the format of ``path`` (sessions spec §2.0); never raises for file content."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
+                     "unreadable")
+    if os.path.isdir(path):
+        return _fail("unknown", "unreadable", "is a folder, not a file", "unreadable")
+    size = st.st_size
+    if size == 0:
+        return _fail("unknown", "empty_file", "the file is empty", "empty file")
+    if size > limits.max_file_bytes:
+        return _fail("unknown", "too_large",
+                     f"file is {_size(size)}, over the {_size(limits.max_file_bytes)} limit "
+                     "(max_file_bytes); not read", "too large", size=size)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError as exc:
+        return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
+                     "unreadable")
+    if head.startswith(b"PK\x03\x04"):
+        result = _zip_detection(path)
+        result.size = size
+        return result
+    encoding = jsonio.sniff_encoding(head)
+    notes: list[tuple[str, str, str, int | None]] = []
+    if encoding == "utf-16":
+        notes.append(("info", "encoding", "the file is UTF-16; it was decoded", None))
+        head = head.decode("utf-16", "replace").encode("utf-8", "surrogatepass")
+    elif encoding == "utf-8-sig":
+        notes.append(("info", "encoding",
+                      "the file starts with a UTF-8 byte-order mark; it was removed", None))
+        head = head[len(codecs.BOM_UTF8):]
+    if b"\x00" in head:
+        return _fail("unknown", "unknown_format", "not a recorded-session format (binary file)",
+                     "binary file", size=size)
+    try:
+        content, _ = _first_content(path, encoding) if not head.strip() else (head.lstrip(),
+                                                                                False)
+    except OSError as exc:
+        return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
+                     "unreadable")
+    if not content:
+        return _fail("unknown", "empty_file", "the file holds only whitespace",
+                     "empty file", size=size)
+    first_line = content.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if first_line == MARKDOWN_HEADING:
+        return Probe(Detection("claude_code_markdown", "markdown",
+                               f'Markdown starting "{MARKDOWN_HEADING}"'),
+                     encoding=encoding, notes=notes, size=size)
+    if content[:1] not in (b"{", b"["):
+        start = content[:120].decode("utf-8", "replace")[:40]
+        return _fail("unknown", "unknown_format",
+                     f'not a recorded-session format (not JSON; starts with '
+                     f'"{escape_for_display(start)}")', "not JSON", size=size, notes=notes)
+    try:
+        return _layout(path, limits, encoding, notes, size)
+    except OSError as exc:
+        return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
+                     "unreadable", size=size)
+
+
+def _os_reason(exc: OSError) -> str:
+    return escape_for_display(exc.strerror or type(exc).__name__, 80)
+
+
+def _layout(path: str, limits: ImportLimits, encoding: str,
+            notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
+    lines = jsonio.iter_lines(jsonio.open_chunks(path, encoding), limits.max_line_bytes)
+    first = None
+    follows = False
+    for raw in lines:
+        if raw.data is not None and not raw.data.strip():
+            continue
+        if first is None:
+            first = raw
+            continue
+        follows = True
+        break
+    if first is None:  # pragma: no cover - _first_content already saw content
+        return _fail("unknown", "empty_file", "the file holds only whitespace", "empty file")
+    parsed: Any = None
+    first_ok = False
+    first_deep = False
+    truncated: list[str] = []
+    bad_utf8 = False
+    if first.data is not None:
+        try:
+            parsed, bad_utf8 = jsonio.parse_line(first.data, limits, truncated.append)
+            first_ok = True
+        except jsonio.JsonError as exc:
+            first_deep = exc.kind == jsonio.TOO_DEEP
+    if first_ok and follows:
+        return _jsonl(path, limits, encoding, notes, size)
+    if first_ok:
+        detection = document_signature(parsed)
+        if detection is None:
+            detection = record_signatures([parsed])
+            if detection is not None:  # the loader re-reads it as JSONL (and reports there)
+                return Probe(detection, encoding, notes=notes, size=size)
+        if bad_utf8:
+            notes.append(("warning", "encoding", "invalid UTF-8 bytes (first on this line) "
+                          "were replaced with U+FFFD", first.number))
+        if truncated:
+            notes.append(_truncation_note(truncated, limits))
+        if detection is not None:
+            return Probe(detection, encoding, parsed, True, notes=notes, size=size)
+        return _fail("document", "unknown_format",
+                     f"not a recorded-session format ({describe_value(parsed)})",
+                     describe_value(parsed), notes=notes, size=size, value=parsed,
+                     has_value=True)
+    if first_deep and not follows:
+        depth = min(limits.max_json_depth, jsonio.ORJSON_MAX_DEPTH)
+        return _fail("document", "too_deep", f"JSON is nested deeper than {depth} levels "
+                     "(max_json_depth); not imported", "too deep", notes=notes, size=size)
+    return _document(path, limits, encoding, notes, size)
+
+
+def _jsonl(path: str, limits: ImportLimits, encoding: str,
+           notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
+    scratch = ImportContext(path, limits)
+    sample: list[Any] = []
+    for record in jsonio.iter_records(path, limits, scratch, encoding=encoding, report=False):
+        sample.append(record.value)
+        if len(sample) >= SAMPLE_RECORDS:
+            break
+    detection = record_signatures(sample)
+    if detection is not None:
+        return Probe(detection, encoding, notes=notes, size=size)
+    if not sample:
+        return _fail("jsonl", "unknown_format",
+                     "not a recorded-session format (JSON Lines; no line parses)",
+                     "JSON Lines; no line parses", notes=notes, size=size)
+    return _fail("jsonl", "unknown_format",
+                 f"not a recorded-session format ({describe_record(sample[0])})",
+                 describe_record(sample[0]), notes=notes, size=size)
+
+
+def _document(path: str, limits: ImportLimits, encoding: str,
+              notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
+    guard = _document_guard(size, limits)
+    if guard is not None:
+        if _looks_like_jsonl(path, encoding, limits):
+            return _jsonl(path, limits, encoding, notes, size)
+        return _fail("document", "too_large", guard, "too large", notes=notes, size=size)
+    text = jsonio.read_text_bytes(path, encoding)
+    if text.bad_utf8_line is not None:
+        notes.append(("warning", "encoding",
+                      "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
+                      text.bad_utf8_line))
+    truncated: list[str] = []
+    try:
+        value = jsonio.read_document(text.data, limits, truncated.append)
+    except jsonio.JsonError as exc:
+        if _looks_like_jsonl(path, encoding, limits):
+            return _jsonl(path, limits, encoding, notes, size)
+        if exc.kind == jsonio.TOO_DEEP:
+            depth = min(limits.max_json_depth, jsonio.ORJSON_MAX_DEPTH)
+            return _fail("document", "too_deep", f"JSON is nested deeper than {depth} levels "
+                         "(max_json_depth); not imported", "too deep", notes=notes, size=size)
+        if exc.kind == jsonio.NUMBER:
+            return _fail("document", "invalid_json",
+                         f"the file holds a non-finite or out-of-range number ({exc.detail}); "
+                         "not imported", "invalid JSON", notes=notes, size=size)
+        if exc.at_end:
+            salvaged = jsonio.salvage_array(text.data, limits)
+            if salvaged is not None:
+                elements, count = salvaged
+                detection = document_signature(elements)
+                if detection is not None:
+                    notes.append(("warning", "invalid_json",
+                                  f"file is truncated after element {count}; {count} "
+                                  "elements kept", exc.line))
+                    return Probe(detection, encoding, elements, True, notes=notes, size=size)
+            hint = " — the file ends inside a value — truncated?"
+        else:
+            hint = ""
+        return _fail("document", "invalid_json",
+                     f"file is not valid JSON ({exc.detail}{exc.where()}){hint}; "
+                     "not imported", "invalid JSON", exc.line, notes=notes, size=size)
+    if truncated:
+        notes.append(_truncation_note(truncated, limits))
+    detection = document_signature(value)
+    if detection is not None:
+        return Probe(detection, encoding, value, True, notes=notes, size=size)
+    return _fail("document", "unknown_format",
+                 f"not a recorded-session format ({describe_value(value)})",
+                 describe_value(value), notes=notes, size=size, value=value, has_value=True)
+
+
+def _truncation_note(truncated: list[str],
+                     limits: ImportLimits) -> tuple[str, str, str, int | None]:
+    return ("info", "value_truncated",
+            f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
+            "characters (max_value_chars) were replaced by a head and a sha256 digest (first "
+            f"at {escape_for_display(truncated[0] or '/', 60)})", None)
+
+
+def _document_guard(size: int, limits: ImportLimits) -> str | None:
+    if size > limits.max_document_bytes:
+        return (f"JSON document is {_size(size)}, over the {_size(limits.max_document_bytes)} "
+                "limit (max_document_bytes); not parsed")
+    available = jsonio.available_memory()
+    if available is not None and size * limits.memory_factor > available:
+        return (f"JSON document is {_size(size)}; parsing it needs about "
+                f"{_size(size * limits.memory_factor)} but only {_size(available)} of memory "
+                "is available (memory_factor); not parsed")
+    return None

@@ -1,0 +1,470 @@
+"""The loader: one file → :class:`FileImport`; paths and folders → :class:`ImportReport`.
+
+It detects the format (:mod:`loopscope.formats.detect`), hands the parsed content to the format
+module (``loopscope.formats.<format_id>``), then does what every format shares (sessions spec
+§0.3, §3): session ids and ``path#n`` sources, candidate problems, ``empty_session``,
+``session_truncated``, ``too_many_sessions``, aggregation of infos and the warning cap, and
+catching every exception (``internal_error``) so that nothing escapes and earlier sessions are
+kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+from typing import Any
+
+from loopscope.formats import jsonio
+from loopscope.formats.base import (
+    Detection,
+    FileImport,
+    ImportContext,
+    ImportLimits,
+    ImportReport,
+)
+from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
+from loopscope.formats.detect import FORMAT_NAMES, Probe, probe
+from loopscope.model import Problem, Session, Severity, escape_for_display
+
+__all__ = [
+    "FORMAT_IDS",
+    "SCAN_EXTENSIONS",
+    "SERDE_FORMATS",
+    "detect_format",
+    "expand_paths",
+    "iter_file_imports",
+    "limits_from_specs",
+    "load_file",
+    "load_paths",
+    "parse_import_limits",
+    "parse_limit",
+    "parse_size",
+]
+
+FORMAT_IDS = tuple(FORMAT_NAMES)
+SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md"})
+SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
+"""Formats whose files follow the gglib file-level number rules: a non-finite or
+out-of-range number anywhere makes the file unreadable (sessions spec §2.1)."""
+
+_FILE_FAILURES = frozenset({"unreadable", "empty_file", "too_large", "too_deep",
+                            "invalid_json"})
+
+
+# ------------------------------------------------------------------------------ limits
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB|)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"1GiB"`` → 1073741824; plain integers (``"1000"``, ``"1_000"``) are taken as they are.
+
+    Accepts ``B``, ``KiB``, ``MiB``, ``GiB``, ``TiB`` (case-insensitive), decimals with a unit
+    (``"1.5GiB"``). Raises ``ValueError`` with a readable message otherwise.
+    """
+    match = _SIZE.match(text.replace("_", ""))
+    if not match:
+        raise ValueError(f"not a size: {text!r} (use a number, optionally with KiB, MiB or GiB)")
+    number, unit = match.groups()
+    factor = _UNITS[unit.lower()]
+    if "." in number and factor == 1:
+        raise ValueError(f"not a whole number: {text!r}")
+    value = int(float(number) * factor) if "." in number else int(number) * factor
+    return value
+
+
+_LIMIT_NAMES = tuple(f.name for f in dataclasses.fields(ImportLimits))
+
+
+def parse_limit(spec: str) -> tuple[str, int]:
+    """``"max_document_bytes=1GiB"`` → ``("max_document_bytes", 1073741824)``.
+
+    Raises ``ValueError`` for an unknown name, a missing ``=``, or a value that is not a
+    positive size/number.
+    """
+    if "=" not in spec:
+        raise ValueError(f"expected NAME=VALUE, got {spec!r}")
+    name, _, raw = spec.partition("=")
+    name = name.strip()
+    if name not in _LIMIT_NAMES:
+        raise ValueError(f"unknown import limit {name!r}; known: {', '.join(_LIMIT_NAMES)}")
+    value = parse_size(raw)
+    if value <= 0:
+        raise ValueError(f"import limit {name} must be positive, got {raw.strip()!r}")
+    return name, value
+
+
+def limits_from_specs(specs: Iterable[str], base: ImportLimits | None = None) -> ImportLimits:
+    """Apply ``--import-limit NAME=VALUE`` specs (later ones win) to ``base``."""
+    changes = dict(parse_limit(spec) for spec in specs)
+    return dataclasses.replace(base or ImportLimits(), **changes)
+
+
+def parse_import_limits(pairs: Iterable[tuple[str, str] | str],
+                        base: ImportLimits | None = None) -> ImportLimits:
+    """Like :func:`limits_from_specs`, also accepting ``(NAME, VALUE)`` pairs (the CLI's
+    already-split ``--import-limit`` values). Raises ``ValueError`` with a readable message."""
+    specs = [p if isinstance(p, str) else f"{p[0]}={p[1]}" for p in pairs]
+    return limits_from_specs(specs, base)
+
+
+# ------------------------------------------------------------------------------ detection
+
+
+def detect_format(path: str | os.PathLike[str], limits: ImportLimits | None = None) -> Detection:
+    """Format id, layout and a one-line reason (sessions spec §2.0). Never raises.
+
+    A JSONL file is only sampled (first 50 records); a JSON document is parsed.
+    """
+    try:
+        return probe(os.fspath(path), limits or ImportLimits()).detection
+    except Exception as exc:  # pragma: no cover - defensive
+        return Detection(None, "unknown", f"detection failed: {type(exc).__name__}")
+
+
+# ------------------------------------------------------------------------------ one file
+
+
+def _module(format_id: str) -> ModuleType | None:
+    name = f"loopscope.formats.{format_id}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+
+
+def load_file(path: str | os.PathLike[str], limits: ImportLimits | None = None,
+              format: str | None = None, *, scanned: bool = False) -> FileImport:
+    """Import one file: its sessions and problems (sessions spec §0.1). Never raises.
+
+    ``format`` forces a format id (detection still finds the layout). ``scanned`` marks a file
+    found in a folder scan: ``unknown_format`` is then a warning (an info for ``.md``).
+    """
+    limits = limits or ImportLimits()
+    path_str = os.fspath(path)
+    ctx = ImportContext(path_str, limits)
+    detection = Detection(None, "unknown", "not examined")
+    sessions: list[tuple[int, Session]] = []
+    candidates = 0
+    try:
+        found = probe(path_str, limits)
+        detection = found.detection
+        if format is not None:
+            detection = Detection(format, detection.layout,
+                                  f"format forced to {format} ({detection.reason})")
+        ctx.detection = detection
+        for severity, code, message, line in found.notes:
+            ctx.problem(severity, code, message, line=line)  # type: ignore[arg-type]
+        candidates = _import(found, detection, format, ctx, sessions, path_str, scanned)
+    except Exception as exc:  # the last net: nothing escapes
+        ctx.internal_error(exc)
+    return _finish(path_str, detection, ctx, sessions, candidates, limits)
+
+
+def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportContext,
+            sessions: list[tuple[int, Session]], path: str, scanned: bool) -> int:
+    """Run the format module; fill ``sessions``; return the number of candidates."""
+    if found.error is not None:
+        code, message, line = found.error
+        if forced is None or code in _FILE_FAILURES or found.detection.layout == "unknown":
+            severity: Severity = "error"
+            if code == "unknown_format" and scanned:
+                severity = "info" if path.lower().endswith(".md") else "warning"
+            ctx.problem(severity, code, message, line=line)
+            return 0
+    if detection.unsupported is not None and forced is None:
+        ctx.problem("error", "unsupported_variant",
+                    f"{detection.unsupported}; not imported")
+        return 0
+    format_id = detection.format
+    if format_id is None:  # pragma: no cover - probe always sets error or format
+        ctx.problem("error", "unknown_format", "not a recorded-session format")
+        return 0
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", format_id):
+        ctx.problem("error", "unsupported_variant",
+                    f"unknown format id {escape_for_display(format_id, 60)!r}; not imported")
+        return 0
+    module = _module(format_id)
+    label = FORMAT_NAMES.get(format_id, format_id)
+    if module is None:
+        ctx.problem("error", "unsupported_variant",
+                    f"recognised as {format_id} ({label}); not supported yet")
+        return 0
+    items = _items(module, found, detection, ctx, path)
+    if items is None:
+        return 0
+    return _collect(items, format_id, ctx, sessions)
+
+
+def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportContext,
+           path: str) -> Iterator[Session | None] | None:
+    format_id = detection.format
+    limits = ctx.limits
+    layout = detection.layout
+    if layout == "zip":
+        importer = getattr(module, "import_zip", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant",
+                        f"recognised as {format_id} (zip archive); .eval zip archives are not "
+                        "supported yet")
+            return None
+        return importer(path, ctx)
+    if layout == "markdown":
+        importer = getattr(module, "import_text", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant",
+                        f"{format_id} cannot read a Markdown file")
+            return None
+        if found.size > limits.max_document_bytes:
+            ctx.problem("error", "too_large",
+                        f"file is over the {limits.max_document_bytes} byte limit "
+                        "(max_document_bytes); not read")
+            return None
+        text = jsonio.read_text_bytes(path, found.encoding)
+        if text.bad_utf8_line is not None:
+            ctx.problem("warning", "encoding",
+                        "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
+                        line=text.bad_utf8_line)
+        return importer(text.data.decode("utf-8", "surrogatepass"), ctx)
+    if layout == "document" and found.has_value:
+        importer = getattr(module, "import_document", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant",
+                        f"{format_id} cannot read a single JSON document")
+            return None
+        return importer(found.value, ctx)
+    if layout == "jsonl":
+        importer = getattr(module, "import_records", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read JSON Lines")
+            return None
+        number_errors: list[tuple[int, str]] = []
+        records = jsonio.iter_records(
+            path, limits, ctx, encoding=found.encoding,
+            on_number_error=lambda line, detail: number_errors.append((line, detail)))
+        items: Iterator[Session | None] = importer(records, ctx)
+        if format_id in SERDE_FORMATS:
+            return _serde_guard(items, number_errors, ctx)
+        return items
+    ctx.problem("error", "unsupported_variant",
+                f"{format_id} cannot read this file ({detection.layout})")
+    return None
+
+
+class _NumberRule(Exception):
+    pass
+
+
+def _serde_guard(items: Iterator[Session | None], number_errors: list[tuple[int, str]],
+                 ctx: ImportContext) -> Iterator[Session | None]:
+    """OpenAI chat JSONL: a non-finite or out-of-range number anywhere makes the file
+    unreadable (engine-gglib §2.2): stop at the first such line."""
+    for item in items:
+        if number_errors:
+            break
+        yield item
+    if number_errors:
+        line, detail = number_errors[0]
+        ctx.problems[:] = [(c, p) for c, p in ctx.problems
+                           if not (p.code == "invalid_json_line" and p.line == line)]
+        ctx.problem("error", "invalid_json",
+                    f"the file holds a non-finite or out-of-range number ({detail}); "
+                    "not imported", line=line)
+        raise _NumberRule
+
+
+def _collect(items: Iterator[Session | None], format_id: str, ctx: ImportContext,
+             sessions: list[tuple[int, Session]]) -> int:
+    limits = ctx.limits
+    truncations: list[tuple[int, int]] = []
+    max_token = MAX_EVENTS.set(limits.max_events_per_session)
+    sink_token = TRUNCATIONS.set(truncations)
+    n = 0
+    try:
+        while True:
+            if n >= limits.max_sessions_per_file:
+                extra = sum(1 for _ in _drain(items))
+                if extra:
+                    ctx.problem("warning", "too_many_sessions",
+                                f"the file holds more than {limits.max_sessions_per_file} "
+                                f"sessions (max_sessions_per_file); {extra} more were skipped")
+                break
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            except _NumberRule:
+                sessions.clear()
+                return n
+            except Exception as exc:
+                ctx.internal_error(exc, candidate=n)
+                n += 1
+                break
+            if truncations:
+                kept, dropped = truncations.pop()
+                truncations.clear()
+                ctx.problem("warning", "session_truncated",
+                            f"the session has more than {kept} events "
+                            f"(max_events_per_session); the last {dropped} were skipped",
+                            candidate=n)
+            if item is None:
+                if not any(c == n and p.severity == "error" for c, p in ctx.problems):
+                    ctx.problem("error", "session_failed",
+                                "this session could not be imported", candidate=n)
+            elif not isinstance(item, Session):
+                ctx.problem("error", "internal_error",
+                            f"importer bug: yielded a {type(item).__name__}, not a Session",
+                            candidate=n)
+            elif not item.events:
+                ctx.problem("warning", "empty_session",
+                            "the session holds no message, call or result; it was dropped",
+                            candidate=n)
+            else:
+                sessions.append((n, item))
+            n += 1
+    finally:
+        MAX_EVENTS.reset(max_token)
+        TRUNCATIONS.reset(sink_token)
+        close = getattr(items, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
+    if n == 0 and not any(p.severity == "error" for _, p in ctx.problems):
+        ctx.problem("warning", "no_sessions",
+                    f"recognised as {format_id}, but the file holds no session")
+    return n
+
+
+def _drain(items: Iterator[Session | None]) -> Iterator[Any]:
+    try:
+        yield from items
+    except Exception:  # pragma: no cover - counting past the limit only
+        return
+
+
+def _finish(path: str, detection: Detection, ctx: ImportContext,
+            found: list[tuple[int, Session]], candidates: int,
+            limits: ImportLimits) -> FileImport:
+    several = candidates > 1
+    stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
+
+    def source_of(candidate: int | None) -> str:
+        if candidate is None or not several:
+            return path
+        return f"{path}#{candidate}"
+
+    problems = [dataclasses.replace(p, source=source_of(c)) for c, p in ctx.problems]
+    problems = _aggregate(problems, path, limits.max_warnings_per_code)
+    sessions: list[Session] = []
+    for n, session in found:
+        source = source_of(n)
+        sid = session.id if isinstance(session.id, str) and session.id else (
+            f"{stem}#{n}" if several else stem)
+        title = session.title or sid
+        mine = tuple(p for p in problems if p.source == source)
+        sessions.append(dataclasses.replace(session, id=sid, source=source, title=title,
+                                            problems=mine))
+    return FileImport(path, detection, sessions, problems)
+
+
+def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:
+    """Infos: one per (source, code) with summed counts. Warnings: at most ``cap`` per code
+    and file, then one "… and N more"."""
+    out: list[Problem] = []
+    info_at: dict[tuple[str, str], int] = {}
+    warnings: dict[str, int] = {}
+    hidden: dict[str, int] = {}
+    for p in problems:
+        if p.severity == "info":
+            key = (p.source, p.code)
+            if key in info_at:
+                first = out[info_at[key]]
+                out[info_at[key]] = dataclasses.replace(first, count=first.count + p.count)
+                continue
+            info_at[key] = len(out)
+            out.append(p)
+        elif p.severity == "warning":
+            seen = warnings.get(p.code, 0)
+            warnings[p.code] = seen + 1
+            if seen < cap:
+                out.append(p)
+            else:
+                hidden[p.code] = hidden.get(p.code, 0) + p.count
+        else:
+            out.append(p)
+    for code, more in hidden.items():
+        out.append(Problem(path, None, None, "warning", code,
+                           f"… and {more} more {code} warning(s) in this file", more))
+    return out
+
+
+# ------------------------------------------------------------------------------ paths
+
+
+def _scan(root: str) -> tuple[list[str], int]:
+    """Candidate files under ``root`` (sorted, hidden skipped, directory symlinks not
+    followed) and the number of ignored files."""
+    found: list[str] = []
+    ignored = 0
+    for folder, dirs, files in os.walk(root, followlinks=False, onerror=lambda e: None):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and not os.path.islink(os.path.join(folder, d)))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            if os.path.splitext(name)[1].lower() in SCAN_EXTENSIONS:
+                found.append(os.path.join(folder, name))
+            else:
+                ignored += 1
+    return found, ignored
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[tuple[str, bool]], int]:
+    """Files to import, ``(path, scanned)`` in sorted path order, and the number of files a
+    folder scan ignored (§3.6). A path named explicitly is always imported (a missing one
+    gives ``unreadable``)."""
+    targets: dict[str, bool] = {}  # path -> found by a folder scan
+    ignored = 0
+    for raw in paths:
+        path = os.fspath(raw)
+        if os.path.isdir(path):
+            files, skipped = _scan(path)
+            ignored += skipped
+            for f in files:
+                targets.setdefault(f, True)
+        else:
+            targets[path] = False
+    return sorted(targets.items()), ignored
+
+
+def iter_file_imports(paths: Iterable[str | os.PathLike[str]],
+                      limits: ImportLimits | None = None,
+                      format: str | None = None) -> Iterator[FileImport]:
+    """:func:`load_paths` one file at a time (for streaming callers such as the CLI).
+
+    ``format`` forces a format id for every file named or found."""
+    limits = limits or ImportLimits()
+    targets, _ignored = expand_paths(paths)
+    for path, scanned in targets:
+        yield load_file(path, limits, format, scanned=scanned)
+
+
+def load_paths(paths: Iterable[str | os.PathLike[str]],
+               limits: ImportLimits | None = None,
+               format: str | None = None) -> ImportReport:
+    """Files and folders (recursive, §3.6): one :class:`FileImport` per file, in sorted path
+    order."""
+    limits = limits or ImportLimits()
+    targets, ignored = expand_paths(paths)
+    report = ImportReport(ignored_files=ignored)
+    for path, scanned in targets:
+        report.files.append(load_file(path, limits, format, scanned=scanned))
+    return report

@@ -1,0 +1,372 @@
+"""OpenAI Chat Completions messages — ``openai_chat`` (sessions spec §2.1).
+
+Layouts: a request body ``{"messages": [...]}``; a litellm completion log (``messages`` plus
+``response.choices[0].message``, appended as the last message); a bare list of messages; a list
+of conversations (lists or ``{"messages": [...]}`` objects, one session each); JSONL with one
+message per line (one session) or one conversation per line (one session per line).
+
+Every recorded message and every ``tool_calls`` element is kept, whatever its shape (§1.8 rule
+4, engine-gglib §4.2): ``chat_messages`` is the recorded list, unchanged, and the events are
+built so that turns and calls line up one-to-one with what the gglib engine reads.
+
+:func:`session_from_messages` is public: ``tau_bench`` maps each ``traj`` with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from loopscope.formats.base import ImportContext, Record
+from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS, SessionBuilder
+from loopscope.formats.text import (
+    TEXT_JOINER,
+    extract_text,
+    iso_timestamp,
+    openai_assistant_text,
+    openai_tool_result_text,
+)
+from loopscope.model import AgentInfo, Origin, Session, escape_for_display
+
+FORMAT_ID = "openai_chat"
+
+__all__ = [
+    "FORMAT_ID",
+    "import_document",
+    "import_records",
+    "is_conversation",
+    "session_from_messages",
+    "tool_names",
+]
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def tool_names(tools: Any) -> list[str]:
+    """Function names of a ``tools`` catalogue (``{"type": "function", "function": {"name"}}``
+    or ``{"name"}`` elements); anything else is ignored."""
+    names: list[str] = []
+    if not isinstance(tools, list):
+        return names
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+def _is_true(value: Any) -> bool:
+    return value is True
+
+
+def session_from_messages(
+    messages: Sequence[Any],
+    ctx: ImportContext,
+    *,
+    id: str = "",
+    candidate: int | None = None,
+    pointer_prefix: str | None = "/messages",
+    origins: Sequence[Origin] | None = None,
+    timestamps: Sequence[str | None] | None = None,
+    format: str = FORMAT_ID,
+    title: str | None = None,
+    agent: AgentInfo | None = None,
+    models: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
+) -> Session:
+    """Build one session from a list of recorded OpenAI-chat messages (sessions spec §2.1).
+
+    ``origins`` gives each message's :class:`Origin` (JSONL lines); otherwise each message's
+    origin is the pointer ``f"{pointer_prefix}/{i}"`` (no origin when ``pointer_prefix`` is
+    ``None``). ``timestamps`` optionally gives each message's ISO time. Problems go to ``ctx``
+    with ``candidate``. ``chat_messages`` is ``messages`` itself (as a tuple), unchanged.
+    """
+
+    def origin_of(i: int) -> Origin:
+        if origins is not None and i < len(origins):
+            return origins[i]
+        if pointer_prefix is None:
+            return Origin()
+        return Origin(pointer=f"{pointer_prefix}/{i}")
+
+    def report(severity: Any, code: str, message: str, *, line: int | None = None,
+               pointer: str | None = None, count: int = 1) -> None:
+        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
+                    count=count)
+
+    cap = MAX_EVENTS.get()
+    if cap is not None and len(messages) > cap:
+        # One message is one event: cut the recorded list too, so that the engines' view
+        # (chat_messages) and the events keep the same turns and calls.
+        sink = TRUNCATIONS.get()
+        if sink is not None:
+            sink.append((cap, len(messages) - cap))
+        messages = messages[:cap]
+    builder = SessionBuilder()
+    unknown_roles: set[str] = set()
+    for i, message in enumerate(messages):
+        origin = origin_of(i)
+        timestamp = timestamps[i] if timestamps is not None and i < len(timestamps) else None
+        if not isinstance(message, dict):
+            key = f"<{type(message).__name__}>"
+            if key not in unknown_roles:
+                unknown_roles.add(key)
+                report("info", "unknown_role",
+                       f"message is not an object (a JSON {_json_type(message)}); "
+                       "it was kept as an 'other' event",
+                       line=origin.line, pointer=origin.pointer)
+            builder.other(None, "", message, timestamp=timestamp, origin=origin)
+            continue
+        role = message.get("role")
+        content = message.get("content")
+        if role == "assistant":
+            _assistant(builder, message, origin, timestamp, report)
+        elif role == "tool":
+            builder.result(
+                message.get("tool_call_id"), content, openai_tool_result_text(content),
+                is_error=(_is_true(message.get("is_error")) or _is_true(message.get("isError"))
+                          or message.get("status") == "error"),
+                name=message.get("name") if isinstance(message.get("name"), str) else None,
+                timestamp=timestamp, origin=origin,
+            )
+        elif role == "user":
+            builder.user(extract_text(content, TEXT_JOINER), content, recorded_role="user",
+                         timestamp=timestamp, origin=origin)
+        elif isinstance(role, str) and role in _SYSTEM_ROLES:
+            builder.system(extract_text(content, TEXT_JOINER), content, recorded_role=role,
+                           timestamp=timestamp, origin=origin)
+        elif role == "function":
+            builder.other("function", extract_text(content, TEXT_JOINER), content,
+                          timestamp=timestamp, origin=origin)
+        else:
+            key = role if isinstance(role, str) else f"<{_json_type(role)}>"
+            if key not in unknown_roles:
+                unknown_roles.add(key)
+                shown = (f'"{escape_for_display(role, 60)}"' if isinstance(role, str)
+                         else "missing" if "role" not in message
+                         else f"a JSON {_json_type(role)}")
+                report("info", "unknown_role",
+                       f"message role {shown} is not an OpenAI-chat role; "
+                       "it was kept as an 'other' event",
+                       line=origin.line, pointer=origin.pointer)
+            builder.other(role if isinstance(role, str) else None,
+                          extract_text(content, TEXT_JOINER), content,
+                          timestamp=timestamp, origin=origin)
+
+    return builder.build(
+        id=id, source=ctx.path, format=format, title=title, agent=agent, models=list(models),
+        metadata=metadata, chat_messages=list(messages), report=report,
+    )
+
+
+def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
+               timestamp: str | None, report: Any) -> None:
+    thinking = message.get("reasoning_content")
+    if not isinstance(thinking, str):
+        thinking = message.get("reasoning")
+    model = message.get("model")
+    stop = message.get("finish_reason")
+    turn = builder.assistant(
+        openai_assistant_text(message.get("content")), message.get("content"),
+        thinking=thinking if isinstance(thinking, str) else "",
+        model=model if isinstance(model, str) else None,
+        stop_reason=stop if isinstance(stop, str) else None,
+        timestamp=timestamp, origin=origin,
+    )
+    tool_calls = message.get("tool_calls")
+    if isinstance(tool_calls, list):
+        for position, element in enumerate(tool_calls):
+            function = element.get("function") if isinstance(element, dict) else None
+            call_id = element.get("id") if isinstance(element, dict) else None
+            call_origin = Origin(
+                origin.line,
+                None if origin.pointer is None else f"{origin.pointer}/tool_calls/{position}",
+            )
+            if not isinstance(function, dict):
+                what = ("not an object" if not isinstance(element, dict)
+                        else "has no 'function' object")
+                report("warning", "malformed_tool_call",
+                       f"tool_calls element {position} {what}; it was kept as a call with "
+                       "no name and no arguments",
+                       line=call_origin.line, pointer=call_origin.pointer)
+                builder.call(turn, "", None, "value", id=call_id, origin=call_origin)
+                continue
+            if "arguments" in function:
+                raw = function["arguments"]
+                kind = "json_text" if isinstance(raw, str) else "value"
+            else:
+                raw, kind = None, "value"
+            builder.call(turn, function.get("name"), raw, kind, id=call_id,  # type: ignore[arg-type]
+                         origin=call_origin)
+    elif tool_calls is not None:
+        report("info", "malformed_tool_calls",
+               f"'tool_calls' is a JSON {_json_type(tool_calls)}, not a list; the turn has "
+               "no tool calls", line=origin.line, pointer=origin.pointer)
+    if message.get("function_call") is not None:
+        report("info", "legacy_function_call",
+               "assistant message uses the legacy 'function_call'; it is not read as a tool "
+               "call (the turn is prose)", line=origin.line, pointer=origin.pointer)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def is_conversation(value: Any) -> bool:
+    """A list of messages, or an object with a ``messages`` list."""
+    return isinstance(value, list) or (
+        isinstance(value, dict) and isinstance(value.get("messages"), list)
+    )
+
+
+def _body_session(body: dict[str, Any], ctx: ImportContext, *, candidate: int | None,
+                  prefix: str, line: int | None = None) -> Session:
+    """One request body / litellm log / conversation object."""
+    messages: list[Any] = list(body["messages"])
+    origins: list[Origin]
+    if line is not None:
+        origins = [Origin(line=line)] * len(messages)
+    else:
+        origins = [Origin(pointer=f"{prefix}/messages/{i}") for i in range(len(messages))]
+    timestamps: list[str | None] | None = None
+    metadata: dict[str, Any] = {}
+    models: list[str] = []
+    agent = AgentInfo()
+    if isinstance(body.get("model"), str):
+        models.append(body["model"])
+    response = body.get("response")
+    kwargs = body.get("kwargs")
+    tools = body.get("tools")
+    if tools is None and isinstance(kwargs, dict):
+        tools = kwargs.get("tools")
+    if isinstance(tools, list):
+        metadata["tools"] = tool_names(tools)
+    if isinstance(response, dict) and isinstance(response.get("choices"), list):
+        agent = AgentInfo("litellm log", None)
+        if isinstance(response.get("model"), str) and response["model"] not in models:
+            models.append(response["model"])
+        choices = response["choices"]
+        reply = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        if isinstance(reply, dict):
+            messages.append(reply)
+            origins.append(Origin(line=line) if line is not None
+                           else Origin(pointer=f"{prefix}/response/choices/0/message"))
+            timestamps = [None] * (len(messages) - 1)
+            timestamps.append(iso_timestamp(body.get("timestamp")))
+        else:
+            ctx.problem("warning", "invalid_record",
+                        "litellm log has no response.choices[0].message; only the request "
+                        "messages were imported", line=line,
+                        pointer=None if line is not None else f"{prefix}/response",
+                        candidate=candidate)
+        for key in ("cost", "timestamp"):
+            value = body.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                metadata[key] = value
+        if isinstance(response.get("id"), str):
+            metadata["response_id"] = response["id"]
+    body_id = body.get("id")
+    return session_from_messages(
+        messages, ctx, id=body_id if isinstance(body_id, str) else "", candidate=candidate,
+        origins=origins, timestamps=timestamps, agent=agent, models=models, metadata=metadata,
+    )
+
+
+def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
+    """A request body, a litellm log, a bare list of messages, or a list of conversations."""
+    if isinstance(value, dict):
+        if isinstance(value.get("messages"), list):
+            yield _body_session(value, ctx, candidate=None, prefix="")
+        else:
+            ctx.problem("error", "session_failed",
+                        "JSON object has no 'messages' list; nothing was imported")
+        return
+    if not isinstance(value, list):
+        ctx.problem("error", "session_failed",
+                    f"expected a list of messages, found a JSON {_json_type(value)}")
+        return
+    if value and all(isinstance(e, list) or (isinstance(e, dict) and isinstance(
+            e.get("messages"), list)) for e in value):
+        for n, element in enumerate(value):
+            if isinstance(element, list):
+                yield session_from_messages(element, ctx, candidate=n,
+                                            pointer_prefix=f"/{n}")
+            else:
+                yield _body_session(element, ctx, candidate=n, prefix=f"/{n}")
+        return
+    yield session_from_messages(value, ctx, pointer_prefix="")
+
+
+def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
+    """Messages JSONL (one session) or conversation-per-line JSONL (one session per line)."""
+    iterator = iter(records)
+    first = next(iterator, None)
+    if first is None:
+        return
+    if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
+            and "role" not in first.value:
+        yield from _conversations(first, iterator, ctx)
+        return
+    messages: list[Any] = [first.value]
+    origins: list[Origin] = [Origin(line=first.line)]
+    for record in iterator:
+        messages.append(record.value)
+        origins.append(Origin(line=record.line))
+    yield session_from_messages(messages, ctx, origins=origins)
+
+
+def _conversations(first: Record, rest: Iterator[Record],
+                   ctx: ImportContext) -> Iterator[Session | None]:
+    n = 0
+    previous_line = 0
+    for record in _chain(first, rest):
+        # A skipped line (invalid JSON, too long, …) was a conversation too: it keeps its number.
+        for line in ctx.skipped_between(previous_line, record.line):
+            ctx.problem("error", "session_failed",
+                        f"line {line} could not be read; this conversation was not imported",
+                        line=line, candidate=n)
+            yield None
+            n += 1
+        previous_line = record.line
+        value = record.value
+        if isinstance(value, dict) and isinstance(value.get("messages"), list):
+            try:
+                yield _body_session(value, ctx, candidate=n, prefix="", line=record.line)
+            except Exception as exc:  # one bad conversation never loses the others
+                ctx.internal_error(exc, candidate=n, line=record.line)
+                yield None
+        elif isinstance(value, list):
+            yield session_from_messages(value, ctx, candidate=n,
+                                        origins=[Origin(line=record.line)] * len(value))
+        else:
+            ctx.problem("error", "session_failed",
+                        "line is not a conversation (no 'messages' list); it was skipped",
+                        line=record.line, candidate=n)
+            yield None
+        n += 1
+    for line in ctx.skipped_between(previous_line, 1 << 62):
+        ctx.problem("error", "session_failed",
+                    f"line {line} could not be read; this conversation was not imported",
+                    line=line, candidate=n)
+        yield None
+        n += 1
+
+
+def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest

@@ -1,0 +1,208 @@
+"""Text extraction (sessions spec §1.6) and small value helpers shared by every format.
+
+* :func:`extract_text` — the one generic rule, with joiner ``""`` (assistant text) or ``"\\n"``
+  (tool results, user, system and other messages);
+* :func:`openai_assistant_text` / :func:`openai_tool_result_text` — the two OpenAI-chat rules
+  that win over the generic one (gglib's reply text, OpenClaw's result text);
+* :func:`compact_json` — keys sorted, separators ``,``/``:``, non-ASCII kept raw;
+* :func:`iso_timestamp` — epoch numbers to ISO-8601 UTC, recorded strings kept as written.
+
+Nothing here raises on any JSON value; every walk is bounded by the nesting the JSON loader
+already allowed (``max_json_depth``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "ASSISTANT_JOINER",
+    "TEXT_JOINER",
+    "compact_json",
+    "extract_text",
+    "gemini_response_text",
+    "iso_timestamp",
+    "openai_assistant_text",
+    "openai_tool_result_text",
+    "str_or_none",
+    "type_of",
+]
+
+ASSISTANT_JOINER = ""
+"""Joiner for an assistant turn's ``text`` (parts concatenated with no separator)."""
+TEXT_JOINER = "\n"
+"""Joiner for tool result, user, system and other ``text``."""
+
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+# Parts that contribute nothing (rule 2, last bullet); a top-level object of one of these types
+# is a part too, so it also gives "" instead of its JSON rendering.
+_SILENT_PART_TYPES = frozenset({
+    "image", "image_url", "input_image", "input_audio", "audio", "file", "input_file",
+    "reasoning", "thinking", "redacted_thinking", "video",
+})
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON: keys sorted, separators ``,`` and ``:``, non-ASCII kept raw."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=repr)
+    except (TypeError, ValueError, RecursionError):
+        # Mixed key types cannot be sorted; nothing a JSON loader produces hits this.
+        try:
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            return repr(value)
+
+
+def _scalar_text(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "null"
+    return compact_json(value)
+
+
+def gemini_response_text(response: Any) -> str:
+    """Rule 3 for a Gemini ``functionResponse.response``: ``output``, else ``error`` (or
+    ``error.message``), else the compact JSON."""
+    if isinstance(response, dict):
+        output = response.get("output")
+        if isinstance(output, str):
+            return output
+        error = response.get("error")
+        if isinstance(error, str):
+            return error
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        return compact_json(response)
+    return extract_text(response, TEXT_JOINER)
+
+
+def _part_text(part: dict[str, Any], joiner: str) -> str | None:
+    """What one list element that is an object contributes; ``None`` = nothing."""
+    text = part.get("text")
+    ptype = type_of(part)
+    if isinstance(text, str) and (ptype is None or ptype in _TEXT_PART_TYPES):
+        return text
+    if ptype == "refusal" and isinstance(part.get("refusal"), str):
+        return str(part["refusal"])
+    content = part.get("content")
+    if isinstance(content, list | str) and ptype not in _SILENT_PART_TYPES:
+        return extract_text(content, joiner)
+    if ptype == "document":
+        source = part.get("source")
+        if isinstance(source, dict) and source.get("type") == "text" and isinstance(
+            source.get("data"), str
+        ):
+            return str(source["data"])
+        return None
+    function_response = part.get("functionResponse")
+    if isinstance(function_response, dict) and "response" in function_response:
+        return gemini_response_text(function_response["response"])
+    return None
+
+
+def extract_text(value: Any, joiner: str = TEXT_JOINER) -> str:
+    """The generic text of a recorded value (sessions spec §1.6).
+
+    ``None`` → ``""``; a string → itself; a list → its parts' texts joined with ``joiner``; an
+    object → its text when it is itself a part, else compact JSON; a number or boolean → its
+    JSON rendering. Never raises.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        pieces: list[str] = []
+        for element in value:
+            if isinstance(element, str):
+                pieces.append(element)
+            elif isinstance(element, dict):
+                piece = _part_text(element, joiner)
+                if piece is not None:
+                    pieces.append(piece)
+        return joiner.join(pieces)
+    if isinstance(value, dict):
+        piece = _part_text(value, joiner)
+        if piece is not None:
+            return piece
+        if type_of(value) in _SILENT_PART_TYPES:
+            return ""
+        return compact_json(value)
+    return _scalar_text(value)
+
+
+def openai_assistant_text(content: Any) -> str:
+    """gglib's reply text (engine-gglib §4.3): a string as is; a list contributes the string
+    ``text`` of elements with ``type == "text"``, concatenated; anything else ``""``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"] for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def openai_tool_result_text(content: Any) -> str:
+    """The OpenAI-chat tool-result text (OpenClaw's hashing rule): a string as is; a list
+    contributes the string ``text`` of every object element (whatever its ``type``), joined
+    with ``"\\n"``; anything else ``""``. Nothing is trimmed."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"] for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+NON_STRING_TYPE = "\x00<non-string type>"
+
+
+def type_of(obj: dict[str, Any], key: str = "type") -> str | None:
+    """``obj[key]`` when it is a string, ``None`` when absent or null, else a sentinel that
+    matches no known type (so a list or object ``type`` never breaks a set lookup)."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    return NON_STRING_TYPE
+
+
+def str_or_none(value: Any) -> str | None:
+    """``value`` when it is a string, else ``None``."""
+    return value if isinstance(value, str) else None
+
+
+# Epoch numbers at or above this are milliseconds (1e11 s is the year 5138).
+_MILLISECONDS_FROM = 1e11
+
+
+def iso_timestamp(value: Any) -> str | None:
+    """ISO-8601 for a recorded time: a string is kept as written (blank → ``None``); an epoch
+    number (seconds, or milliseconds when ≥ 1e11) becomes UTC with millisecond precision and a
+    ``Z`` suffix; anything else (or an out-of-range number) → ``None``."""
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    seconds = float(value)
+    if not math.isfinite(seconds):
+        return None
+    if abs(seconds) >= _MILLISECONDS_FROM:
+        seconds /= 1000.0
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,649 @@
+"""Plotly figures of replay results: pure functions, no Streamlit, unit-testable.
+
+Every marker is coloured **and** shaped by detector, and warnings are hollow while refusals are
+filled, so nothing depends on colour alone. Traces are built from numeric arrays, one trace per
+detector × verdict (never one per marker), so the corpus overview stays fast for thousands of
+sessions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from loopscope.engines.base import SessionReplay, Step
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorStyle:
+    title: str
+    color: str
+    symbol: str
+
+
+# Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), each paired
+# with its own marker shape.
+DETECTOR_STYLES: dict[str, DetectorStyle] = {
+    "loop": DetectorStyle("repeated batch (loop)", "#D55E00", "diamond"),
+    "stagnation": DetectorStyle("repeated reply (stagnation)", "#CC79A7", "star"),
+    "generic_repeat": DetectorStyle("repeated call (generic_repeat)", "#0072B2", "circle"),
+    "known_poll_no_progress": DetectorStyle("poll without progress", "#009E73", "square"),
+    "ping_pong": DetectorStyle("back and forth (ping_pong)", "#E69F00", "triangle-up"),
+    "unknown_tool_repeat": DetectorStyle("missing tool (unknown_tool_repeat)", "#56B4E9", "hexagram"),
+    "global_circuit_breaker": DetectorStyle("circuit breaker", "#000000", "x"),
+    "post_compaction_guard": DetectorStyle("after compaction", "#882255", "cross"),
+}
+UNKNOWN_STYLE = DetectorStyle("other", "#555555", "pentagon")
+PASS_COLOR = "#8C8C8C"
+DIVERGENCE_FILL = "rgba(120,120,120,0.18)"
+DIVERGENCE_LINE = "rgba(90,90,90,0.55)"
+SESSION_BAR = "rgba(170,170,170,0.22)"
+
+VERDICT_ORDER = ("refuse", "warn")
+
+
+def style_of(detector: str | None) -> DetectorStyle:
+    return DETECTOR_STYLES.get(detector or "", UNKNOWN_STYLE)
+
+
+def marker_symbol(detector: str | None, verdict: str) -> str:
+    """Filled shape for a refusal, the hollow variant for a warning."""
+    base = style_of(detector).symbol
+    return base if verdict == "refuse" else f"{base}-open"
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def step_positions(steps: Sequence[Step]) -> list[float]:
+    """The x (call index) of each step. A step without a call (a gglib prose reply) sits
+    half-way before the next call, i.e. after every call made before it."""
+    xs: list[float] = []
+    calls_so_far = 0
+    for s in steps:
+        if s.call is not None:
+            xs.append(float(s.call))
+            calls_so_far = max(calls_so_far, s.call + max(len(s.tools), 1))
+        else:
+            xs.append(calls_so_far - 0.5)
+    return xs
+
+
+def divergence_x(replay: SessionReplay, xs: Sequence[float] | None = None) -> float | None:
+    """The x of the first refusal, or None."""
+    if replay.first_refusal is None:
+        return None
+    xs = xs if xs is not None else step_positions(replay.steps)
+    for s, x in zip(replay.steps, xs, strict=True):
+        if s.verdict == "refuse":
+            return x
+    return None
+
+
+# --------------------------------------------------------------------------- corpus overview
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewRow:
+    """One session in the corpus overview, with each engine's replay."""
+
+    name: str
+    replays: Mapping[str, SessionReplay]
+    """Engine name → the session's replay under the current configuration."""
+    calls: int
+    """Number of tool calls: the row's length."""
+    label: str | None = None
+    """``loop``, ``ok`` or None (unlabelled)."""
+
+
+SORT_KEYS = ("refusals", "label", "length", "name")
+SORT_TITLES = {
+    "refusals": "Most refused first",
+    "label": "By label (loops, good work, unlabelled)",
+    "length": "Longest first",
+    "name": "By name",
+}
+
+
+def refusal_count(replay: SessionReplay) -> int:
+    return sum(1 for s in replay.steps if s.verdict == "refuse")
+
+
+def warning_count(replay: SessionReplay) -> int:
+    return sum(1 for s in replay.steps if s.verdict == "warn")
+
+
+def sort_rows(
+    rows: Sequence[OverviewRow], by: str = "refusals", engines: Sequence[str] | None = None
+) -> list[OverviewRow]:
+    """Rows in display order (top first); refusals are counted over ``engines`` (default all)."""
+
+    def reps(r: OverviewRow) -> list[SessionReplay]:
+        return [r.replays[e] for e in (engines or r.replays) if e in r.replays]
+
+    label_rank = {"loop": 0, "ok": 1}
+    if by == "refusals":
+        key: Any = lambda r: (  # noqa: E731
+            all(x.first_refusal is None for x in reps(r)),
+            -sum(refusal_count(x) for x in reps(r)),
+            -sum(warning_count(x) for x in reps(r)),
+            r.name,
+        )
+    elif by == "label":
+        key = lambda r: (  # noqa: E731
+            label_rank.get(r.label or "", 2),
+            all(x.first_refusal is None for x in reps(r)),
+            r.name,
+        )
+    elif by == "length":
+        key = lambda r: (-r.calls, r.name)  # noqa: E731
+    elif by == "name":
+        key = lambda r: r.name  # noqa: E731
+    else:
+        raise ValueError(f"unknown sort key {by!r}")
+    return sorted(rows, key=key)
+
+
+LABEL_MARKS = {"loop": "loop", "ok": "good"}
+
+
+def row_title(row: OverviewRow, limit: int = 48) -> str:
+    name = row.name if len(row.name) <= limit else "…" + row.name[-(limit - 1):]
+    mark = LABEL_MARKS.get(row.label or "")
+    return _esc(f"{name} [{mark}]" if mark else name, limit + 8)
+
+
+ENGINE_TITLES = {"gglib": "gglib", "openclaw": "OpenClaw"}
+
+
+def overview_figure(
+    rows: Sequence[OverviewRow],
+    engines: Sequence[str] = ("gglib", "openclaw"),
+    *,
+    row_height: int = 26,
+) -> go.Figure:
+    """One row per session (top = first), one column per engine, x = call index, a marker at
+    every warn/refuse.
+
+    Per engine column, the traces are: session extents (bar), after-divergence shading
+    (hatched bar), then one marker trace per detector × verdict. Rows are shared across the
+    columns, so the same session sits on the same line for every engine.
+    """
+    n = len(rows)
+    ys = list(range(n))
+    fig = make_subplots(
+        rows=1, cols=len(engines), shared_yaxes=True, horizontal_spacing=0.04,
+        subplot_titles=[ENGINE_TITLES.get(e, e) for e in engines],
+    )
+    lengths = [max(r.calls, 1) for r in rows]
+    for col, engine in enumerate(engines, start=1):
+        fig.add_trace(
+            go.Bar(
+                name="session (calls)", orientation="h", y=ys, x=lengths, base=[-0.5] * n,
+                marker={"color": SESSION_BAR, "line": {"width": 0}}, hoverinfo="skip",
+                showlegend=False, meta={"engine": engine, "role": "extent"},
+            ),
+            row=1, col=col,
+        )
+        div_y: list[int] = []
+        div_base: list[float] = []
+        div_len: list[float] = []
+        groups: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(
+            lambda: {"x": [], "y": [], "text": []}
+        )
+        for i, row in enumerate(rows):
+            replay = row.replays.get(engine)
+            if replay is None:
+                continue
+            xs = step_positions(replay.steps)
+            first = divergence_x(replay, xs)
+            if first is not None:
+                div_y.append(i)
+                div_base.append(first + 0.5)
+                div_len.append(max(row.calls - 1 - first, 0.5))
+            for s, x in zip(replay.steps, xs, strict=True):
+                if s.verdict == "pass":
+                    continue
+                g = groups[(s.detector or "", s.verdict)]
+                g["x"].append(x)
+                g["y"].append(i)
+                g["text"].append(
+                    f"{_esc(row.name, 80)}<br>turn {s.turn}, call {'–' if s.call is None else s.call}"
+                    f"<br>{_esc(', '.join(s.tools), 80) or 'reply without tools'}"
+                    f"<br>count {s.count}" + (" (after divergence)" if s.after_divergence else "")
+                )
+        fig.add_trace(
+            go.Bar(
+                name="after divergence (would not have happened)", orientation="h",
+                y=div_y, x=div_len, base=div_base,
+                marker={
+                    "color": DIVERGENCE_FILL,
+                    "line": {"color": DIVERGENCE_LINE, "width": 1},
+                    "pattern": {"shape": "/", "fgcolor": DIVERGENCE_LINE, "size": 6},
+                },
+                hoverinfo="skip", legendgroup="divergence", showlegend=col == 1,
+                meta={"engine": engine, "role": "divergence"},
+            ),
+            row=1, col=col,
+        )
+        for detector, verdict in _ordered_groups(groups):
+            g = groups[(detector, verdict)]
+            st_ = style_of(detector)
+            fig.add_trace(
+                go.Scatter(
+                    name=f"{st_.title} — {'refused' if verdict == 'refuse' else 'warned'}",
+                    x=g["x"], y=g["y"], mode="markers", text=g["text"],
+                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                    marker={
+                        "symbol": marker_symbol(detector, verdict),
+                        "color": st_.color,
+                        "size": 11 if verdict == "refuse" else 9,
+                        "line": {"width": 1.5 if verdict == "warn" else 0.8,
+                                 "color": st_.color if verdict == "warn" else "#ffffff"},
+                    },
+                    meta={"engine": engine, "detector": detector, "verdict": verdict},
+                ),
+                row=1, col=col,
+            )
+        fig.update_xaxes(title="tool call", zeroline=False, gridcolor="#e6e6e6",
+                         rangemode="tozero", row=1, col=col)
+    height = max(260, min(150 + row_height * n, 60000))
+    # The legend sits above the column titles: lift it by ~30 px in paper units.
+    plot_px = max(height - 30 - 40, 100)
+    fig.update_layout(
+        barmode="overlay",
+        height=height,
+        margin={"l": 10, "r": 10, "t": 30, "b": 40},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 30 / plot_px, "x": 0},
+        template="plotly_white",
+        hovermode="closest",
+        font={"color": "#1f1f1f", "size": 13},
+    )
+    fig.update_yaxes(
+        tickmode="array", tickvals=ys, ticktext=[row_title(r) for r in rows],
+        autorange="reversed", showgrid=False, automargin=True, tickfont={"color": "#1f1f1f"},
+    )
+    return fig
+
+
+def _ordered_groups(groups: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:
+    order = list(DETECTOR_STYLES)
+    return sorted(
+        groups,
+        key=lambda k: (order.index(k[0]) if k[0] in order else len(order), VERDICT_ORDER.index(k[1])),
+    )
+
+
+# --------------------------------------------------------------------------- session detail
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """What hovering a call shows: the tool, its input and the start of its answer."""
+
+    tool: str
+    args: str
+    answer: str
+
+
+PROSE_LANE = "(reply without tools)"
+
+
+def openclaw_counters(steps: Sequence[Step], history_size: int) -> tuple[list[int], list[int]]:
+    """Per step, the no-progress streak and the recent count of engine-openclaw §3.2.
+
+    Computed from the steps' ``signature``, ``result_hash`` and ``run_id`` over the run-scoped
+    window of the ``history_size`` previous calls, for the chart's count panel (the verdicts
+    themselves always come from the engine).
+    """
+    streaks: list[int] = []
+    recents: list[int] = []
+    for i, cur in enumerate(steps):
+        run = cur.extra.get("run_id")
+        lo = max(0, i - max(history_size, 0))
+        streak = 0
+        latest: Any = None
+        recent = 0
+        stopped = False
+        for j in range(i - 1, lo - 1, -1):
+            rec = steps[j]
+            if rec.extra.get("run_id") != run or rec.signature != cur.signature:
+                continue
+            recent += 1
+            if stopped:
+                continue
+            h = rec.extra.get("result_hash")
+            if h is None:
+                continue
+            if latest is None:
+                latest, streak = h, 1
+            elif h == latest:
+                streak += 1
+            else:
+                stopped = True
+        streaks.append(streak)
+        recents.append(recent)
+    return streaks, recents
+
+
+def session_figure(
+    replay: SessionReplay,
+    calls: Sequence[CallInfo],
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    history_size: int | None = None,
+    breaks: Sequence[float] = (),
+    compactions: Sequence[float] = (),
+    selected_step: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """Session detail: each tool on its own lane (top), counts against thresholds (bottom).
+
+    ``calls``: one entry per tool call of the session, by call index. ``thresholds``: for
+    OpenClaw, ``{"warning": w, "critical": c, "breaker": g}`` (gglib's come from its steps).
+    ``breaks``/``compactions``: x positions of user messages and compactions.
+    """
+    steps = replay.steps
+    xs = step_positions(steps)
+    is_gglib = replay.engine == "gglib"
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[0.55, 0.45],
+        vertical_spacing=0.06,
+    )
+
+    # ---- lanes
+    lanes: dict[str, int] = {}
+    for c in calls:
+        lanes.setdefault(c.tool or '""', len(lanes))
+    has_prose = any(s.call is None for s in steps)
+    if has_prose:
+        lanes.setdefault(PROSE_LANE, len(lanes))
+    step_of_call: dict[int, int] = {}
+    for k, s in enumerate(steps):
+        if s.call is not None:
+            for pos in range(max(len(s.tools), 1)):
+                step_of_call[s.call + pos] = k
+
+    px, py, ptext = [], [], []
+    for idx, c in enumerate(calls):
+        k = step_of_call.get(idx)
+        verdict = steps[k].verdict if k is not None else "pass"
+        px.append(idx)
+        py.append(lanes[c.tool or '""'])
+        ptext.append(
+            f"call {idx}: <b>{_esc(c.tool)}</b>({_esc(c.args)})<br>answer: {_esc(c.answer) or '—'}"
+            f"<br>verdict: {verdict}"
+        )
+    fig.add_trace(
+        go.Scatter(
+            name="tool call",
+            x=px,
+            y=py,
+            mode="markers",
+            text=ptext,
+            hovertemplate="%{text}<extra></extra>",
+            marker={"symbol": "line-ns-open", "size": 12, "color": PASS_COLOR, "line": {"width": 2}},
+        ),
+        row=1,
+        col=1,
+    )
+    if has_prose:
+        prx = [x for s, x in zip(steps, xs, strict=True) if s.call is None]
+        fig.add_trace(
+            go.Scatter(
+                name="reply without tools",
+                x=prx,
+                y=[lanes[PROSE_LANE]] * len(prx),
+                mode="markers",
+                hovertemplate="reply without tools<extra></extra>",
+                marker={"symbol": "circle-open", "size": 8, "color": PASS_COLOR},
+            ),
+            row=1,
+            col=1,
+        )
+
+    groups: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(
+        lambda: {"x": [], "y": [], "text": []}
+    )
+    for s, x in zip(steps, xs, strict=True):
+        if s.verdict == "pass":
+            continue
+        g = groups[(s.detector or "", s.verdict)]
+        if s.call is None:
+            g["x"].append(x)
+            g["y"].append(lanes[PROSE_LANE])
+            g["text"].append(f"turn {s.turn}: reply repeated, count {s.count}")
+            continue
+        for pos, tool in enumerate(s.tools or ("",)):
+            g["x"].append(s.call + pos)
+            g["y"].append(lanes.get(tool or '""', 0))
+            g["text"].append(f"turn {s.turn}, call {s.call + pos}: {_esc(tool)} — count {s.count}")
+    for detector, verdict in _ordered_groups(groups):
+        g = groups[(detector, verdict)]
+        st_ = style_of(detector)
+        fig.add_trace(
+            go.Scatter(
+                name=f"{st_.title} — {'refused' if verdict == 'refuse' else 'warned'}",
+                x=g["x"],
+                y=g["y"],
+                mode="markers",
+                text=g["text"],
+                hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                marker={
+                    "symbol": marker_symbol(detector, verdict),
+                    "color": st_.color,
+                    "size": 14 if verdict == "refuse" else 12,
+                    "line": {"width": 2 if verdict == "warn" else 1,
+                             "color": st_.color if verdict == "warn" else "#ffffff"},
+                },
+                meta={"detector": detector, "verdict": verdict},
+            ),
+            row=1,
+            col=1,
+        )
+
+    # ---- counts
+    if is_gglib:
+        _gglib_count_traces(fig, steps, xs)
+    else:
+        _openclaw_count_traces(fig, steps, xs, thresholds or {}, history_size or 30)
+
+    # ---- divergence, first refusal, breaks, selection
+    end = max(len(calls) - 0.5, (max(xs) + 0.5) if xs else 0.5)
+    first = divergence_x(replay, xs)
+    if first is not None:
+        fig.add_vrect(
+            x0=first + 0.5, x1=end, fillcolor=DIVERGENCE_FILL, line_width=0, layer="below",
+            row="all", col=1,
+        )
+        fig.add_annotation(
+            x=(first + 0.5 + end) / 2 if end > first + 0.5 else first + 0.5,
+            y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+            text="after divergence: would not have happened", font={"size": 11, "color": "#333"},
+        )
+        k = next(i for i, s in enumerate(steps) if s.verdict == "refuse")
+        s = steps[k]
+        lane = lanes.get((s.tools[0] if s.tools else "") or '""', 0) if s.call is not None else lanes.get(PROSE_LANE, 0)
+        fig.add_annotation(
+            x=first, y=lane, xref="x", yref="y", text=f"<b>refused</b>: {_first_refusal_text(s)}",
+            showarrow=True, arrowhead=2, ax=0, ay=-34, bgcolor="#ffffff", bordercolor="#333",
+            font={"size": 12, "color": "#1f1f1f"},
+        )
+    if breaks:
+        fig.add_trace(
+            go.Scatter(
+                name="user message (resets the count)" if is_gglib else "user message (new run)",
+                x=list(breaks), y=[-0.8] * len(breaks), mode="markers",
+                marker={"symbol": "triangle-up-open", "size": 10, "color": "#444"},
+                hovertemplate="user message<extra></extra>",
+            ),
+            row=1, col=1,
+        )
+    if compactions:
+        fig.add_trace(
+            go.Scatter(
+                name="compaction", x=list(compactions), y=[-0.8] * len(compactions), mode="markers",
+                marker={"symbol": "bowtie-open", "size": 11, "color": "#882255"},
+                hovertemplate="conversation compacted<extra></extra>",
+            ),
+            row=1, col=1,
+        )
+    if selected_step is not None and 0 <= selected_step < len(steps):
+        fig.add_vline(x=xs[selected_step], line_dash="dot", line_color="#1f1f1f", line_width=1.5)
+
+    n_lanes = max(len(lanes), 1)
+    fig.update_yaxes(
+        tickmode="array", tickvals=list(lanes.values()), ticktext=[_esc(t, 28) for t in lanes],
+        range=[n_lanes - 0.5, -1.2], showgrid=True, gridcolor="#eeeeee", row=1, col=1,
+        automargin=True, tickfont={"color": "#1f1f1f"},
+    )
+    fig.update_yaxes(title="count", rangemode="tozero", gridcolor="#e6e6e6", row=2, col=1)
+    fig.update_xaxes(title="tool call", gridcolor="#eeeeee", row=2, col=1, range=[-1, end + 0.5])
+    fig.update_layout(
+        title=title,
+        height=max(420, 200 + 34 * n_lanes + 220),
+        margin={"l": 10, "r": 10, "t": 60 if title else 30, "b": 40},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0, "font": {"size": 12}},
+        template="plotly_white",
+        hovermode="closest",
+        font={"color": "#1f1f1f", "size": 13},
+    )
+    return fig
+
+
+def _first_refusal_text(s: Step) -> str:
+    extra = s.extra
+    if s.detector == "loop":
+        rule = extra.get("rule")
+        if rule == "ceiling":
+            return f"loop, ceiling ({extra.get('total')} > {extra.get('ceiling')})"
+        return f"loop, {s.count} repeats > {extra.get('effective_max')}"
+    if s.detector == "stagnation":
+        return f"stagnation, {s.count} > {extra.get('max_steps')}"
+    return f"{s.detector}, count {s.count}"
+
+
+def _gglib_count_traces(fig: go.Figure, steps: Sequence[Step], xs: Sequence[float]) -> None:
+    bx, count, total, eff, ceil = [], [], [], [], []
+    rx, ry, cx, cy = [], [], [], []
+    prx, pry, pmax = [], [], []
+    for s, x in zip(steps, xs, strict=True):
+        e = s.extra
+        if s.call is None:
+            if s.count is not None:
+                prx.append(x)
+                pry.append(s.count)
+                pmax.append(e.get("max_steps"))
+            continue
+        bx.append(x)
+        count.append(s.count)
+        total.append(e.get("total"))
+        eff.append(e.get("effective_max"))
+        ceil.append(e.get("ceiling"))
+        if e.get("rescued"):
+            rx.append(x)
+            ry.append(s.count)
+        if e.get("identical") and s.count == 1:
+            cx.append(x)
+            cy.append(1)
+    if bx:
+        fig.add_trace(go.Scatter(
+            name="same answer in a row (count)", x=bx, y=count, mode="lines+markers",
+            line={"color": "#D55E00", "width": 2}, marker={"size": 6, "symbol": "diamond"},
+            hovertemplate="count %{y}<extra>strike count</extra>"), row=2, col=1)
+        fig.add_trace(go.Scatter(
+            name="same batch in a row (total)", x=bx, y=total, mode="lines",
+            line={"color": "#0072B2", "width": 2, "dash": "dash"},
+            hovertemplate="total %{y}<extra>run length</extra>"), row=2, col=1)
+        # Thresholds depend on each batch's class, so they are drawn as a tick per step.
+        fig.add_trace(go.Scatter(
+            name="allowed repeats (threshold)", x=bx, y=eff, mode="markers",
+            marker={"symbol": "line-ew-open", "size": 16, "color": "#1f1f1f", "line": {"width": 2.5}},
+            hovertemplate="threshold %{y}<extra></extra>"), row=2, col=1)
+        fig.add_trace(go.Scatter(
+            name="ceiling (any answers; none for read-only)", x=bx, y=ceil, mode="markers",
+            marker={"symbol": "line-ew-open", "size": 16, "color": "#7A7A7A", "line": {"width": 2}},
+            hovertemplate="ceiling %{y}<extra></extra>"), row=2, col=1)
+    if rx:
+        fig.add_trace(go.Scatter(
+            name="rescued (answer changed)", x=rx, y=ry, mode="markers",
+            marker={"symbol": "star-open", "size": 11, "color": "#009E73", "line": {"width": 2}},
+            hovertemplate="rescued: would have been refused, but an answer changed<extra></extra>"),
+            row=2, col=1)
+    if cx:
+        fig.add_trace(go.Scatter(
+            name="same answer again after other work (cycle)", x=cx, y=cy, mode="markers",
+            marker={"symbol": "hourglass", "size": 10, "color": "#6A3D9A"},
+            hovertemplate="same batch and same answers as its previous occurrence, with other work "
+                          "in between: cycles are never refused<extra></extra>"),
+            row=2, col=1)
+    if prx and max(pry) >= 2:
+        fig.add_trace(go.Scatter(
+            name="identical replies in the window", x=prx, y=pry, mode="markers",
+            marker={"symbol": "star", "size": 9, "color": "#CC79A7"},
+            hovertemplate="reply seen %{y} times<extra></extra>"), row=2, col=1)
+        fig.add_trace(go.Scatter(
+            name="allowed identical replies", x=prx, y=pmax, mode="lines",
+            line={"color": "#CC79A7", "width": 1, "dash": "dashdot", "shape": "hv"},
+            hovertemplate="limit %{y}<extra></extra>"), row=2, col=1)
+
+
+def _openclaw_count_traces(
+    fig: go.Figure,
+    steps: Sequence[Step],
+    xs: Sequence[float],
+    thresholds: Mapping[str, float],
+    history_size: int,
+) -> None:
+    streaks, recents = openclaw_counters(steps, history_size)
+    fig.add_trace(go.Scatter(
+        name="same result in a row (before this call)", x=list(xs), y=streaks, mode="lines+markers",
+        line={"color": "#0072B2", "width": 2, "shape": "hv"}, marker={"size": 5},
+        hovertemplate="identical results in a row: %{y}<extra></extra>"), row=2, col=1)
+    fig.add_trace(go.Scatter(
+        name="same call in the window", x=list(xs), y=recents, mode="lines",
+        line={"color": "#E69F00", "width": 1.5, "dash": "dash", "shape": "hv"},
+        hovertemplate="same call earlier in the window: %{y}<extra></extra>"), row=2, col=1)
+    names = {"warning": ("warn at", "#1f1f1f", "dash"), "critical": ("block at", "#D55E00", "solid"),
+             "breaker": ("hard stop at", "#000000", "dot")}
+    x0 = (min(xs) if xs else 0) - 0.5
+    x1 = (max(xs) if xs else 0) + 0.5
+    for key, (label, color, dash) in names.items():
+        v = thresholds.get(key)
+        if v is None:
+            continue
+        fig.add_trace(go.Scatter(
+            name=f"{label} {int(v)}", x=[x0, x1], y=[v, v], mode="lines",
+            line={"color": color, "width": 1.5, "dash": dash},
+            hovertemplate=f"{label} {int(v)}<extra></extra>"), row=2, col=1)
+
+
+def _esc(text: str, limit: int = 160) -> str:
+    """Escape for Plotly's HTML-ish labels and shorten."""
+    t = (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    t = t.replace("\n", " ")
+    return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def summary_counts(replays: Sequence[SessionReplay]) -> dict[str, int]:
+    """Sessions refused / warned and refusals per detector (first refusals only)."""
+    out: dict[str, int] = {"sessions": len(replays), "refused": 0, "warned": 0}
+    for r in replays:
+        if r.first_refusal is not None:
+            out["refused"] += 1
+            key = f"first:{r.first_refusal.detector}"
+            out[key] = out.get(key, 0) + 1
+        if r.warned:
+            out["warned"] += 1
+    return out

@@ -1,0 +1,416 @@
+"""Getting sessions into the dashboard: bundled samples, uploads, and confined folders.
+
+* **Samples**: ``sample_transcripts/`` beside ``app.py`` (or ``LOOPSCOPE_SAMPLES``).
+* **Uploads**: kept only in a private temporary folder, under generated names
+  (``upload-<sha256 prefix><ext>``); the user's file name is used for display only.
+* **A folder path**: only inside the allowed roots — ``LOOPSCOPE_ALLOWED_ROOTS`` (paths
+  separated by ``os.pathsep``), by default the samples folder and the working directory. The
+  path is resolved (symlinks included) before the check, directory symlinks are not followed
+  while scanning, and a file whose real path leaves the roots is skipped.
+
+A loaded corpus (sessions, import report, and every engine's prepared sessions) is cached with
+``st.cache_resource`` under a fingerprint of the inputs (paths + sizes + mtimes, or upload
+digests), so moving a slider never re-reads a file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from loopscope.engines import get_engine
+from loopscope.formats.base import FileImport, ImportReport
+from loopscope.model import Problem, Session, escape_for_display
+from loopscope.ui.state import ENGINES
+
+# Candidates of a folder scan (sessions spec §3.6); uploads also accept zip archives.
+UPLOAD_EXTENSIONS = (".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md", ".zip")
+
+SOURCE_SAMPLES = "samples"
+SOURCE_UPLOAD = "upload"
+SOURCE_FOLDER = "folder"
+SOURCE_LABELS = {
+    SOURCE_SAMPLES: "the bundled sample sessions",
+    SOURCE_UPLOAD: "files from your computer",
+    SOURCE_FOLDER: "a folder on the server",
+}
+
+
+# --------------------------------------------------------------------------- places
+
+
+def samples_dir() -> Path:
+    """The bundled ``sample_transcripts/`` (``LOOPSCOPE_SAMPLES`` overrides)."""
+    env = os.environ.get("LOOPSCOPE_SAMPLES")
+    if env:
+        return Path(env).resolve()
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "sample_transcripts"
+        if candidate.is_dir():
+            return candidate
+    return (Path.cwd() / "sample_transcripts").resolve()
+
+
+def allowed_roots() -> list[Path]:
+    """Where a typed folder path may point (``LOOPSCOPE_ALLOWED_ROOTS``)."""
+    env = os.environ.get("LOOPSCOPE_ALLOWED_ROOTS")
+    if env:
+        roots = [Path(p).resolve() for p in env.split(os.pathsep) if p.strip()]
+    else:
+        roots = [samples_dir(), Path.cwd().resolve()]
+    return list(dict.fromkeys(roots))
+
+
+class PathNotAllowed(ValueError):
+    """A folder path outside the allowed roots, or one that does not exist."""
+
+
+def confine(path_text: str, roots: Sequence[Path] | None = None) -> Path:
+    """The resolved path, if it lies inside an allowed root; raises :class:`PathNotAllowed`.
+
+    Relative paths are taken from the working directory. The containment check runs on the
+    fully resolved path (``..`` and symlinks resolved) and before any existence check, so the
+    answer never tells whether a path outside the roots exists.
+    """
+    roots = list(roots) if roots is not None else allowed_roots()
+    text = (path_text or "").strip()
+    if not text:
+        raise PathNotAllowed("Type a folder path.")
+    if "\x00" in text:
+        raise PathNotAllowed("That is not a usable path.")
+    try:
+        resolved = (Path.cwd() / text).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise PathNotAllowed(f"That path cannot be resolved ({exc}).") from exc
+    if not any(resolved.is_relative_to(r) for r in roots):
+        allowed = ", ".join(escape_for_display(str(r)) for r in roots)
+        raise PathNotAllowed(
+            f"Only folders inside the allowed roots can be opened ({allowed}). "
+            "Set LOOPSCOPE_ALLOWED_ROOTS to allow others."
+        )
+    if not resolved.exists():
+        raise PathNotAllowed(f"{escape_for_display(text, 200)} does not exist.")
+    return resolved
+
+
+def scan_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[tuple[str, bool]], int]:
+    """``(path, scanned)`` for every candidate session file under ``folder`` (the importer's
+    folder-scan rules: sorted, hidden entries skipped, directory symlinks not followed), minus
+    files whose real path leaves the allowed roots; and the number of files ignored."""
+    from loopscope.formats import expand_paths
+
+    roots = list(roots) if roots is not None else allowed_roots()
+    targets, ignored = expand_paths([str(folder)])
+    kept: list[tuple[str, bool]] = []
+    for path, scanned in targets:
+        real = Path(path).resolve()
+        if any(real.is_relative_to(r) for r in roots):
+            kept.append((path, scanned))
+        else:
+            ignored += 1
+    return kept, ignored
+
+
+def fingerprint_files(files: Iterable[str | Path], extra: str = "") -> str:
+    """Paths + sizes + mtimes: changes when any file is added, removed or rewritten."""
+    h = hashlib.sha256(extra.encode())
+    for f in files:
+        p = Path(f)
+        try:
+            stat = p.stat()
+            h.update(f"{p}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{p}\0missing\n".encode())
+    return h.hexdigest()[:24]
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+@st.cache_resource(show_spinner=False)
+def upload_dir() -> str:
+    """A private temporary folder for this server process, removed at exit."""
+    path = tempfile.mkdtemp(prefix="loopscope-uploads-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUpload:
+    digest: str
+    original_name: str
+    path: str
+
+
+def safe_extension(name: str) -> str:
+    """The upload's extension if it is one loopscope reads, else ``.json``."""
+    suffix = Path(name).suffix.lower()
+    return suffix if suffix in UPLOAD_EXTENSIONS else ".json"
+
+
+def store_upload(data: bytes, original_name: str, folder: str | None = None) -> StoredUpload:
+    """Write ``data`` into the upload folder under a generated name (content-addressed)."""
+    folder = folder or upload_dir()
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"upload-{digest[:16]}{safe_extension(original_name)}"
+    path = Path(folder) / name
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    return StoredUpload(digest, original_name, str(path))
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+@dataclass
+class Corpus:
+    """What is loaded: the sessions, how the files went, and every engine's prepared data."""
+
+    fingerprint: str
+    origin: str
+    """``samples``, ``upload`` or ``folder``."""
+    root: str | None
+    report: ImportReport
+    sessions: list[Session]
+    prepared: dict[str, list[Any]]
+    """Engine name → prepared sessions, aligned with :attr:`sessions`."""
+    display_names: dict[str, str] = field(default_factory=dict)
+    """Stored path → what to show (the original upload name)."""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    """Session source → label object (``loopscope.labels``), when a sidecar was found."""
+    label_file: str | None = None
+    """The top-level ``labels.csv`` of :attr:`root`, when there is one."""
+    label_problems: list[Problem] = field(default_factory=list)
+    load_seconds: float = 0.0
+    prepare_errors: list[Problem] = field(default_factory=list)
+
+    def refresh_labels(self) -> None:
+        """Re-read the labels sidecars (after a labelling change was saved)."""
+        self.labels, self.label_problems, self.label_file = _load_labels(self.root)
+
+    def display(self, source: str) -> str:
+        """A session source or file path as a person should see it (uploads by their name)."""
+        base, sep, rest = source.partition("#")
+        shown = self.display_names.get(base)
+        if shown is None and self.root and base.startswith(self.root):
+            shown = base[len(self.root):].lstrip("/\\") or base
+        return escape_for_display((shown or base) + (sep + rest if sep else ""), 160)
+
+
+class _CorpusStore:
+    """A small LRU of loaded corpora shared by every browser session of the server."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self.items: OrderedDict[str, Corpus] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> Corpus | None:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: Corpus) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+@st.cache_resource(show_spinner=False)
+def corpus_store() -> _CorpusStore:
+    return _CorpusStore()
+
+
+Progress = Callable[[float, str], None]
+
+
+def build_corpus(
+    files: Sequence[tuple[str, bool]],
+    *,
+    fingerprint: str,
+    origin: str,
+    root: str | None,
+    display_names: Mapping[str, str] | None = None,
+    ignored_files: int = 0,
+    progress: Progress | None = None,
+) -> Corpus:
+    """Import ``files`` (path, named explicitly?) one by one, then prepare every session.
+
+    A file that fails to import yields its problems and no sessions; it never stops the others.
+    """
+    from loopscope.formats import load_file
+
+    started = time.perf_counter()
+    imports: list[FileImport] = []
+    n = max(len(files), 1)
+    for i, (path, explicit) in enumerate(files):
+        if progress:
+            progress(i / n * 0.8, f"Reading {escape_for_display(Path(path).name, 80)} ({i + 1}/{len(files)})")
+        imports.append(_load_one(load_file, path, explicit))
+    report = ImportReport(files=imports, ignored_files=ignored_files)
+    sessions = report.sessions
+    prepared: dict[str, list[Any]] = {}
+    prepare_errors: list[Problem] = []
+    for k, name in enumerate(ENGINES):
+        if progress:
+            progress(0.8 + 0.2 * k / len(ENGINES), f"Preparing {len(sessions)} sessions for {name}")
+        engine = get_engine(name)
+        out: list[Any] = []
+        for s in sessions:
+            out.append(engine.prepare(s))
+        prepared[name] = out
+    labels, label_problems, label_file = _load_labels(root)
+    if progress:
+        progress(1.0, f"Loaded {len(sessions)} sessions")
+    return Corpus(
+        fingerprint=fingerprint,
+        origin=origin,
+        root=root,
+        report=report,
+        sessions=sessions,
+        prepared=prepared,
+        display_names=dict(display_names or {}),
+        labels=labels,
+        label_file=label_file,
+        label_problems=label_problems,
+        load_seconds=time.perf_counter() - started,
+        prepare_errors=prepare_errors,
+    )
+
+
+def _load_one(load_file: Callable[..., FileImport], path: str, explicit: bool) -> FileImport:
+    from loopscope.formats.base import Detection
+
+    try:
+        return load_file(path, scanned=not explicit)
+    except Exception as exc:  # an importer must never raise; if one does, keep going
+        return FileImport(
+            path,
+            Detection(None, "unknown", "the importer failed"),
+            [],
+            [Problem(path, None, None, "error", "internal_error", f"the importer failed: {exc!r}")],
+        )
+
+
+def _load_labels(root: str | None) -> tuple[Mapping[str, Any], list[Problem], str | None]:
+    """Labels from the ``labels.csv`` sidecars under ``root``, keyed by session source."""
+    if root is None:
+        return {}, [], None
+    from loopscope import labels as labels_mod
+
+    try:
+        loaded = labels_mod.labels_for_sessions([root])
+    except OSError as exc:
+        return {}, [Problem(root, None, None, "warning", "labels_unreadable", str(exc))], None
+    return loaded.labels, list(loaded.problems), labels_mod.find_label_file(root)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def load_folder(folder: Path, origin: str, progress: Progress | None = None) -> Corpus:
+    roots = allowed_roots()
+    targets, ignored = scan_files(folder, roots)
+    from loopscope.labels import find_label_file
+
+    sidecar = find_label_file(folder)
+    fp = fingerprint_files([p for p, _ in targets] + ([sidecar] if sidecar else []),
+                           extra=f"{origin}:{folder}")
+    store = corpus_store()
+    cached = store.get(fp)
+    if cached is not None:
+        return cached
+    corpus = build_corpus(
+        [(p, not scanned) for p, scanned in targets],
+        fingerprint=fp,
+        origin=origin,
+        root=str(folder if folder.is_dir() else folder.parent),
+        ignored_files=ignored,
+        progress=progress,
+    )
+    store.put(fp, corpus)
+    return corpus
+
+
+def load_uploads(uploads: Sequence[StoredUpload], progress: Progress | None = None) -> Corpus:
+    fp = hashlib.sha256("\n".join(sorted(u.digest for u in uploads)).encode()).hexdigest()[:24]
+    store = corpus_store()
+    cached = store.get(fp)
+    if cached is not None:
+        return cached
+    ordered = sorted(uploads, key=lambda u: u.path)
+    corpus = build_corpus(
+        [(u.path, True) for u in ordered],
+        fingerprint=fp,
+        origin=SOURCE_UPLOAD,
+        root=None,
+        display_names={u.path: f"{u.original_name} (uploaded)" for u in ordered},
+        progress=progress,
+    )
+    store.put(fp, corpus)
+    return corpus
+
+
+SOURCE_KEY = "source"
+FOLDER_KEY = "folder"
+UPLOADS_KEY = "_loopscope_uploads"
+DATA_ERROR_KEY = "_loopscope_data_error"
+
+
+def load_current_corpus(show_progress: bool = True) -> Corpus:
+    """The corpus for the data source chosen in the sidebar (samples when nothing else works)."""
+    source = st.session_state.get(SOURCE_KEY, SOURCE_SAMPLES)
+    st.session_state[DATA_ERROR_KEY] = None
+    bar = None
+
+    def progress(fraction: float, text: str) -> None:
+        nonlocal bar
+        if not show_progress:
+            return
+        if bar is None:
+            bar = st.progress(0.0, text=text)
+        bar.progress(min(max(fraction, 0.0), 1.0), text=text)
+
+    try:
+        if source == SOURCE_UPLOAD:
+            uploads: list[StoredUpload] = list(st.session_state.get(UPLOADS_KEY, []))
+            if uploads:
+                return load_uploads(uploads, progress)
+            st.session_state[DATA_ERROR_KEY] = "No files uploaded yet; showing the bundled samples."
+        elif source == SOURCE_FOLDER:
+            try:
+                folder = confine(str(st.session_state.get(FOLDER_KEY, "")))
+            except PathNotAllowed as exc:
+                st.session_state[DATA_ERROR_KEY] = f"{exc} Showing the bundled samples."
+            else:
+                return load_folder(folder, SOURCE_FOLDER, progress)
+        return load_folder(samples_dir(), SOURCE_SAMPLES, progress)
+    finally:
+        if bar is not None:
+            bar.empty()
+
+
+def problems_sorted(problems: Iterable[Problem]) -> list[Problem]:
+    """Errors first, then warnings, then infos; by source and line within each."""
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return sorted(problems, key=lambda p: (rank.get(p.severity, 3), p.source, p.line or 0))

@@ -1,0 +1,75 @@
+"""Export documents: configurations (via :mod:`loopscope.config_io`) and verdict reports.
+
+Pure functions returning text, so tests can parse what a download would contain.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loopscope import config_io
+from loopscope.engines.base import SessionReplay
+from loopscope.model import Session
+
+CSV_COLUMNS = (
+    "session", "source", "format", "engine", "label", "calls", "turns", "steps", "refused",
+    "first_refusal_turn", "first_refusal_call", "first_refusal_detector", "refusals", "warnings",
+)
+
+
+def openclaw_json5(openclaw_cfg: Any) -> str:
+    return config_io.openclaw_loop_detection_json5(openclaw_cfg)
+
+
+def gglib_json(gglib_cfg: Any) -> str:
+    return config_io.gglib_settings_json(gglib_cfg)
+
+
+def loopscope_config(gglib_cfg: Any, openclaw_cfg: Any) -> str:
+    return config_io.loopscope_config_json(gglib_cfg, openclaw_cfg)
+
+
+def verdict_report_jsonl(replays: Mapping[str, Sequence[SessionReplay]]) -> str:
+    """The ``loopscope replay --json`` lines of every engine, engine by engine."""
+    out = io.StringIO()
+    for engine in replays:
+        for r in replays[engine]:
+            out.write(json.dumps(r.to_json(), ensure_ascii=False, separators=(",", ":")))
+            out.write("\n")
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """Keep spreadsheet programs from reading a hostile name as a formula."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def verdict_report_csv(
+    sessions: Sequence[Session],
+    replays: Mapping[str, Sequence[SessionReplay]],
+    labels: Mapping[str, str | None] | None = None,
+) -> str:
+    """One row per session and engine: the first refusal and the counts."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for engine, reps in replays.items():
+        for s, r in zip(sessions, reps, strict=True):
+            fr = r.first_refusal
+            writer.writerow([
+                _cell(r.session), _cell(r.source), r.format, engine,
+                (labels or {}).get(s.source) or "", len(s.calls), len(s.turns), len(r.steps),
+                "yes" if fr else "no",
+                "" if fr is None else fr.turn,
+                "" if fr is None or fr.call is None else fr.call,
+                "" if fr is None else fr.detector,
+                sum(1 for st in r.steps if st.verdict == "refuse"),
+                sum(1 for st in r.steps if st.verdict == "warn"),
+            ])
+    return out.getvalue()

@@ -1,0 +1,205 @@
+"""Compare: configuration A against configuration B on every loaded session.
+
+Both sides start from the sidebar's settings; change either one here. The page lists the
+sessions that gain, lose or move a refusal, shows how the labels-based metrics change, and
+opens a session (or labels it) from the list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from loopscope.engines.base import FirstRefusal
+from loopscope.experiments.compare import CompareResult, compare_replays
+from loopscope.experiments.metrics import compute_metrics
+from loopscope.ui import labelling, metrics_panel, state
+from loopscope.ui.pages import page_for
+
+ENGINE_KEY = "compare.engine"
+SIDES = ("a", "b")
+SIDE_TITLES = {"a": "A", "b": "B"}
+CHANGE_TEXT = {
+    "gained": "B refuses it, A did not",
+    "lost": "A refused it, B does not",
+    "moved": "both refuse, at a different point",
+}
+
+
+def _side_key(side: str, field: state.Field) -> str:
+    return f"compare.{side}.{field.key}"
+
+
+def _editable(engine: str) -> list[state.Field]:
+    return [f for f in state.fields_of(engine) if f.kind != "patterns"]
+
+
+def reset_side(side: str, engine: str) -> None:
+    """Set one side's controls to the sidebar's current settings (a button callback)."""
+    for f in _editable(engine):
+        st.session_state[_side_key(side, f)] = state.widget_value(f)
+
+
+def side_values(side: str, engine: str) -> dict[str, Any]:
+    """Every control value of one side: the sidebar's, overridden by this side's controls."""
+    values = state.current_values()
+    for f in _editable(engine):
+        k = _side_key(side, f)
+        if k in st.session_state:
+            values[f.key] = st.session_state[k]
+    return values
+
+
+def _apply_side(side: str, engine: str) -> None:
+    values = side_values(side, engine)
+    state.apply_settings({f.key: values[f.key] for f in _editable(engine)})
+
+
+def _controls(side: str, engine: str) -> None:
+    for f in _editable(engine):
+        k = _side_key(side, f)
+        if k not in st.session_state:
+            st.session_state[k] = state.widget_value(f)
+        if f.kind == "bool":
+            st.toggle(f.label, key=k, help=f.help)
+        elif f.kind == "int_or_off":
+            st.session_state.setdefault(k, f.default)
+            off_key = f"{k}.off"
+            st.session_state.setdefault(off_key, st.session_state[k] in (state.OFF, None))
+            off = st.checkbox(f"{f.label}: off", key=off_key, help=f.help)
+            if off:
+                st.session_state[k] = state.OFF
+            else:
+                num_key = f"{k}.value"
+                current = st.session_state[k]
+                st.session_state.setdefault(
+                    num_key, f.default if current in (state.OFF, None) else int(current)
+                )
+                st.session_state[k] = st.number_input(
+                    f.label, min_value=f.min, max_value=f.max, step=1, key=num_key, help=f.help
+                )
+        else:
+            st.number_input(f.label, min_value=f.min, max_value=f.max, step=1, key=k, help=f.help)
+
+
+def _where(fr: FirstRefusal | None) -> str:
+    if fr is None:
+        return "not refused"
+    call = f", call {fr.call}" if fr.call is not None else ""
+    return f"turn {fr.turn}{call} · {fr.detector}"
+
+
+def _open_session(source: str) -> None:
+    st.session_state["session"] = source
+    st.session_state.pop("turn", None)
+    target = page_for("session")
+    if target is not None:
+        st.switch_page(target)
+
+
+def render() -> None:
+    st.title("Compare two configurations", anchor=False)
+    corpus = state.corpus()
+    if not corpus.sessions:
+        st.info("No sessions are loaded.")
+        return
+    engine = st.segmented_control(
+        "Engine", state.ENGINES, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        default=state.ENGINES[0], bind="query-params",
+    ) or state.ENGINES[0]
+    st.caption(
+        "A and B start from the settings in the sidebar. Change either side below; the list "
+        "shows every session whose first refusal differs."
+    )
+
+    resolutions = {}
+    cols = st.columns(2)
+    for side, col in zip(SIDES, cols, strict=True):
+        with col, st.expander(f"Configuration {SIDE_TITLES[side]}", expanded=side == "b"):
+            _controls(side, engine)
+            b1, b2 = st.columns(2)
+            b1.button("Reset to the sidebar", key=f"compare.{side}.reset",
+                      on_click=reset_side, args=(side, engine), icon=":material/restart_alt:")
+            b2.button("Use in the sidebar", key=f"compare.{side}.apply",
+                      on_click=_apply_side, args=(side, engine), icon=":material/check:",
+                      help="Make this the current configuration of every page.")
+        resolutions[side] = state.resolve(engine, side_values(side, engine))
+        for warning in resolutions[side].warnings:
+            col.caption(f"⚠ {SIDE_TITLES[side]}: {warning}")
+
+    replays_a = state.replays_for(engine, resolutions["a"].config)
+    replays_b = state.replays_for(engine, resolutions["b"].config)
+    result = compare_replays(zip(replays_a, replays_b, strict=True))
+    _summary(result)
+
+    labels = labelling.current_labels(corpus)
+    st.subheader("How the metrics change from A to B", anchor=False)
+    metrics_panel.render_pair(
+        compute_metrics(replays_a, labels, corpus.sessions),
+        compute_metrics(replays_b, labels, corpus.sessions),
+    )
+    _changes(result, engine)
+
+
+def _summary(result: CompareResult) -> None:
+    s = result.summary
+    cols = st.columns(4)
+    cols[0].metric("Gain a refusal", s["gained"], help=CHANGE_TEXT["gained"])
+    cols[1].metric("Lose a refusal", s["lost"], help=CHANGE_TEXT["lost"])
+    cols[2].metric("Refusal moves", s["moved"], help=CHANGE_TEXT["moved"])
+    cols[3].metric("Unchanged", s["same"])
+
+
+def _changes(result: CompareResult, engine: str) -> None:
+    import pandas as pd
+
+    corpus = state.corpus()
+    st.subheader("Sessions that change", anchor=False)
+    if not result.changes:
+        st.success("A and B refuse exactly the same sessions at the same points.")
+        return
+    labels = labelling.current_labels(corpus)
+    frame = pd.DataFrame(
+        {
+            "session": [corpus.display(c.source) for c in result],
+            "change": [c.change for c in result],
+            "A": [_where(c.a) for c in result],
+            "B": [_where(c.b) for c in result],
+            "label": [
+                {"loop": "real loop", "ok": "good work"}.get(lab.label, "")
+                if (lab := labels.get(c.source)) else ""
+                for c in result
+            ],
+        }
+    )
+    event = st.dataframe(
+        frame, hide_index=True, width="stretch", on_select="rerun",
+        selection_mode="single-row", key=f"compare.changes.{engine}",
+    )
+    rows = getattr(getattr(event, "selection", None), "rows", None) or []
+    options = [c.source for c in result]
+    if rows and 0 <= rows[0] < len(options):
+        st.session_state["compare.selected"] = options[rows[0]]
+    if st.session_state.get("compare.selected") not in options:
+        st.session_state["compare.selected"] = options[0]
+    source = st.selectbox(
+        "Session", options, format_func=corpus.display, key="compare.selected",
+        help="Pick a changed session (or select a row above) to label or open it.",
+    )
+    change = next(c for c in result if c.source == source)
+    st.markdown(
+        f"**{CHANGE_TEXT[change.change].capitalize()}.** A: {_where(change.a)}; "
+        f"B: {_where(change.b)}."
+    )
+    idx = state.session_index()[source]
+    session = corpus.sessions[idx]
+    suggested = change.b.turn if change.b is not None else (change.a.turn if change.a else None)
+    labelling.label_editor(source, key="compare.label", turns=len(session.turns),
+                           suggested_turn=suggested, corpus=corpus)
+    if st.button("Open in session detail", icon=":material/timeline:", key="compare.open"):
+        _open_session(source)
+
+
+if __name__ == "__main__":  # run as a Streamlit page
+    render()

@@ -1,0 +1,74 @@
+"""Import report: every file with its detected format, its sessions and its problems.
+
+Errors first and expanded, warnings expanded, infos collapsed (sessions spec §3.7). A problem in
+one file never stops the others from loading.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from loopscope.model import escape_for_display
+from loopscope.ui import data, state
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def render() -> None:
+    st.title("Import report", anchor=False)
+    corpus = state.corpus()
+    report = corpus.report
+    problems = report.problems
+    n_err = sum(1 for p in problems if p.severity == "error")
+    n_warn = sum(1 for p in problems if p.severity == "warning")
+    n_info = sum(1 for p in problems if p.severity == "info")
+    c = st.columns(5)
+    c[0].metric("Files", len(report.files))
+    c[1].metric("Sessions", len(corpus.sessions))
+    c[2].metric("Files with errors", sum(1 for f in report.files if f.has_errors))
+    c[3].metric("Warnings", n_warn)
+    c[4].metric("Other files ignored", report.ignored_files,
+                help="Files a folder scan skipped because of their extension.")
+    st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {n_err} errors, {n_warn} warnings, "
+               f"{n_info} notes. Files with problems never stop the other files.")
+
+    def file_rank(f: object) -> tuple[int, str]:
+        sev = [SEVERITY_RANK.get(p.severity, 3) for p in getattr(f, "problems", [])]
+        return (min(sev) if sev else 3, getattr(f, "path", ""))
+
+    for f in sorted(report.files, key=file_rank):
+        worst = min((SEVERITY_RANK.get(p.severity, 3) for p in f.problems), default=3)
+        tag = {0: "error", 1: "warning", 2: "note", 3: "ok"}[worst]
+        icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
+                3: ":material/check_circle:"}[worst]
+        title = (f"{corpus.display(f.path)} — {f.detection.format or 'unknown format'} · "
+                 f"{len(f.sessions)} session(s) · {tag}")
+        with st.expander(title, expanded=worst <= 1, icon=icon):
+            st.caption(escape_for_display(f.detection.reason, 300))
+            if f.problems:
+                rows = [
+                    {
+                        "severity": p.severity,
+                        "file": corpus.display(p.source),
+                        "line": p.line if p.line is not None else (p.pointer or ""),
+                        "problem": escape_for_display(p.message, 400),
+                        "code": p.code,
+                        "times": p.count,
+                    }
+                    for p in data.problems_sorted(f.problems)
+                ]
+                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            if f.sessions:
+                st.markdown(
+                    "\n".join(
+                        f"- `{escape_for_display(s.id, 80)}` — {len(s.calls)} tool calls, "
+                        f"{len(s.turns)} assistant turns"
+                        for s in f.sessions[:50]
+                    )
+                    + ("\n- …" if len(f.sessions) > 50 else "")
+                )
+
+
+if __name__ == "__main__":  # run as a Streamlit page
+    render()

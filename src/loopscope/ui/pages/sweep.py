@@ -1,0 +1,328 @@
+"""Sweep: two settings over ranges → heatmaps of the labels-based metrics.
+
+The top of the page scores the current settings against the labels and lets you label
+sessions; below, pick two settings and their ranges, run the sweep (with progress), and click a
+cell of any heatmap to make that configuration the current one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from loopscope.experiments.sweep import (
+    Axis,
+    GridError,
+    SweepResult,
+    build_cells,
+    check_axes,
+    sweep_prepared,
+)
+from loopscope.ui import labelling, metrics_panel, state
+
+ENGINE_KEY = "sweep.engine"
+RESULT_KEY = "_sweep_result"
+MAX_UI_CELLS = 400
+"""A grid the page will run; the CLI (with worker processes or Dask) takes larger ones."""
+
+HEATMAPS: tuple[tuple[str, str, bool], ...] = (
+    # (metric, title, lower is better)
+    ("false_refusals", "Good sessions refused", True),
+    ("loops_missed", "Loops missed", True),
+    ("wasted_turns", "Turns wasted before a catch", True),
+    ("refused_early", "Loops refused too early", True),
+    ("precision", "Precision", False),
+    ("recall", "Recall", False),
+)
+
+
+def sweepable(engine: str) -> list[state.Field]:
+    """The settings a sweep can vary: the engine's whole-number settings."""
+    return [f for f in state.fields_of(engine) if f.kind in ("int", "int_or_off")]
+
+
+def default_range(f: state.Field) -> tuple[int, int, int]:
+    """A first range around the default: about half to twice it, at most 8 values."""
+    default = f.default if isinstance(f.default, int) else 10
+    lo = max(f.min, default // 2 if default > 2 else 1)
+    hi = min(f.max, max(default * 2, lo + 4))
+    step = max(1, math.ceil((hi - lo + 1) / 8))
+    return lo, hi, step
+
+
+def _axis_inputs(engine: str, which: str, fields: list[state.Field], exclude: str | None) -> Axis:
+    options = [f for f in fields if f.native != exclude]
+    names = [f.native for f in options]
+    default_index = 0 if which == "y" else min(1, len(names) - 1)
+    key = f"sweep.{engine}.{which}.key"
+    if st.session_state.get(key) not in names:
+        st.session_state[key] = names[default_index]
+    by_name = {f.native: f for f in options}
+    native = st.selectbox(
+        "Rows (y)" if which == "y" else "Columns (x)",
+        names,
+        format_func=lambda n: f"{by_name[n].label} ({n})",
+        key=key,
+    )
+    f = by_name[native]
+    lo_d, hi_d, step_d = default_range(f)
+    c = st.columns(3)
+    lo = c[0].number_input("From", f.min, f.max, lo_d, 1, key=f"sweep.{engine}.{native}.lo")
+    hi = c[1].number_input("To", f.min, f.max, hi_d, 1, key=f"sweep.{engine}.{native}.hi")
+    step = c[2].number_input("Step", 1, f.max, step_d, 1, key=f"sweep.{engine}.{native}.step")
+    if lo > hi:
+        lo, hi = hi, lo
+    return Axis(native, tuple(range(int(lo), int(hi) + 1, int(step))))
+
+
+def run_grid(engine: str, axes: list[Axis], progress: Any = None) -> SweepResult:
+    """The sweep over the loaded corpus: prepared sessions, base = the sidebar's settings."""
+    corpus = state.corpus()
+    file_settings, overrides = state.settings_inputs(engine)
+    cells = build_cells(engine, axes, file_settings, overrides)
+    return sweep_prepared(
+        engine,
+        corpus.prepared[engine],
+        [len(s.turns) for s in corpus.sessions],
+        cells,
+        labelling.current_labels(corpus),
+        axes=axes,
+        progress=progress,
+    )
+
+
+def cell_settings(result: SweepResult, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The widget values that make a cell the current configuration."""
+    return {f"{result.engine}.{k}": int(v) for k, v in values.items()}
+
+
+def _point_values(result: SweepResult, point: Mapping[str, Any]) -> dict[str, int] | None:
+    """The cell a clicked heatmap point stands for (its ``customdata`` carries the values)."""
+    data = point.get("customdata")
+    if isinstance(data, list | tuple) and len(data) >= len(result.axes):
+        try:
+            return {a.key: int(v) for a, v in zip(result.axes, data, strict=False)}
+        except (TypeError, ValueError):
+            return None
+    x, y = point.get("x"), point.get("y")
+    if len(result.axes) == 2 and x is not None and y is not None:
+        try:
+            return {result.axes[0].key: int(y), result.axes[1].key: int(x)}
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def apply_cell(values: Mapping[str, Any]) -> None:
+    """Make a sweep cell the current configuration (a widget callback)."""
+    result: SweepResult | None = st.session_state.get(RESULT_KEY)
+    if result is None:
+        return
+    state.apply_settings(cell_settings(result, values))
+    st.session_state["_sweep_applied"] = dict(values)
+
+
+def _on_heatmap_select(chart_key: str) -> None:
+    result: SweepResult | None = st.session_state.get(RESULT_KEY)
+    event = st.session_state.get(chart_key)
+    selection = getattr(event, "selection", None)
+    if selection is None and isinstance(event, Mapping):
+        selection = event.get("selection")
+    points = getattr(selection, "points", None)
+    if points is None and isinstance(selection, Mapping):
+        points = selection.get("points")
+    if result is None or not points:
+        return
+    values = _point_values(result, points[0])
+    if values is not None:
+        apply_cell(values)
+
+
+def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
+            current: Mapping[str, Any] | None = None) -> go.Figure:
+    """One metric over the grid, drawn as clickable tiles (rows: first axis; columns: second).
+
+    Tiles are scatter markers rather than a ``go.Heatmap`` because Streamlit reports clicks
+    (selections) on scatter points only.
+    """
+    ya, xa = result.axes[0], result.axes[1]
+    xs, ys, zs, texts, custom = [], [], [], [], []
+    for cell in result:
+        v = getattr(cell.metrics, metric)
+        xs.append(str(cell.values[xa.key]))
+        ys.append(str(cell.values[ya.key]))
+        zs.append(float("nan") if v is None else float(v))
+        shown = "–" if v is None else (f"{v:.0%}" if isinstance(v, float) else str(v))
+        texts.append(shown + ("*" if cell.warnings else ""))
+        custom.append([cell.values[ya.key], cell.values[xa.key]])
+    n = max(len(xa.values), len(ya.values))
+    size = max(14, min(56, 520 // max(n, 1)))
+    colorscale = "Blues" if lower_better else "Greens"
+    finite = [z for z in zs if z == z]
+    fig = go.Figure(
+        go.Scatter(
+            x=xs, y=ys, mode="markers+text", text=texts, textposition="middle center",
+            textfont={"size": 11 if n <= 12 else 8},
+            customdata=custom,
+            marker={
+                "symbol": "square", "size": size, "color": zs, "colorscale": colorscale,
+                "cmin": min(finite) if finite else 0, "cmax": max(finite) if finite else 1,
+                "showscale": True, "colorbar": {"thickness": 10, "len": 0.8},
+                "line": {"width": 0},
+            },
+            hovertemplate=(
+                f"{ya.key}=%{{y}}<br>{xa.key}=%{{x}}<br>{title}: %{{text}}"
+                "<extra>click to apply</extra>"
+            ),
+            selected={"marker": {"opacity": 1}},
+            unselected={"marker": {"opacity": 1}},
+        )
+    )
+    if current is not None and current.get(xa.key) in xa.values and current.get(ya.key) in ya.values:
+        fig.add_trace(go.Scatter(
+            x=[str(current[xa.key])], y=[str(current[ya.key])], mode="markers",
+            marker={"symbol": "square-open", "size": size + 4, "color": "#d62728",
+                    "line": {"width": 3}},
+            hoverinfo="skip", showlegend=False, name="current",
+        ))
+    fig.update_layout(
+        title={"text": f"{title} ({'lower' if lower_better else 'higher'} is better)",
+               "font": {"size": 14}},
+        height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": xa.key, "type": "category", "categoryorder": "array",
+               "categoryarray": [str(v) for v in xa.values]},
+        yaxis={"title": ya.key, "type": "category", "categoryorder": "array",
+               "categoryarray": [str(v) for v in ya.values]},
+        clickmode="event+select", dragmode=False, showlegend=False,
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def render() -> None:
+    st.title("Labels, metrics and sweeps", anchor=False)
+    corpus = state.corpus()
+    if not corpus.sessions:
+        st.info("No sessions are loaded.")
+        return
+
+    st.subheader("How the current settings score", anchor=False)
+    metrics_panel.render(key="sweep.metrics")
+    with st.expander("Label sessions", expanded=not labelling.current_labels(corpus)):
+        refusals = {}
+        for name in state.ENGINES:
+            refusals[f"{state.ENGINE_TITLES[name]} first refusal"] = [
+                "" if r.first_refusal is None
+                else f"turn {r.first_refusal.turn} · {r.first_refusal.detector}"
+                for r in state.replays(name)
+            ]
+        labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
+        labelling.label_transfer(corpus)
+        for p in labelling.label_problems(corpus)[:10]:
+            st.warning(p.text())
+
+    st.subheader("Sweep two settings", anchor=False)
+    engine = st.segmented_control(
+        "Engine", state.ENGINES, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        default=state.ENGINES[0],
+    ) or state.ENGINES[0]
+    fields = sweepable(engine)
+    c1, c2 = st.columns(2)
+    with c1:
+        y_axis = _axis_inputs(engine, "y", fields, None)
+    with c2:
+        x_axis = _axis_inputs(engine, "x", fields, y_axis.key)
+    axes = [y_axis, x_axis]
+    size = len(y_axis.values) * len(x_axis.values)
+    st.caption(
+        f"{size} configurations × {len(corpus.sessions)} sessions. Every other setting is the "
+        "sidebar's."
+    )
+    too_big = size > MAX_UI_CELLS
+    if too_big:
+        st.warning(
+            f"{size} cells is more than this page runs ({MAX_UI_CELLS}); raise a step, or use "
+            "`loopscope sweep` (worker processes or a Dask cluster)."
+        )
+    if st.button("Run sweep", type="primary", icon=":material/grid_on:", disabled=too_big,
+                 key="sweep.run"):
+        try:
+            check_axes(axes)
+        except GridError as exc:
+            st.error(str(exc))
+        else:
+            bar = st.progress(0.0, text="Sweeping…")
+            done = [0]
+
+            def tick(n: int) -> None:
+                done[0] += n
+                bar.progress(done[0] / size, text=f"Sweeping… {done[0]}/{size} configurations")
+
+            st.session_state[RESULT_KEY] = run_grid(engine, axes, tick)
+            st.session_state["_sweep_labels"] = labelling.labels_version(
+                labelling.current_labels(corpus))
+            bar.empty()
+    _results()
+
+
+def _results() -> None:
+    result: SweepResult | None = st.session_state.get(RESULT_KEY)
+    if result is None:
+        st.info("Pick two settings and their ranges, then run the sweep.")
+        return
+    corpus = state.corpus()
+    if st.session_state.get("_sweep_labels") != labelling.labels_version(
+            labelling.current_labels(corpus)):
+        st.warning("The labels changed since this sweep ran; run it again to update the heatmaps.")
+    applied = st.session_state.get("_sweep_applied")
+    if applied:
+        st.success("Applied " + ", ".join(f"{k} = {v}" for k, v in applied.items())
+                   + ". Every page now uses it.")
+    current = {
+        f.native: state.widget_value(f) for f in state.fields_of(result.engine)
+    }
+    best = result.best()
+    st.caption(
+        f"{state.ENGINE_TITLES[result.engine]}: {len(result)} configurations. Click a tile to "
+        "make it the current configuration; the red outline marks the current one. "
+        "* = the engine adjusted that configuration (a clamp or a raised threshold)."
+    )
+    cols = st.columns(3)
+    for i, (metric, title, lower_better) in enumerate(HEATMAPS):
+        key = f"sweep.heatmap.{metric}"
+        with cols[i % 3]:
+            st.plotly_chart(
+                heatmap(result, metric, title, lower_better, current),
+                key=key, on_select=functools.partial(_on_heatmap_select, key),
+                selection_mode="points", theme=None, config={"displaylogo": False},
+            )
+    options = list(range(len(result)))
+
+    def describe(i: int) -> str:
+        cell = result.cells[i]
+        m = cell.metrics
+        return (", ".join(f"{k}={v}" for k, v in cell.values.items())
+                + f" — {m.false_refusals} false, {m.loops_missed} missed, "
+                f"{m.wasted_turns} wasted" + (" (adjusted)" if cell.warnings else ""))
+
+    b1, b2 = st.columns([3, 1])
+    with b1:
+        picked = st.selectbox("Or pick a configuration", options, format_func=describe,
+                              index=result.cells.index(best) if best else 0, key="sweep.pick")
+    with b2:
+        st.button("Apply", key="sweep.apply", on_click=apply_cell,
+                  args=(dict(result.cells[picked].values),), icon=":material/check:")
+    if best is not None:
+        st.button(f"Apply the best: {', '.join(f'{k}={v}' for k, v in best.values.items())}",
+                  key="sweep.apply_best", on_click=apply_cell, args=(dict(best.values),),
+                  help="Fewest wrong outcomes on labelled sessions (false refusals, loops missed "
+                  "or refused too early), then fewest wasted turns.")
+
+
+if __name__ == "__main__":  # run as a Streamlit page
+    render()

@@ -1,0 +1,249 @@
+"""Shared rendering helpers for the pages: rows for the charts, call snippets, transcript,
+verdict badges and explanations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from loopscope.engines.base import SessionReplay, Step
+from loopscope.model import (
+    AssistantTurn,
+    Compaction,
+    OtherMessage,
+    Session,
+    SystemMessage,
+    ToolResult,
+    UserMessage,
+    escape_for_display,
+)
+from loopscope.ui import charts, state
+from loopscope.ui.data import Corpus
+
+ENGINE_TITLES = state.ENGINE_TITLES
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_of(corpus: Corpus, source: str) -> str | None:
+    """``loop``, ``ok`` or None for a session source, whatever shape the label objects have."""
+    value: Any = corpus.labels.get(source) if corpus.labels else None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value
+    else:
+        text = getattr(value, "label", None) or getattr(value, "value", None) or ""
+    text = str(text).lower()
+    if text in ("loop", "ok"):
+        return text
+    if text in ("good", "good_work", "good work"):
+        return "ok"
+    return None
+
+
+def label_from_turn(corpus: Corpus, source: str) -> int | None:
+    value: Any = corpus.labels.get(source) if corpus.labels else None
+    turn = getattr(value, "from_turn", None) if value is not None else None
+    return turn if isinstance(turn, int) else None
+
+
+def overview_rows(
+    corpus: Corpus, replays: Mapping[str, Sequence[SessionReplay]]
+) -> list[charts.OverviewRow]:
+    """One row per session with every engine's replay (``replays``: engine → aligned list)."""
+    return [
+        charts.OverviewRow(
+            name=corpus.display(s.source),
+            replays={name: reps[i] for name, reps in replays.items()},
+            calls=len(s.calls),
+            label=label_of(corpus, s.source),
+        )
+        for i, s in enumerate(corpus.sessions)
+    ]
+
+
+# --------------------------------------------------------------------------- calls & positions
+
+
+def snippet(value: Any, limit: int = 160) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = escape_for_display(text.replace("\n", " "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_infos(session: Session) -> list[charts.CallInfo]:
+    """Per tool call: the tool, a snippet of its input, and a snippet of its answer."""
+    events = session.events
+    out: list[charts.CallInfo] = []
+    for c in session.calls:
+        answer = ""
+        if c.result is not None and 0 <= c.result < len(events):
+            ev = events[c.result]
+            if isinstance(ev, ToolResult):
+                answer = ("error: " if ev.is_error else "") + ev.text
+        args = c.arguments if c.arguments_kind != "free_text" else c.raw_arguments
+        out.append(charts.CallInfo(escape_for_display(c.name, 80), snippet(args, 120), snippet(answer, 200)))
+    return out
+
+
+def event_positions(session: Session) -> tuple[list[float], list[float]]:
+    """x positions (between calls) of user messages and of compactions after the first call."""
+    calls = 0
+    breaks: list[float] = []
+    compactions: list[float] = []
+    for ev in session.events:
+        if isinstance(ev, AssistantTurn):
+            calls += len(ev.tool_calls)
+        elif isinstance(ev, UserMessage) and calls > 0:
+            breaks.append(calls - 0.5)
+        elif isinstance(ev, Compaction):
+            compactions.append(calls - 0.5)
+    return breaks, compactions
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def verdict_word(step: Step) -> str:
+    if step.verdict == "refuse":
+        return "refused"
+    if step.verdict == "warn":
+        return "warned"
+    return "passed"
+
+
+def detector_title(detector: str | None) -> str:
+    return charts.style_of(detector).title if detector else ""
+
+
+def step_badge(engine: str, step: Step) -> str:
+    """``gglib: refused — repeated batch (loop), count 3`` (text, for captions and lists)."""
+    text = f"{ENGINE_TITLES[engine]}: {verdict_word(step)}"
+    if step.detector:
+        text += f" — {detector_title(step.detector)}, count {step.count}"
+    if step.after_divergence:
+        text += " (after divergence)"
+    return text
+
+
+def steps_by_turn(replay: SessionReplay) -> dict[int, list[Step]]:
+    out: dict[int, list[Step]] = {}
+    for s in replay.steps:
+        out.setdefault(s.turn, []).append(s)
+    return out
+
+
+# --------------------------------------------------------------------------- explanations
+
+
+def explanations(engine: str, session: Session, replay: SessionReplay, config: Any) -> Any:
+    """The explanation object of ``loopscope.explain.<engine>`` for one replay (or None)."""
+    try:
+        from loopscope.explain import explain_replay
+    except ImportError:
+        return None
+    try:
+        return explain_replay(engine, session, replay, config)
+    except Exception as exc:  # an explanation must never take the page down
+        st.caption(f"(explanation unavailable: {escape_for_display(str(exc), 200)})")
+        return None
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+ROLE_ICONS = {
+    "user": ":material/person:",
+    "assistant": ":material/smart_toy:",
+    "tool": ":material/build:",
+    "system": ":material/settings:",
+    "other": ":material/help:",
+    "compaction": ":material/compress:",
+}
+
+
+def _short(text: str, limit: int) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+def render_event(
+    ev: Any,
+    session: Session,
+    badges: Mapping[int, list[str]],
+    selected_turn: int | None,
+) -> None:
+    """One transcript entry in a bordered box; the selected turn is marked in words."""
+    if isinstance(ev, AssistantTurn):
+        is_sel = ev.turn == selected_turn
+        with st.container(border=True):
+            head = f"**Assistant** · turn {ev.turn}"
+            if is_sel:
+                head = f"**▶ Selected** · {head}"
+            st.markdown(head)
+            if ev.text:
+                st.text(_short(ev.text, 1200))
+            for c in ev.tool_calls:
+                args = c.arguments if c.arguments_kind != "free_text" else c.raw_arguments
+                st.markdown(f"`{escape_for_display(c.name, 80)}` call {c.index}")
+                st.code(_short(snippet(args, 2000), 600), language="json", wrap_lines=True)
+            for b in badges.get(ev.turn, []):
+                icon = ":material/block:" if "refused" in b else ":material/warning:"
+                (st.error if "refused" in b else st.warning)(b, icon=icon)
+    elif isinstance(ev, ToolResult):
+        who = f"call {ev.call_index}" if ev.call_index is not None else "unpaired"
+        st.markdown(f"**Tool answer** ({who}){' — error' if ev.is_error else ''}")
+        st.text(_short(escape_for_display(ev.text.replace('\n', '⏎ ')), 600))
+    elif isinstance(ev, UserMessage):
+        st.markdown("**User**")
+        st.text(_short(ev.text, 800))
+    elif isinstance(ev, SystemMessage):
+        st.markdown("**System**")
+        st.text(_short(ev.text, 300))
+    elif isinstance(ev, OtherMessage):
+        st.markdown(f"**{escape_for_display(str(ev.role or 'other'), 40)}**")
+        st.text(_short(ev.text, 300))
+    elif isinstance(ev, Compaction):
+        st.markdown("**Conversation compacted**")
+        if ev.summary:
+            st.text(_short(ev.summary, 300))
+
+
+def render_transcript(
+    session: Session,
+    selected_turn: int | None,
+    badges: Mapping[int, list[str]],
+    *,
+    before: int = 4,
+    after: int = 40,
+    height: int = 820,
+) -> None:
+    """The transcript, opened at the selected turn (earlier entries collapsed above it)."""
+    events = session.events
+    start_event = 0
+    if selected_turn is not None and 0 <= selected_turn < len(session.turns):
+        start_event = session.turns[selected_turn].index
+    lo = max(0, start_event - before)
+    hi = min(len(events), start_event + after)
+    with st.container(height=height, border=False):
+        if lo > 0:
+            with st.expander(f"{lo} earlier entries"):
+                for ev in events[:lo][-200:]:
+                    render_event(ev, session, badges, selected_turn)
+        for ev in events[lo:hi]:
+            render_event(ev, session, badges, selected_turn)
+        if hi < len(events):
+            st.caption(f"{len(events) - hi} more entries after this (pick a later turn to see them).")

@@ -1,0 +1,200 @@
+"""Property tests (hypothesis): invariances, monotonicity, fast path = reference, §5.5 prefixes."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.engines.gglib._gglib_helpers import prefix_property
+
+from loopscope.engines.gglib import (
+    DEFAULT_OBSERVATION_TOOLS,
+    GglibConfig,
+    ToolCall,
+    batch_signature,
+    prepare_messages,
+    replay_messages,
+    run_prepared,
+    stable_repr,
+    tool_signature,
+)
+
+PROFILE = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# ------------------------------------------------------------------------------- strategies
+
+scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=4)
+json_values = st.recursive(
+    scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=4),
+    max_leaves=12,
+)
+
+NAMES = ["write_file", "read_file", "browser_navigate", "run_tests", "fetch_webpage", "", "get_errors"]
+ARGS: list[Any] = ["{}", '{"a":1}', '{"b":2,"a":1}', '{"a":1,"b":2}', "{not json", {"a": 1}, "-0", '{"x":-0.0}', None, "null"]
+IDS: list[Any] = ["c1", "c2", "c3", "", 7, None]
+CONTENTS: list[Any] = ["same", "other", "", None, {"a": 1}, {"a": 1.0}, [{"type": "text", "text": "same"}], 42]
+TEXTS: list[Any] = ["A", "B", "", None, [{"type": "text", "text": "A"}], {"x": 1}]
+
+
+def call_element(draw: Any) -> Any:
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return draw(st.sampled_from([7, None, "s", {"id": "c1"}, {"function": "x"}]))
+    el: dict[str, Any] = {"type": "function", "function": {"name": draw(st.sampled_from(NAMES))}}
+    a = draw(st.sampled_from([*ARGS, "MISSING"]))
+    if a != "MISSING":
+        el["function"]["arguments"] = a
+    i = draw(st.sampled_from([*IDS, "MISSING"]))
+    if i != "MISSING":
+        el["id"] = i
+    return el
+
+
+@st.composite
+def message(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["batch", "batch", "batch", "tool", "tool", "prose", "user", "system", "junk"]))
+    if kind == "batch":
+        n = draw(st.integers(1, 3))
+        m: dict[str, Any] = {"role": "assistant", "content": draw(st.sampled_from(TEXTS))}
+        m["tool_calls"] = [call_element(draw) for _ in range(n)]
+        return m
+    if kind == "tool":
+        m = {"role": "tool", "content": draw(st.sampled_from(CONTENTS))}
+        i = draw(st.sampled_from([*IDS, "MISSING"]))
+        if i != "MISSING":
+            m["tool_call_id"] = i
+        return m
+    if kind == "prose":
+        m = {"role": "assistant", "content": draw(st.sampled_from(TEXTS))}
+        tc = draw(st.sampled_from(["MISSING", None, [], {}, "x"]))
+        if tc != "MISSING":
+            m["tool_calls"] = tc
+        return m
+    if kind == "user":
+        return {"role": "user", "content": "go"}
+    if kind == "system":
+        return {"role": draw(st.sampled_from(["system", "developer", "Assistant", 7])), "content": "x"}
+    return draw(st.sampled_from([None, 7, "x", [], {}]))
+
+
+@st.composite
+def session(draw: Any) -> list[Any]:
+    """Sessions biased towards repeats: a few distinct batches reused many times."""
+    pool = draw(st.lists(message(), min_size=1, max_size=8))
+    idx = draw(st.lists(st.integers(0, len(pool) - 1), max_size=60))
+    return [pool[i] for i in idx]
+
+
+@st.composite
+def config(draw: Any) -> GglibConfig:
+    pats = draw(
+        st.sampled_from(
+            [DEFAULT_OBSERVATION_TOOLS, (), ("read",), ("READ_FILE", "navigate"), ("",), ("write", "fetch")]
+        )
+    )
+    return GglibConfig(
+        max_repeated_batch_steps=draw(st.integers(0, 4)),
+        max_observation_steps=draw(st.sampled_from([None, 0, 1, 2, 3, 15])),
+        observation_tools=pats,
+        max_stagnation_steps=draw(st.integers(0, 4)),
+    )
+
+
+# ------------------------------------------------------------------------------- properties
+
+
+def permuted(value: Any, rnd: random.Random) -> Any:
+    if isinstance(value, dict):
+        items = [(k, permuted(v, rnd)) for k, v in value.items()]
+        rnd.shuffle(items)
+        return dict(items)
+    if isinstance(value, list):
+        return [permuted(v, rnd) for v in value]
+    return value
+
+
+@PROFILE
+@given(json_values, st.integers(0, 2**32))
+def test_key_order_never_changes_a_signature(value: Any, seed: int) -> None:
+    other = permuted(value, random.Random(seed))
+    assert stable_repr(other) == stable_repr(value)
+    assert tool_signature(ToolCall("c", "t", other)) == tool_signature(ToolCall("c", "t", value))
+    # Through the wire too: a JSON text with the keys in another order.
+    from loopscope.engines.gglib import domain_calls
+
+    a = domain_calls([{"function": {"name": "t", "arguments": json.dumps(value)}}])
+    b = domain_calls([{"function": {"name": "t", "arguments": json.dumps(other)}}])
+    assert batch_signature(a) == batch_signature(b)
+
+
+@PROFILE
+@given(st.lists(st.tuples(st.sampled_from(NAMES), json_values), min_size=1, max_size=5), st.randoms())
+def test_call_order_never_changes_a_signature(calls: list[tuple[str, Any]], rnd: random.Random) -> None:
+    batch = [ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(calls)]
+    shuffled = list(batch)
+    rnd.shuffle(shuffled)
+    assert batch_signature(shuffled) == batch_signature(batch)
+
+
+@PROFILE
+@given(session(), st.randoms())
+def test_call_order_never_changes_a_verdict(messages: list[Any], rnd: random.Random) -> None:
+    shuffled = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("tool_calls"), list):
+            m = dict(m)
+            tcs = list(m["tool_calls"])
+            rnd.shuffle(tcs)
+            m["tool_calls"] = tcs
+        shuffled.append(m)
+    a, fa = replay_messages(messages, GglibConfig())
+    b, fb = replay_messages(shuffled, GglibConfig())
+    assert fa == fb
+    assert [(s.signature, s.verdict, s.count, s.extra["identical"]) for s in a] == [
+        (s.signature, s.verdict, s.count, s.extra["identical"]) for s in b
+    ]
+
+
+@PROFILE
+@given(session(), config(), st.integers(1, 5))
+def test_raising_strikes_never_adds_a_loop_refusal_on_a_mutating_batch(
+    messages: list[Any], cfg: GglibConfig, extra: int
+) -> None:
+    low, _ = replay_messages(messages, cfg)
+    higher = GglibConfig(
+        cfg.max_repeated_batch_steps + extra,
+        cfg.max_observation_steps,
+        cfg.observation_tools,
+        cfg.max_stagnation_steps,
+    )
+    high, _ = replay_messages(messages, higher)
+    assert len(low) == len(high)
+    for a, b in zip(low, high, strict=True):
+        if b.extra["batch_class"] == "mutating" and b.detector == "loop":
+            assert a.detector == "loop", (a, b)
+    assert sum(s.detector == "loop" for s in high) <= sum(s.detector == "loop" for s in low)
+
+
+@PROFILE
+@given(session(), config())
+def test_run_prepare_equals_replay(messages: list[Any], cfg: GglibConfig) -> None:
+    reference = replay_messages(messages, cfg)
+    assert run_prepared(prepare_messages(messages), cfg) == reference
+
+
+@PROFILE
+@given(session(), st.lists(config(), min_size=2, max_size=4))
+def test_one_prepare_serves_many_configs(messages: list[Any], cfgs: list[GglibConfig]) -> None:
+    prepared = prepare_messages(messages)
+    for cfg in cfgs:
+        assert run_prepared(prepared, cfg) == replay_messages(messages, cfg)
+
+
+@PROFILE
+@given(session(), config())
+def test_prefix_property_on_generated_sessions(messages: list[Any], cfg: GglibConfig) -> None:
+    assert prefix_property(messages, cfg) == []

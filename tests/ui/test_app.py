@@ -1,0 +1,313 @@
+"""The dashboard, driven headlessly with Streamlit's AppTest on the bundled samples.
+
+Verdicts are read from the overview's session table (one row per session, a "first refusal"
+and a "warnings" column per engine), so every test checks what a user would see.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import json5
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+from loopscope import config_io
+from loopscope.engines import get_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+SAMPLES = ROOT / "sample_transcripts"
+PAGES = ROOT / "src" / "loopscope" / "ui" / "pages"
+
+WRITE_LOOP = "write_loop_refused_at_third_batch.json"
+AB_CYCLE = "ab_cycle_escapes_gglib_trips_pingpong.json"
+QUIET_POLL = "quiet_poll_refused_at_observation_ceiling.json"
+RESCUED = "polling_rescued_by_changing_output.json"
+STAGNATION = "prose_stagnation_same_reply_six_times.jsonl"
+UNKNOWN_TOOL = "unknown_tool_retry_storm.jsonl"
+EXEC_POLL = "exec_poll_durations_change.jsonl"
+POST_COMPACTION = "post_compaction_loop.jsonl"
+
+
+def run_app(query: dict[str, str] | None = None, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(str((PAGES / f"{page}.py").relative_to(ROOT)))
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def table(at: AppTest) -> Any:
+    """The overview's session table as a DataFrame, indexed by session name."""
+    frames = [d.value for d in at.dataframe if "session" in getattr(d.value, "columns", [])]
+    assert frames, "the session table is missing"
+    return frames[0].set_index("session")
+
+
+def cell(at: AppTest, session: str, column: str) -> Any:
+    return table(at).loc[session, column]
+
+
+def control(at: AppTest, key: str) -> Any:
+    for kind in ("slider", "select_slider", "toggle", "text_area"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            return found[0]
+    raise AssertionError(f"no control with key {key!r}")
+
+
+def sidebar_warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.sidebar.warning]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_app_opens_on_the_samples_without_errors() -> None:
+    at = run_app()
+    sessions = table(at)
+    assert len(sessions) >= 10
+    assert WRITE_LOOP in sessions.index
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Sessions"]) == len(sessions)
+    # The overview chart is drawn.
+    assert at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("page", ["overview", "session", "import_report", "export", "guide"])
+def test_every_page_renders(page: str) -> None:
+    at = run_app(page=page)
+    assert not at.error or page == "session", [e.value for e in at.error]
+
+
+def test_every_setting_has_a_labelled_control_with_its_upstream_name() -> None:
+    from loopscope.ui.state import FIELDS
+
+    at = run_app()
+    for f in FIELDS:
+        w = control(at, f.key)
+        assert w.label and w.label != f.native
+        assert f"`{f.native}`" in (w.help or "")
+
+
+# --------------------------------------------------------------------------- each control moves verdicts
+
+# (starting URL, control key, new value, session, column, value before, value after)
+# "before"/"after" are substrings of the cell; "" means the session is not refused.
+CASES = [
+    ({}, "gglib.max_repeated_batch_steps", 3, WRITE_LOOP, "gglib first refusal", "loop", ""),
+    ({}, "gglib.max_observation_steps", 100, QUIET_POLL, "gglib first refusal", "loop", ""),
+    ({}, "gglib.max_observation_steps", "off", RESCUED, "gglib first refusal", "", "loop"),
+    ({}, "gglib.max_stagnation_steps", 6, STAGNATION, "gglib first refusal", "stagnation", ""),
+    ({}, "gglib.observation_tools", "", QUIET_POLL, "gglib first refusal", "call 16", "call 3"),
+    ({}, "openclaw.enabled", False, UNKNOWN_TOOL, "OpenClaw first refusal", "unknown_tool_repeat", ""),
+    ({}, "openclaw.unknownToolThreshold", 20, UNKNOWN_TOOL, "OpenClaw first refusal",
+     "unknown_tool_repeat", ""),
+    ({}, "openclaw.criticalThreshold", 40, EXEC_POLL, "OpenClaw first refusal", "generic_repeat", ""),
+    ({}, "openclaw.historySize", 5, EXEC_POLL, "OpenClaw first refusal", "generic_repeat", ""),
+    ({}, "openclaw.detectors.genericRepeat", False, EXEC_POLL, "OpenClaw first refusal",
+     "generic_repeat", ""),
+    ({}, "openclaw.postCompactionGuard.windowSize", 5, POST_COMPACTION, "OpenClaw first refusal",
+     "post_compaction_guard", ""),
+    ({}, "openclaw.warningThreshold", 3, AB_CYCLE, "OpenClaw warnings", 3, 10),
+    (
+        {"openclaw.warningThreshold": "3", "openclaw.criticalThreshold": "5",
+         "openclaw.globalCircuitBreakerThreshold": "7"},
+        "openclaw.detectors.pingPong", False, AB_CYCLE, "OpenClaw first refusal", "ping_pong",
+        "generic_repeat",
+    ),
+    (
+        {"openclaw.warningThreshold": "2", "openclaw.criticalThreshold": "3",
+         "openclaw.globalCircuitBreakerThreshold": "100", "openclaw.detectors.genericRepeat": "false",
+         "openclaw.detectors.knownPollNoProgress": "false", "openclaw.detectors.pingPong": "false"},
+        "openclaw.globalCircuitBreakerThreshold", 5, EXEC_POLL, "OpenClaw first refusal", "",
+        "global_circuit_breaker",
+    ),
+]
+
+
+def _matches(value: Any, expected: Any) -> bool:
+    if expected == "":
+        return value == ""
+    if isinstance(expected, int):
+        return int(value) == expected
+    return str(expected) in str(value)
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "value", "session", "column", "before", "after"),
+    CASES,
+    ids=[f"{c[1]}={c[2]}" for c in CASES],
+)
+def test_moving_a_control_changes_the_verdicts(
+    query: dict[str, str], key: str, value: Any, session: str, column: str, before: Any, after: Any
+) -> None:
+    at = run_app(query)
+    assert _matches(cell(at, session, column), before), cell(at, session, column)
+    control(at, key).set_value(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert _matches(cell(at, session, column), after), cell(at, session, column)
+
+
+def test_openclaw_thresholds_3_5_7_refuse_the_ping_pong() -> None:
+    at = run_app()
+    assert cell(at, AB_CYCLE, "OpenClaw first refusal") == ""
+    for key, value in (("openclaw.warningThreshold", 3), ("openclaw.criticalThreshold", 5),
+                       ("openclaw.globalCircuitBreakerThreshold", 7)):
+        control(at, key).set_value(value)
+        at.run()
+    assert "ping_pong" in cell(at, AB_CYCLE, "OpenClaw first refusal")
+    # gglib lets the same A/B cycle through (its known limitation).
+    assert cell(at, AB_CYCLE, "gglib first refusal") == ""
+
+
+def test_gglib_repeat_limit_2_to_3_lets_the_write_loop_through() -> None:
+    at = run_app()
+    assert "loop" in cell(at, WRITE_LOOP, "gglib first refusal")
+    before = {m.label: m.value for m in at.metric}["gglib: sessions refused"]
+    control(at, "gglib.max_repeated_batch_steps").set_value(3)
+    at.run()
+    assert cell(at, WRITE_LOOP, "gglib first refusal") == ""
+    after = {m.label: m.value for m in at.metric}["gglib: sessions refused"]
+    assert int(after) < int(before)
+
+
+# --------------------------------------------------------------------------- URL and notices
+
+
+def test_url_query_parameters_set_the_configuration() -> None:
+    at = run_app({
+        "gglib.max_repeated_batch_steps": "3",
+        "gglib.max_observation_steps": "off",
+        "openclaw.warningThreshold": "3",
+        "openclaw.criticalThreshold": "5",
+        "openclaw.globalCircuitBreakerThreshold": "7",
+        "openclaw.detectors.genericRepeat": "false",
+    })
+    assert control(at, "gglib.max_repeated_batch_steps").value == 3
+    assert control(at, "gglib.max_observation_steps").value == "off"
+    assert control(at, "openclaw.warningThreshold").value == 3
+    assert control(at, "openclaw.detectors.genericRepeat").value is False
+    assert "ping_pong" in cell(at, AB_CYCLE, "OpenClaw first refusal")
+    assert cell(at, WRITE_LOOP, "gglib first refusal") == ""
+
+
+def test_ordering_clamps_are_shown_as_they_apply() -> None:
+    at = run_app({"openclaw.warningThreshold": "10", "openclaw.criticalThreshold": "10"})
+    notes = " ".join(sidebar_warnings(at))
+    assert "criticalThreshold raised to 11 because it must exceed warningThreshold (10)" in notes
+    assert "OpenClaw would refuse to load this config" in notes
+    at = run_app()
+    assert not any("raised to" in w for w in sidebar_warnings(at))
+
+
+def test_short_or_empty_observation_patterns_are_flagged() -> None:
+    at = run_app({"gglib.observation_tools": 'read_file\n""\nls'})
+    notes = " ".join(sidebar_warnings(at))
+    assert "matches every tool" in notes
+    assert "`ls`" in notes
+
+
+def test_presets_restore_the_upstream_defaults() -> None:
+    at = run_app({"gglib.max_repeated_batch_steps": "5", "openclaw.historySize": "7"})
+    at.button(key="_preset_defaults").click()
+    at.run()
+    assert control(at, "gglib.max_repeated_batch_steps").value == 2
+    assert control(at, "openclaw.historySize").value == 30
+
+
+def test_restore_default_patterns() -> None:
+    at = run_app({"gglib.observation_tools": "read_file"})
+    at.button(key="_restore_patterns").click()
+    at.run()
+    from loopscope.engines.gglib.config import DEFAULT_OBSERVATION_TOOLS
+
+    assert control(at, "gglib.observation_tools").value.splitlines() == list(DEFAULT_OBSERVATION_TOOLS)
+
+
+def test_a_folder_outside_the_allowed_roots_is_refused() -> None:
+    at = run_app({"source": "folder", "folder": "/etc"})
+    assert any("allowed roots" in w.value for w in at.sidebar.warning)
+    assert WRITE_LOOP in table(at).index  # the samples are shown instead
+
+
+def test_a_folder_inside_the_allowed_roots_loads() -> None:
+    at = run_app({"source": "folder", "folder": str(SAMPLES)})
+    assert WRITE_LOOP in table(at).index
+    assert not any("allowed roots" in w.value for w in at.sidebar.warning)
+
+
+# --------------------------------------------------------------------------- session page
+
+
+def test_session_page_explains_the_first_refusal() -> None:
+    # The URL names a session as the page shows it (relative to the loaded folder).
+    at = run_app({"session": WRITE_LOOP}, page="session")
+    errors = " ".join(e.value for e in at.error)
+    assert "First refusal" in errors
+    assert "write_file" in errors
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "max_repeated_batch_steps" in markdown  # the smallest change
+    # Applying the suggested change moves the slider and lets the session through.
+    apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_pass_")]
+    assert apply
+    apply[0].click()
+    at.run()
+    assert control(at, "gglib.max_repeated_batch_steps").value == 3
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _codes(at: AppTest) -> list[str]:
+    return [c.value for c in at.code]
+
+
+def test_export_holds_valid_configs_for_both_engines() -> None:
+    at = run_app({"openclaw.warningThreshold": "25", "gglib.max_observation_steps": "off",
+                  "openclaw.detectors.knownPollNoProgress": "false"}, page="export")
+    codes = _codes(at)
+    oc_text = next(c for c in codes if "loopDetection" in c and c.lstrip().startswith("//"))
+    assert "// OpenClaw's default is false; loopscope replays with true" in oc_text
+    block = json5.loads(oc_text)["tools"]["loopDetection"]
+    assert block["enabled"] is True
+    assert block["warningThreshold"] == 25
+    assert block["criticalThreshold"] == 26  # the effective (clamped) value
+    assert block["detectors"]["knownPollNoProgress"] is False
+    # OpenClaw's own schema check accepts it: no ordering messages, no type errors.
+    from loopscope.engines.openclaw.config import validate_block
+
+    assert validate_block(block, "tools.loopDetection") == []
+
+    gg = json.loads(next(c for c in codes if c.lstrip().startswith("{") and "max_repeated" in c
+                         and "gglib" not in c))
+    assert gg["max_observation_steps"] is None
+
+    doc = json.loads(next(c for c in codes if '"gglib"' in c and '"openclaw"' in c))
+    # The loopscope config round-trips through each engine's resolve_config.
+    for name in ("gglib", "openclaw"):
+        settings = config_io.engine_settings(doc, name)
+        resolved = get_engine(name).resolve_config(settings, [], None).config
+        assert resolved == get_engine(name).resolve_config(settings, [], None).config
+    oc = get_engine("openclaw").resolve_config(config_io.engine_settings(doc, "openclaw"), []).config
+    assert oc.warning_threshold == 25 and oc.critical_threshold == 26
+    ggc = get_engine("gglib").resolve_config(config_io.engine_settings(doc, "gglib"), []).config
+    assert ggc.max_observation_steps is None
+
+
+def test_verdict_report_downloads_are_offered() -> None:
+    at = run_app(page="export")
+    keys = {b.key for b in at.get("download_button")} if at.get("download_button") else set()
+    assert {"dl_csv", "dl_jsonl", "dl_openclaw", "dl_gglib", "dl_loopscope"} <= keys or len(
+        at.get("download_button")
+    ) >= 5

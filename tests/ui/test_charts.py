@@ -1,0 +1,207 @@
+"""The figure builders of ``loopscope.ui.charts`` on hand-built replays."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("plotly")
+
+from loopscope.engines.base import SessionReplay, Step, first_refusal_of
+from loopscope.ui import charts
+
+
+def step(turn: int, call: int | None, verdict: str = "pass", detector: str | None = None,
+         count: int | None = None, tools: tuple[str, ...] = ("t",), after: bool = False,
+         **extra: Any) -> Step:
+    return Step(turn, call, tools if call is not None else (), None if call is None else f"{tools[0]}:x",
+                verdict, detector, count, after, extra)  # type: ignore[arg-type]
+
+
+def replay(engine: str, steps: list[Step], name: str = "s") -> SessionReplay:
+    return SessionReplay(name, f"/x/{name}", "openai_chat", engine, tuple(steps), first_refusal_of(steps))
+
+
+def markers(fig: Any) -> list[Any]:
+    return [t for t in fig.data if t.type == "scatter" and (t.meta or {}).get("detector") is not None]
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def test_prose_steps_sit_between_calls() -> None:
+    steps = [step(0, 0, tools=("a", "b")), step(1, None), step(2, 2), step(3, None)]
+    assert charts.step_positions(steps) == [0.0, 1.5, 2.0, 2.5]
+
+
+def test_divergence_is_the_first_refusal() -> None:
+    r = replay("gglib", [step(0, 0), step(1, 1, "refuse", "loop", 3), step(2, 2, after=True)])
+    assert charts.divergence_x(r) == 1.0
+    assert charts.divergence_x(replay("gglib", [step(0, 0)])) is None
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def _rows() -> list[charts.OverviewRow]:
+    refused = replay("gglib", [step(0, 0), step(1, 1), step(2, 2, "refuse", "loop", 3),
+                               step(3, 3, "refuse", "loop", 4, after=True)], "refused")
+    prose = replay("gglib", [step(0, None), step(1, None, "refuse", "stagnation", 6)], "prose")
+    clean = replay("gglib", [step(0, 0), step(1, 1)], "clean")
+    oc_warn = replay("openclaw", [step(0, 0, "warn", "generic_repeat", 10),
+                                  step(1, 1, "warn", "ping_pong", 10),
+                                  step(2, 2, "refuse", "ping_pong", 20), step(3, 3, after=True)], "refused")
+    oc_none = replay("openclaw", [], "prose")
+    oc_clean = replay("openclaw", [step(0, 0), step(1, 1)], "clean")
+    return [
+        charts.OverviewRow("refused", {"gglib": refused, "openclaw": oc_warn}, 4, "loop"),
+        charts.OverviewRow("prose", {"gglib": prose, "openclaw": oc_none}, 0, None),
+        charts.OverviewRow("clean", {"gglib": clean, "openclaw": oc_clean}, 2, "ok"),
+    ]
+
+
+def test_overview_has_one_marker_trace_per_detector_and_verdict() -> None:
+    fig = charts.overview_figure(_rows())
+    got = {(t.meta["engine"], t.meta["detector"], t.meta["verdict"]): len(t.x) for t in markers(fig)}
+    assert got == {
+        ("gglib", "loop", "refuse"): 2,
+        ("gglib", "stagnation", "refuse"): 1,
+        ("openclaw", "generic_repeat", "warn"): 1,
+        ("openclaw", "ping_pong", "warn"): 1,
+        ("openclaw", "ping_pong", "refuse"): 1,
+    }
+
+
+def test_markers_are_shaped_per_detector_and_hollow_for_warnings() -> None:
+    fig = charts.overview_figure(_rows())
+    symbols = {(t.meta["detector"], t.meta["verdict"]): t.marker.symbol for t in markers(fig)}
+    assert symbols[("loop", "refuse")] == charts.DETECTOR_STYLES["loop"].symbol
+    assert symbols[("ping_pong", "refuse")] == charts.DETECTOR_STYLES["ping_pong"].symbol
+    assert symbols[("ping_pong", "warn")] == charts.DETECTOR_STYLES["ping_pong"].symbol + "-open"
+    # Every detector has its own shape (never colour alone), and its own colour.
+    shapes = [s.symbol for s in charts.DETECTOR_STYLES.values()]
+    colours = [s.color for s in charts.DETECTOR_STYLES.values()]
+    assert len(set(shapes)) == len(shapes)
+    assert len(set(colours)) == len(colours)
+
+
+def test_after_divergence_is_shaded_from_the_first_refusal_to_the_end() -> None:
+    fig = charts.overview_figure(_rows())
+    div = {t.meta["engine"]: t for t in fig.data if (t.meta or {}).get("role") == "divergence"}
+    g = div["gglib"]
+    assert list(g.y) == [0, 1]  # the refused row and the prose row
+    assert g.base[0] == pytest.approx(2.5)  # just after the refusal at call 2
+    assert g.marker.pattern.shape == "/"  # hatched, not colour alone
+    o = div["openclaw"]
+    assert list(o.y) == [0]
+    assert o.base[0] == pytest.approx(2.5)
+
+
+def test_overview_rows_are_labelled_and_sortable() -> None:
+    rows = _rows()
+    fig = charts.overview_figure(rows)
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert ticks[0] == "refused [loop]" and ticks[2] == "clean [good]"
+    assert [r.name for r in charts.sort_rows(rows, "refusals")] == ["refused", "prose", "clean"]
+    assert [r.name for r in charts.sort_rows(rows, "refusals", ["openclaw"])][0] == "refused"
+    assert [r.name for r in charts.sort_rows(rows, "label")] == ["refused", "clean", "prose"]
+    assert [r.name for r in charts.sort_rows(rows, "length")] == ["refused", "clean", "prose"]
+    assert [r.name for r in charts.sort_rows(rows, "name")] == ["clean", "prose", "refused"]
+    with pytest.raises(ValueError):
+        charts.sort_rows(rows, "colour")
+
+
+def test_one_engine_overview() -> None:
+    fig = charts.overview_figure(_rows(), ["openclaw"])
+    assert {t.meta["engine"] for t in fig.data} == {"openclaw"}
+
+
+def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
+    rows = []
+    for i in range(2000):
+        steps = [step(k, k) for k in range(48)] + [
+            step(48, 48, "refuse", "loop", 3), step(49, 49, "refuse", "loop", 4, after=True)]
+        oc = [step(k, k, "warn", "generic_repeat", 10) for k in range(50)]
+        rows.append(charts.OverviewRow(f"s{i}", {"gglib": replay("gglib", steps),
+                                                 "openclaw": replay("openclaw", oc)}, 50))
+    t0 = time.perf_counter()
+    fig = charts.overview_figure(rows)
+    elapsed = time.perf_counter() - t0
+    assert len(fig.data) <= 10
+    assert sum(len(t.x) for t in markers(fig)) == 2000 * 52
+    assert elapsed < 5.0
+
+
+# --------------------------------------------------------------------------- session detail
+
+
+def _calls(names: list[str]) -> list[charts.CallInfo]:
+    return [charts.CallInfo(n, '{"path": "a"}', f"answer {i}") for i, n in enumerate(names)]
+
+
+def test_session_figure_puts_each_tool_on_its_lane_and_annotates_the_refusal() -> None:
+    steps = [
+        step(0, 0, tools=("write_file",), kind="batch", total=1, effective_max=2, ceiling=15),
+        step(1, 1, tools=("run_tests",), kind="batch", total=1, effective_max=2, ceiling=15),
+        step(2, 2, count=1, tools=("write_file",), kind="batch", total=1, effective_max=2,
+             ceiling=15, identical=True),
+        step(3, 3, "refuse", "loop", 3, tools=("write_file",), kind="batch", total=3,
+             effective_max=2, ceiling=15, rule="strike"),
+        step(4, 4, tools=("read_file",), after=True, kind="batch", total=1, effective_max=15,
+             ceiling=None, rescued=True),
+    ]
+    r = replay("gglib", steps)
+    fig = charts.session_figure(r, _calls(["write_file", "run_tests", "write_file", "write_file",
+                                           "read_file"]), breaks=[1.5], selected_step=3)
+    assert list(fig.layout.yaxis.ticktext) == ["write_file", "run_tests", "read_file"]
+    calls = next(t for t in fig.data if t.name == "tool call")
+    assert list(calls.x) == [0, 1, 2, 3, 4] and list(calls.y) == [0, 1, 0, 0, 2]
+    assert "answer 3" in calls.text[3]
+    refused = [t for t in markers(fig) if t.meta["verdict"] == "refuse"]
+    assert len(refused) == 1 and list(refused[0].x) == [3]
+    assert any("refused" in (a.text or "") for a in fig.layout.annotations)
+    assert any("after divergence" in (a.text or "") for a in fig.layout.annotations)
+    shapes = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert shapes and shapes[0].x0 == pytest.approx(3.5)
+    count = next(t for t in fig.data if t.name and t.name.startswith("same answer in a row"))
+    assert list(count.y) == [None, None, 1, 3, None]
+    thresholds = next(t for t in fig.data if t.name == "allowed repeats (threshold)")
+    assert list(thresholds.y) == [2, 2, 2, 2, 15]
+    names = {t.name for t in fig.data}
+    assert "rescued (answer changed)" in names
+    assert "same answer again after other work (cycle)" in names
+    assert any("user message" in n for n in names)
+
+
+def test_unrefused_session_has_no_divergence_shading() -> None:
+    r = replay("gglib", [step(0, 0, kind="batch", total=1, effective_max=2, ceiling=15)])
+    fig = charts.session_figure(r, _calls(["t"]))
+    assert not [s for s in fig.layout.shapes if s.type == "rect"]
+
+
+def test_openclaw_session_figure_draws_the_three_thresholds() -> None:
+    steps = [step(i, i, tools=("exec",), run_id="run-1", result_hash="h") for i in range(4)]
+    steps.append(step(4, 4, "refuse", "generic_repeat", 4, tools=("exec",), run_id="run-1",
+                      result_hash="h"))
+    fig = charts.session_figure(replay("openclaw", steps), _calls(["exec"] * 5),
+                                thresholds={"warning": 2, "critical": 4, "breaker": 6}, history_size=30)
+    lines = {t.name: t.y[0] for t in fig.data if t.name and t.name.split()[-1].isdigit()}
+    assert lines == {"warn at 2": 2, "block at 4": 4, "hard stop at 6": 6}
+    streak = next(t for t in fig.data if t.name.startswith("same result in a row"))
+    assert list(streak.y) == [0, 1, 2, 3, 4]
+
+
+def test_openclaw_counters_follow_the_detector_walks() -> None:
+    def s(sig: str, h: str | None, run: str = "run-1") -> Step:
+        return Step(0, 0, ("t",), sig, "pass", None, None, False, {"result_hash": h, "run_id": run})
+
+    steps = [s("a", "1"), s("b", "9"), s("a", "1"), s("a", None), s("a", "2"), s("a", "2"),
+             s("a", "2", "run-2")]
+    streaks, recents = charts.openclaw_counters(steps, history_size=30)
+    # Other calls are skipped, hash-less records skipped, a changed hash stops the streak.
+    assert streaks == [0, 0, 1, 2, 2, 1, 0]
+    assert recents == [0, 0, 1, 2, 3, 4, 0]  # another run's records are invisible
+    streaks, recents = charts.openclaw_counters(steps, history_size=2)
+    assert recents[5] == 2

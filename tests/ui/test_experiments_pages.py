@@ -1,0 +1,283 @@
+"""AppTest: labelling, the Compare page and the Sweep page, on a private copy of the samples.
+
+Each test points the app at a temporary copy of ``sample_transcripts/`` (``LOOPSCOPE_SAMPLES``)
+so saving labels never touches the repository's ``labels.csv``. A "restart" is a new AppTest
+after every Streamlit cache is cleared: only what is in the sidecar on disk survives it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from loopscope.engines import get_engine
+from loopscope.experiments.compare import compare
+from loopscope.experiments.sweep import build_cells, parse_axis, run_sweep
+from loopscope.formats import load_paths
+from loopscope.labels import labels_for_sessions, load_labels
+from tests.conftest import REPO_ROOT, SAMPLES
+
+APP = str(REPO_ROOT / "app.py")
+COMPARE = "src/loopscope/ui/pages/compare.py"
+SWEEP = "src/loopscope/ui/pages/sweep.py"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    if not (SAMPLES / "labels.csv").is_file():
+        pytest.skip("sample_transcripts/ with labels.csv not found")
+    folder = tmp_path / "samples"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setenv("LOOPSCOPE_SAMPLES", str(folder))
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(folder))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield folder
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def restart() -> None:
+    """What a server restart forgets: every cache (the corpus, the labels, the replays)."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def label_radio(at: AppTest, prefix: str) -> Any:
+    radios = [r for r in at.radio if r.key and r.key.startswith(f"{prefix}.choice.")]
+    assert len(radios) == 1
+    return radios[0]
+
+
+def turn_input(at: AppTest, prefix: str) -> Any:
+    inputs = [n for n in at.number_input if n.key and n.key.startswith(f"{prefix}.from_turn.")]
+    assert len(inputs) == 1
+    return inputs[0]
+
+
+def sidecar(folder: Path) -> dict[str, tuple[str, int | None]]:
+    labels, problems = load_labels(folder / "labels.csv")
+    assert not problems
+    return {k: (v.label, v.from_turn) for k, v in labels.items()}
+
+
+def compare_b_repeats_4(at: AppTest) -> AppTest:
+    at.number_input(key="compare.b.gglib.max_repeated_batch_steps").set_value(4)
+    return ok(at.run())
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_page_lists_what_two_replays_say(corpus: Path) -> None:
+    at = compare_b_repeats_4(open_page(COMPARE))
+    sessions = load_paths([str(corpus)]).sessions
+    engine = get_engine("gglib")
+    a = engine.resolve_config(None, []).config
+    b = engine.resolve_config(None, [("max_repeated_batch_steps", "4")]).config
+    expected = compare("gglib", sessions, a, b)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Gain a refusal"] == str(expected.summary["gained"])
+    assert metrics["Lose a refusal"] == str(expected.summary["lost"])
+    assert metrics["Refusal moves"] == str(expected.summary["moved"])
+    assert metrics["Unchanged"] == str(expected.summary["same"])
+    assert expected.summary["lost"] > 0
+    table = at.dataframe[-1].value
+    assert list(table["change"]) == [c.change for c in expected]
+    assert at.selectbox(key="compare.selected").options  # the changed sessions, to label or open
+    assert list(at.selectbox(key="compare.selected").value.split("/"))[-1] == Path(expected.changes[0].source).name
+
+
+def test_compare_page_opens_the_session(corpus: Path) -> None:
+    at = compare_b_repeats_4(open_page(COMPARE))
+    source = at.selectbox(key="compare.selected").value
+    at.button(key="compare.open").click()
+    ok(at.run())
+    assert at.session_state["session"] == source
+    assert any(s.label == "Session" for s in at.selectbox)  # the session detail page is shown
+
+
+def test_compare_use_b_in_the_sidebar(corpus: Path) -> None:
+    at = compare_b_repeats_4(open_page(COMPARE))
+    at.button(key="compare.b.apply").click()
+    ok(at.run())
+    assert at.session_state["gglib.max_repeated_batch_steps"] == 4
+
+
+# --------------------------------------------------------------------------- labelling
+
+
+def test_a_label_survives_a_rerun_and_a_restart(corpus: Path) -> None:
+    at = compare_b_repeats_4(open_page(COMPARE))
+    target = next(s for s in at.selectbox(key="compare.selected").options)
+    source = at.selectbox(key="compare.selected").value
+    name = Path(source).name
+    before = sidecar(corpus)[name]
+    new_label = "ok" if before[0] == "loop" else "loop"
+
+    label_radio(at, "compare.label").set_value(new_label)
+    ok(at.run())
+    assert sidecar(corpus)[name][0] == new_label  # saved at once
+    assert label_radio(at, "compare.label").value == new_label
+    assert target
+
+    ok(at.run())  # a plain rerun keeps it
+    assert label_radio(at, "compare.label").value == new_label
+
+    if new_label == "loop":
+        turn_input(at, "compare.label").set_value(1)
+        ok(at.run())
+        assert sidecar(corpus)[name] == ("loop", 1)
+
+    restart()
+    again = compare_b_repeats_4(open_page(COMPARE))
+    again.selectbox(key="compare.selected").set_value(source)
+    ok(again.run())
+    assert label_radio(again, "compare.label").value == new_label
+    # The other labels were kept, and the repository's own sidecar was never touched.
+    assert len(sidecar(corpus)) == len(sidecar(SAMPLES))
+    assert sidecar(SAMPLES)[name] == before
+
+
+def test_clearing_a_label_and_the_loop_start(corpus: Path) -> None:
+    at = compare_b_repeats_4(open_page(COMPARE))
+    source = at.selectbox(key="compare.selected").value
+    name = Path(source).name
+    label_radio(at, "compare.label").set_value("loop")
+    ok(at.run())
+    turn_input(at, "compare.label").set_value(2)
+    ok(at.run())
+    assert sidecar(corpus)[name] == ("loop", 2)
+    assert turn_input(at, "compare.label").value == 2
+    label_radio(at, "compare.label").set_value("unlabelled")
+    ok(at.run())
+    assert name not in sidecar(corpus)
+    assert turn_input(at, "compare.label").disabled
+
+
+def test_table_edits_are_saved(corpus: Path) -> None:
+    """The table's edits (``st.data_editor`` rows) go to the sidecar, row by row."""
+    from loopscope.ui import data, labelling
+
+    c = data.load_folder(corpus, data.SOURCE_SAMPLES)
+    sources = [s.source for s in c.sessions]
+    i_ok = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "ok")
+    i_loop = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "loop")
+    changed = labelling.apply_table_edits(c, sources, {
+        i_ok: {"label": "real loop", "from_turn": 3},
+        i_loop: {"label": ""},
+        9999: {"label": "good work"},  # no such row: ignored
+    })
+    assert changed == 2
+    saved = sidecar(corpus)
+    assert saved[Path(sources[i_ok]).name] == ("loop", 3)
+    assert Path(sources[i_loop]).name not in saved
+    assert labelling.current_labels(c)[sources[i_ok]].from_turn == 3
+    assert c.labels is labelling.current_labels(c)  # every page sees the same labels
+    # Unchanged rows are not rewritten.
+    assert labelling.apply_table_edits(c, sources, {i_ok: {"label": "real loop"}}) == 0
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def run_page_sweep(at: AppTest) -> AppTest:
+    at.selectbox(key="sweep.gglib.y.key").set_value("max_repeated_batch_steps")
+    ok(at.run())
+    at.selectbox(key="sweep.gglib.x.key").set_value("max_observation_steps")
+    ok(at.run())
+    at.number_input(key="sweep.gglib.max_repeated_batch_steps.lo").set_value(1)
+    at.number_input(key="sweep.gglib.max_repeated_batch_steps.hi").set_value(4)
+    at.number_input(key="sweep.gglib.max_repeated_batch_steps.step").set_value(1)
+    at.number_input(key="sweep.gglib.max_observation_steps.lo").set_value(3)
+    at.number_input(key="sweep.gglib.max_observation_steps.hi").set_value(15)
+    at.number_input(key="sweep.gglib.max_observation_steps.step").set_value(4)
+    ok(at.run())
+    at.button(key="sweep.run").click()
+    return ok(at.run())
+
+
+def test_sweep_page_heatmaps_equal_the_core_sweep(corpus: Path) -> None:
+    at = run_page_sweep(open_page(SWEEP))
+    result = at.session_state["_sweep_result"]
+    axes = [parse_axis("max_repeated_batch_steps=1:4"), parse_axis("max_observation_steps=3:15:4")]
+    sessions = load_paths([str(corpus)]).sessions
+    labels, _ = labels_for_sessions([str(corpus)])
+    expected = run_sweep("gglib", sessions, build_cells("gglib", axes), labels, axes=axes, workers=1)
+    assert [(dict(c.values), c.metrics) for c in result] == [
+        (dict(c.values), c.metrics) for c in expected
+    ]
+    assert len(at.get("plotly_chart")) == 6
+    assert any(c.metrics.loops_caught for c in result)
+
+
+def test_applying_a_sweep_cell_changes_the_settings_and_the_metrics(corpus: Path) -> None:
+    at = run_page_sweep(open_page(SWEEP))
+    result = at.session_state["_sweep_result"]
+    best = result.best()
+    at.button(key="sweep.apply_best").click()
+    ok(at.run())
+    assert at.session_state["gglib.max_repeated_batch_steps"] == best.values["max_repeated_batch_steps"]
+    assert at.session_state["gglib.max_observation_steps"] == best.values["max_observation_steps"]
+    assert any("Applied" in s.value for s in at.success)
+    panel = at.dataframe(key="sweep.metrics").value
+    row = panel[panel["Metric"] == "Good sessions refused"].iloc[0]
+    assert row["gglib"] == str(best.metrics.false_refusals)
+
+    # Any other cell, picked from the list.
+    worst = max(range(len(result)), key=lambda i: result.cells[i].metrics.loops_missed)
+    at.selectbox(key="sweep.pick").set_value(worst)
+    ok(at.run())
+    at.button(key="sweep.apply").click()
+    ok(at.run())
+    assert at.session_state["gglib.max_repeated_batch_steps"] == result.cells[worst].values["max_repeated_batch_steps"]
+
+
+def test_clicking_a_heatmap_tile_names_its_cell(corpus: Path) -> None:
+    from loopscope.ui.pages import sweep as page
+
+    at = run_page_sweep(open_page(SWEEP))
+    result = at.session_state["_sweep_result"]
+    fig = page.heatmap(result, "false_refusals", "Good sessions refused", True)
+    tiles = fig.data[0]
+    for i, cell in enumerate(result):
+        point = {"x": tiles.x[i], "y": tiles.y[i], "customdata": list(tiles.customdata[i])}
+        assert page._point_values(result, point) == dict(cell.values)
+        assert page.cell_settings(result, cell.values) == {
+            f"gglib.{k}": v for k, v in cell.values.items()
+        }
+    # Without customdata, x/y still identify the cell.
+    assert page._point_values(result, {"x": "7", "y": "2"}) == {
+        "max_repeated_batch_steps": 2, "max_observation_steps": 7,
+    }
+
+
+def test_the_sweep_page_says_when_labels_changed(corpus: Path) -> None:
+    at = run_page_sweep(open_page(SWEEP))
+    assert not any("labels changed" in w.value for w in at.warning)
+    (corpus / "labels.csv").write_text("source,label,from_turn\n")
+    ok(at.run())
+    assert any("labels changed" in w.value for w in at.warning)
+    panel = at.dataframe(key="sweep.metrics").value
+    assert panel[panel["Metric"] == "Loops caught"].iloc[0]["gglib"] == "0"
