@@ -500,3 +500,14 @@ def test_label_file_for_and_relative_source_invert_the_mapping(
     assert relative_source("sessions/labels.csv", "./sessions/sub/c.json") == "sub/c.json"
     with pytest.raises(ValueError):
         relative_source("sessions/sub/labels.csv", "sessions/a.json")
+
+
+def test_update_label_file_refuses_to_drop_rows_it_cannot_read(tmp_path: Path) -> None:
+    path = write(tmp_path / "labels.csv", "source,label,from_turn\na.json,lop,\nb.json,ok,\n")
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=r"labels\.csv:2"):
+        update_label_file(path, "c.json", "loop")
+    assert path.read_bytes() == before
+    write(path, "a.json,loop,\n")  # no header: every row would be lost
+    with pytest.raises(ValueError, match="bad_label_header"):
+        update_label_file(path, "c.json", "loop")

@@ -79,6 +79,8 @@ _MAX_FROM_TURN_DIGITS = 9
 
 _FROM_TURN = re.compile(rf"[0-9]{{1,{_MAX_FROM_TURN_DIGITS}}}")
 _CANDIDATE_SUFFIX = re.compile(r"#([0-9]+)$")
+_LOSSY_CODES = frozenset({"bad_label_row", "encoding"})
+"""Problems whose rows a rewrite would lose (see :func:`update_label_file`)."""
 _NUL_SENTINEL = "\uffff"  # a noncharacter: stands in for NUL bytes so the csv module can read on
 
 
@@ -411,14 +413,21 @@ def update_label_file(
 ) -> LoadedLabels:
     """Set (or, with ``label=None``, clear) one label in the file at ``path`` and save it.
 
-    ``source`` is relative to the file's folder. A missing file is created. Rows the file
-    could not use are reported in the result and are not written back.
+    ``source`` is relative to the file's folder. A missing file is created. When the file has
+    rows it cannot use (or cannot be read as labels at all), nothing is written and
+    ``ValueError`` says which problems to fix first: rewriting would silently drop those rows.
     """
     name = os.fspath(path)
     if os.path.exists(name):
         current, problems = load_labels(name)
     else:
         current, problems = LabelSet(), []
+    blocking = [p for p in problems if p.severity == "error" or p.code in _LOSSY_CODES]
+    if blocking:
+        raise ValueError(
+            "not saving: rewriting the labels file would drop rows it cannot read; fix these "
+            "first: " + "; ".join(p.text() for p in blocking[:3])
+        )
     updated = (clear_label(current, source) if label is None
                else set_label(current, source, label, from_turn))
     save_labels(name, updated)

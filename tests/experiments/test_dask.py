@@ -39,3 +39,17 @@ def test_dask_local_cluster_matches_the_local_sweep() -> None:
     assert on_dask.cells == local.cells
     assert sum(seen) == len(sessions)
     assert len({c.metrics for c in local}) > 1
+
+
+def test_cluster_workers_counts_the_local_cluster() -> None:
+    from loopscope.experiments.dask_backend import cluster_workers
+
+    with dask_client("local", workers=2, processes=False) as client:
+        assert cluster_workers(client) == 2
+
+
+def test_an_unreachable_scheduler_is_a_clear_error() -> None:
+    from loopscope.experiments.dask_backend import DaskUnavailable
+
+    with pytest.raises(DaskUnavailable, match="tcp://127.0.0.1:9"), dask_client("tcp://127.0.0.1:9", timeout="1s"):
+        pass

@@ -170,6 +170,7 @@ def sweep(
     set_pairs: tuple[str, ...],
     agent: str | None,
     format_id: str | None,
+    verbose: bool,
     import_limits: tuple[str, ...],
     labels_file: str | None,
     vary: tuple[str, ...],
@@ -215,12 +216,18 @@ def sweep(
         file=sys.stderr, disable=None, leave=False,
     ) as bar:
         if dask_address is not None:
-            from loopscope.experiments.dask_backend import DaskUnavailable, dask_client, dask_runner
+            from loopscope.experiments.dask_backend import (
+                DaskUnavailable,
+                cluster_workers,
+                dask_client,
+                dask_runner,
+            )
 
             try:
                 with dask_client(dask_address, workers=workers) as client:
                     result = run_sweep(
-                        engine_name, sessions, cells, labels, axes=axes, workers=workers,
+                        engine_name, sessions, cells, labels, axes=axes,
+                        workers=workers or cluster_workers(client),
                         runner=dask_runner(client), progress=bar.update,
                     )
             except DaskUnavailable as exc:
@@ -239,7 +246,7 @@ def sweep(
                    f"engine {engine_name}, {len(cells)} cell(s)")
         click.echo(_sweep_table(result))
         click.echo(_describe_best(result))
-    status.print_problems()
+    status.print_problems(verbose=verbose)
     sys.exit(status.exit_code())
 
 
@@ -286,6 +293,7 @@ def compare(
     set_pairs: tuple[str, ...],
     agent: str | None,
     format_id: str | None,
+    verbose: bool,
     import_limits: tuple[str, ...],
     labels_file: str | None,
     a_pairs: tuple[str, ...],
@@ -313,12 +321,17 @@ def compare(
     )
     status = RunStatus()
     sessions = _load_sessions(paths, status, import_limits, format_id)
-    result = compare_configs(engine_name, sessions, resolution_a.config, resolution_b.config)
+    from tqdm import tqdm
+
+    with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
+              file=sys.stderr, disable=None, leave=False) as bar:
+        result = compare_configs(engine_name, sessions, resolution_a.config,
+                                 resolution_b.config, progress=bar.update)
     if as_json:
         for change in result:
             click.echo(orjson.dumps(change.to_json()))
         click.echo(orjson.dumps(result.summary_json()))
     else:
         click.echo(_compare_table(result))
-    status.print_problems()
+    status.print_problems(verbose=verbose)
     sys.exit(status.exit_code())

@@ -18,7 +18,7 @@ from typing import Any
 from loopscope.experiments.metrics import Metrics
 from loopscope.experiments.sweep import ChunkRunner, ChunkTask, Progress, run_chunk
 
-__all__ = ["DaskUnavailable", "dask_client", "dask_runner"]
+__all__ = ["DaskUnavailable", "cluster_workers", "dask_client", "dask_runner"]
 
 LOCAL = "local"
 """The address that means: start a ``distributed.LocalCluster`` on this machine."""
@@ -40,12 +40,13 @@ def _distributed() -> Any:
 
 @contextmanager
 def dask_client(
-    address: str, *, workers: int | None = None, processes: bool = True
+    address: str, *, workers: int | None = None, processes: bool = True, timeout: str = "10s"
 ) -> Iterator[Any]:
     """A ``distributed.Client`` for ``address``; ``"local"`` starts (and stops) a LocalCluster.
 
     ``workers`` and ``processes`` apply to a LocalCluster only (``processes=False`` runs its
-    workers as threads of this process, which tests use).
+    workers as threads of this process, which tests use). ``timeout``: how long to wait for a
+    remote scheduler.
     """
     distributed = _distributed()
     if address == LOCAL:
@@ -62,13 +63,21 @@ def dask_client(
             cluster.close()
         return
     try:
-        client = distributed.Client(address, timeout="10s")
+        client = distributed.Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise DaskUnavailable(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
     try:
         yield client
     finally:
         client.close()
+
+
+def cluster_workers(client: Any) -> int:
+    """How many workers the cluster has now (at least 1): the sweep splits work by it."""
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    except Exception:  # an old or unusual scheduler: fall back to a modest split
+        return 1
 
 
 def dask_runner(client: Any) -> ChunkRunner:

@@ -20,7 +20,6 @@ import codecs
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +113,30 @@ def _reject_constant(name: str) -> Any:
 
 _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float,
                             parse_constant=_reject_constant, strict=True)
-_NEG_ZERO_TOKEN = re.compile(rb"(?:^|[\[:,])[ \t\n\r]*-0[ \t\n\r]*(?:$|[,\]\}])")
+_JSON_WS = b" \t\n\r"
+
+
+def has_negative_zero(data: bytes) -> bool:
+    """Whether ``data`` may hold the integer token ``-0`` (outside strings, usually).
+
+    A cheap scan: each ``-0`` is checked for a value position before it (start, ``[``, ``:``
+    or ``,``) and a delimiter after it. A match inside a string is a harmless false positive
+    (it only selects the slower exact path).
+    """
+    start = data.find(b"-0")
+    n = len(data)
+    while start != -1:
+        j = start + 2
+        while j < n and data[j] in _JSON_WS:
+            j += 1
+        if j == n or data[j] in b",]}":
+            i = start - 1
+            while i >= 0 and data[i] in _JSON_WS:
+                i -= 1
+            if i < 0 or data[i] in b"[:,":
+                return True
+        start = data.find(b"-0", start + 2)
+    return False
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -135,6 +157,7 @@ def _slow_loads(text: str) -> Any:
         rest = text[exc.pos:].strip()
         at_end = not rest or exc.pos >= len(text.rstrip())
         detail = exc.msg[:1].lower() + exc.msg[1:]
+        detail = detail.removesuffix(" at").removesuffix(":")
         raise JsonError(INVALID_JSON, detail, line=exc.lineno, column=exc.colno,
                         at_end=at_end) from None
     except (ValueError, OverflowError) as exc:
@@ -214,10 +237,8 @@ def loads(data: bytes | str, limits: ImportLimits,
         # orjson rejects lone surrogate escapes, which the file-level rules keep.
         value = _slow_loads(text)
     else:
-        raw = data if isinstance(data, bytes) else None
-        if (raw is not None and b"-0" in raw and _NEG_ZERO_TOKEN.search(raw)) or (
-                raw is None and isinstance(data, str) and "-0" in data
-                and _NEG_ZERO_TOKEN.search(data.encode("utf-8", "surrogatepass"))):
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+        if has_negative_zero(raw):
             if _bracket_count(data) > max_depth:
                 _walk(value, max_depth, None, None)  # fail before the recursive path
             text = data.decode("utf-8") if isinstance(data, bytes) else data

@@ -98,63 +98,68 @@ def gglib_limitations(session: Session, replay: SessionReplay, res: ConfigResolu
 # --------------------------------------------------------------------------- OpenClaw
 
 
-def _openclaw_module() -> Any:
-    try:
-        from loopscope.explain import openclaw as ex
-    except ImportError:
-        return None
-    return ex
-
-
 def _openclaw_values(changes: Mapping[str, Any]) -> dict[str, Any]:
     return {f"openclaw.{k}": v for k, v in changes.items()}
 
 
 def openclaw_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained:
-    ex = _openclaw_module()
-    message = step.extra.get("message")
-    upstream = [("OpenClaw's own message", str(message))] if message else []
-    fn = getattr(ex, "explain_step", None) if ex else None
-    if fn is not None:
-        e = fn(step, steps, config)
-        headline = getattr(e, "headline", None) or getattr(e, "sentence", None) or str(e)
-        details = list(getattr(e, "details", ()) or ())
-        return Explained(step, headline, details, upstream)
-    return Explained(step, str(message or f"{step.detector} at count {step.count}"), [], upstream)
+    from loopscope.explain import openclaw as ex
 
-
-def _call_changes(fn: Any, prepared: Any, config: Any, turn_or_call: int) -> list[Change]:
-    try:
-        found = fn(prepared, config, turn_or_call)
-    except Exception as exc:  # never let a search take the page down
-        return [Change(f"(no suggestion: {escape_for_display(str(exc), 160)})", {})]
-    out = []
-    for c in found or []:
-        changes = getattr(c, "changes", {}) or {}
-        out.append(Change(getattr(c, "description", str(c)), _openclaw_values(changes),
-                          _outcome(getattr(c, "first_refusal", None)), tuple(getattr(c, "notes", ()) or ())))
-    return out
+    del steps
+    e = ex.explain_step(step, config)
+    upstream = []
+    if e.upstream_message:
+        title = ("What the model would have received instead of the result"
+                 if step.verdict == "refuse" else "OpenClaw's log line")
+        upstream.append((title, e.upstream_message))
+    return Explained(step, e.headline, list(e.details), upstream)
 
 
 def openclaw_changes_to_pass(prepared: Any, config: Any, step: Step) -> list[Change]:
-    ex = _openclaw_module()
-    fn = getattr(ex, "smallest_change_to_pass", None) if ex else None
-    return _call_changes(fn, prepared, config, step.call or 0) if fn else []
+    from loopscope.explain import openclaw as ex
+
+    return [
+        Change(c.description, _openclaw_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
+        for c in ex.smallest_change_to_pass(prepared, config, step.call)
+    ]
 
 
 def openclaw_changes_to_refuse(prepared: Any, config: Any, step: Step) -> list[Change]:
-    ex = _openclaw_module()
-    fn = getattr(ex, "smallest_change_to_refuse", None) if ex else None
-    return _call_changes(fn, prepared, config, step.call or 0) if fn else []
+    """The smallest lowering of one blocking level under which the call at ``step`` is refused.
+
+    Lowering ``criticalThreshold`` below the warning level also lowers the warning level (OpenClaw
+    would otherwise raise it back). Every candidate is verified by re-running.
+    """
+    from loopscope.engines import get_engine
+
+    engine = get_engine("openclaw")
+    position = next((i for i, s in enumerate(engine.run(prepared, config).steps) if s.call == step.call), None)
+    if position is None:
+        return []
+    settings = config.settings()
+    out: list[Change] = []
+    for key in ("criticalThreshold", "unknownToolThreshold", "globalCircuitBreakerThreshold"):
+        current = int(settings[key])
+        for value in range(current - 1, 0, -1):
+            changes: dict[str, Any] = {key: value}
+            if key == "criticalThreshold" and settings["warningThreshold"] >= value:
+                changes["warningThreshold"] = max(value - 1, 1)
+            if key == "globalCircuitBreakerThreshold" and settings["criticalThreshold"] >= value:
+                continue  # OpenClaw would raise the breaker back above the blocking level
+            candidate = config.with_settings(**changes)
+            rerun = engine.run(prepared, candidate)
+            if rerun.steps[position].verdict == "refuse":
+                words = " and ".join(f"{k} to {v}" for k, v in changes.items())
+                out.append(Change(f"lower {words}", _openclaw_values(changes),
+                                  _outcome(rerun.first_refusal)))
+                break
+    return out
 
 
 def openclaw_limitations(session: Session, replay: SessionReplay, res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    ex = _openclaw_module()
-    fn = getattr(ex, "session_limitations", None) if ex else None
-    if fn is None:
-        return []
-    found = fn(replay.steps, res.config)
-    return [(str(i), str(t)) for i, t in found]
+    from loopscope.explain import openclaw as ex
+
+    return [(str(i), str(t)) for i, t in ex.session_limitations(replay, res.config, session, res.warnings)]
 
 
 # --------------------------------------------------------------------------- rendering

@@ -209,7 +209,8 @@ def label_editor(
         st.number_input(
             "Loop starts at turn",
             min_value=0,
-            max_value=max(turns - 1, 0) if turns else None,
+            max_value=max(turns - 1, current.from_turn or 0) if turns and current else (
+                max(turns - 1, 0) if turns else None),
             step=1,
             key=turn_key,
             placeholder="unknown (turn 0)",

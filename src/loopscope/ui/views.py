@@ -199,7 +199,7 @@ def render_event(
             for c in ev.tool_calls:
                 args = c.arguments if c.arguments_kind != "free_text" else c.raw_arguments
                 st.markdown(f"`{escape_for_display(c.name, 80)}` call {c.index}")
-                st.code(_short(snippet(args, 2000), 600), language="json", wrap_lines=True)
+                st.code(_short(snippet(args, 2000), 600), language=None, wrap_lines=True)
             for b in badges.get(ev.turn, []):
                 icon = ":material/block:" if "refused" in b else ":material/warning:"
                 (st.error if "refused" in b else st.warning)(b, icon=icon)
@@ -228,17 +228,18 @@ def render_transcript(
     badges: Mapping[int, list[str]],
     *,
     before: int = 4,
-    after: int = 40,
-    height: int = 820,
+    after: int = 30,
 ) -> None:
-    """The transcript, opened at the selected turn (earlier entries collapsed above it)."""
+    """The transcript, opened at the selected turn: the entries just before it, the turn, and
+    what follows; earlier entries are collapsed above. (No inner scroll box: a scrollable region
+    without a focusable element is unreachable by keyboard.)"""
     events = session.events
     start_event = 0
     if selected_turn is not None and 0 <= selected_turn < len(session.turns):
         start_event = session.turns[selected_turn].index
     lo = max(0, start_event - before)
     hi = min(len(events), start_event + after)
-    with st.container(height=height, border=False):
+    with st.container(border=False):
         if lo > 0:
             with st.expander(f"{lo} earlier entries"):
                 for ev in events[:lo][-200:]:

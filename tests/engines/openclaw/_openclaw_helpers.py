@@ -42,7 +42,7 @@ EN: dict[str, Any] = {"enabled": True}
 
 def _load_via_loader(path: Path) -> tuple[list[Session], list[Problem]] | None:
     try:
-        from loopscope.formats import load_file  # type: ignore[attr-defined]
+        from loopscope.formats import load_file
     except ImportError:
         return None
     try:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 from loopscope.engines.openclaw import (
     ENGINE,
@@ -37,7 +38,6 @@ from loopscope.engines.openclaw import (
 )
 from loopscope.engines.openclaw.replay import CallInput, session_ops
 from loopscope.model import Session
-from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 pytestmark = pytest.mark.oracle
 

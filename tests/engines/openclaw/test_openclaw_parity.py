@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engines.openclaw._openclaw_helpers import PARITY, load_session
 
 from loopscope.engines.openclaw import ENGINE, OpenClawConfig
-from tests.engines.openclaw._openclaw_helpers import PARITY, load_session
 
 if not PARITY.is_dir():
     pytest.skip(f"parity set not found at {PARITY}", allow_module_level=True)
@@ -25,7 +25,7 @@ SESSION_FILES = sorted((PARITY / "sessions").iterdir())
 
 
 def _pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
-    return [tuple(item.split("=", 1)) for item in config["set"]]  # type: ignore[misc]
+    return [(key, value) for key, _, value in (item.partition("=") for item in config["set"])]
 
 
 def strict_equal(a: Any, b: Any) -> bool:

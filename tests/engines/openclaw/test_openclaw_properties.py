@@ -8,10 +8,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 from loopscope.engines.openclaw import ENGINE, OpenClawConfig, hash_tool_call
 from loopscope.engines.openclaw.jsvalue import js_json_parse, stable_stringify
-from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 SEEDS = range(60)
 

@@ -3,7 +3,7 @@ session reading (§7.2, §7.3) and the step fields (§7.5)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -43,7 +43,8 @@ class S:
         self.n += 1
         cid = f"c{self.n}" if call_id == "auto" else call_id
         turn = self.b.assistant("")
-        kind = "json_text" if self.chat and isinstance(args, str) else "value"
+        kind: Literal["json_text", "value"] = (
+            "json_text" if self.chat and isinstance(args, str) else "value")
         self.b.call(turn, name, args, kind, id=cid)
         if text is not None:
             rid = result_id if result_id is not None else cid

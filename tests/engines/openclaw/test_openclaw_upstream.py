@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from tests.engines.openclaw._openclaw_helpers import EN, Driver, text_result, verdict_tuple
 
 from loopscope.engines.openclaw import (
     UNDEFINED,
@@ -20,7 +21,6 @@ from loopscope.engines.openclaw import (
     tool_call_stats,
 )
 from loopscope.engines.openclaw.detection import detect_tool_call_loop
-from tests.engines.openclaw._openclaw_helpers import EN, Driver, text_result, verdict_tuple
 
 HEX64 = re.compile(r"^[a-f0-9]{64}$")
 

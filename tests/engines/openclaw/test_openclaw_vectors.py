@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import pytest
+from tests.engines.openclaw._openclaw_helpers import VECTORS
 
 from loopscope.engines.openclaw import UNDEFINED, hash_tool_call, hash_tool_outcome
 from loopscope.engines.openclaw.config import merge_agent_overlay, resolve_loop_detection
@@ -20,7 +21,6 @@ from loopscope.engines.openclaw.jsvalue import (
     sha256_hex,
     stable_stringify,
 )
-from tests.engines.openclaw._openclaw_helpers import VECTORS
 
 if not VECTORS.is_file():
     pytest.skip(f"vectors not found at {VECTORS}", allow_module_level=True)
@@ -172,7 +172,7 @@ def test_js_trim_set() -> None:
 
 
 def test_deep_nesting_does_not_raise() -> None:
-    ok, value = js_json_parse("[" * 200 + "]" * 200)
+    ok, _ = js_json_parse("[" * 200 + "]" * 200)
     assert ok
     deep: Any = 1
     for _ in range(5000):

@@ -8,7 +8,6 @@ in :mod:`loopscope.engines.gglib.replay`.
 from __future__ import annotations
 
 import enum
-import itertools
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -463,7 +462,7 @@ def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
         if not calls:
             identical = not_evaluated = rescued = False
         else:
-            results = turn_results_hash(calls, itertools.islice(messages, i + 1, None))
+            results = turn_results_hash(calls, (messages[j] for j in range(i + 1, len(messages))))
             sig = batch_signature(calls)
             had = sig in previous
             seen = previous.get(sig)

@@ -13,7 +13,6 @@ Two paths with identical output:
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -154,6 +153,7 @@ def replay_messages(
     next_call = 0
     first: FirstRefusal | None = None
     steps: list[Step] = []
+    n_messages = len(messages)
     for i, m in enumerate(messages):
         role = _role(m)
         if role == "tool":
@@ -167,7 +167,7 @@ def replay_messages(
         after = first is not None
         step: Step
         if calls:
-            results = turn_results_hash(calls, itertools.islice(messages, i + 1, None))
+            results = turn_results_hash(calls, (messages[j] for j in range(i + 1, n_messages)))
             sig = batch_signature(calls)
             had = sig in previous
             seen = previous.get(sig)
@@ -285,6 +285,12 @@ class PreparedMessages:
     """Step indices in order, with ``-1`` for a run break (consecutive breaks collapsed)."""
     n_messages: int
     _obs_cache: dict[tuple[str, ...], tuple[bool, ...]] = field(default_factory=dict)
+    _last: list[Any] = field(default_factory=list)
+    """Per step, ``(row, step)`` of the last run: a step whose varying fields (``row``) are
+    equal is reused. One tuple per slot, so concurrent runs never pair a row with another
+    run's step."""
+    _extras: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    """Shared, read-only ``extra`` mappings keyed by their values (many steps share one)."""
 
     def observation_flags(self, patterns: Sequence[str]) -> tuple[bool, ...]:
         """Per step: is it an observation batch under ``patterns`` (False for prose)."""
@@ -434,18 +440,77 @@ _OUTCOME_REPEATED = "answer_repeated"
 _OUTCOME_NC = "not_comparable"
 
 
+def _fast_step_factory() -> Any:
+    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (about 3x faster).
+
+    It writes the slots directly and is used only if it builds exactly what ``Step(...)`` builds;
+    otherwise (``Step`` without slots, other fields) the plain constructor is used.
+    """
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(Step)]
+    expected = [
+        "turn", "call", "tools", "signature", "verdict", "detector", "count",
+        "after_divergence", "extra",
+    ]
+    try:
+        if names != expected:
+            raise TypeError
+        setters = [Step.__dict__[n].__set__ for n in names]
+    except (KeyError, AttributeError, TypeError):
+        return Step
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = setters
+    new = object.__new__
+
+    def make(
+        turn: int, call: Any, tools: Any, sig: Any, verdict: Any, det: Any, count: Any,
+        after: bool, extra: Any,
+    ) -> Step:
+        o = new(Step)
+        s0(o, turn)
+        s1(o, call)
+        s2(o, tools)
+        s3(o, sig)
+        s4(o, verdict)
+        s5(o, det)
+        s6(o, count)
+        s7(o, after)
+        s8(o, extra)
+        return o
+
+    probe: tuple[Any, ...] = (1, 2, ("t",), "t:x", "pass", None, 3, False, {"k": 1})
+    try:
+        built = make(*probe)
+        ok = built == Step(*probe) and type(built) is Step
+    except Exception:
+        ok = False
+    return make if ok else Step
+
+
+_make_step = _fast_step_factory()
+
+
 def run_prepared(
     prepared: PreparedMessages, config: GglibConfig
 ) -> tuple[tuple[Step, ...], FirstRefusal | None]:
-    """The state machines of §2.6 and §2.10 over prepared data; equal to :func:`replay_messages`."""
+    """The state machines of §2.6 and §2.10 over prepared data; equal to :func:`replay_messages`.
+
+    Only integers are compared here. A step whose varying fields equal those of the previous
+    run on the same prepared data is reused rather than rebuilt, so re-running with other
+    thresholds mostly costs the state machine itself.
+    """
     S = config.max_repeated_batch_steps
     O = config.max_observation_steps  # noqa: E741 - the spec's name
     M = config.max_stagnation_steps
     window = max(M * WINDOW_FACTOR, 1)
     obs_flags = prepared.observation_flags(config.observation_tools)
     psteps = prepared.steps
+    n_steps = len(psteps)
+    last = prepared._last
+    if len(last) != n_steps:
+        last[:] = [(None, None)] * n_steps
 
-    # Per class (observation, costly): effective_max, ceiling or None when exempt, class name.
+    # Per class (observation, costly): effective_max, ceiling (None when exempt), class name.
     observation_max = O if O is not None else S
     ceiling_value = max(observation_max, S)
     classes: dict[tuple[bool, bool], tuple[int, int | None, str]] = {}
@@ -458,6 +523,10 @@ def run_prepared(
                 batch_class_of(obs, costly),
             )
 
+    make = _make_step
+    extras = prepared._extras
+    if len(extras) > 100_000:
+        extras.clear()
     run_sig = -2
     run_count = 0
     run_total = 0
@@ -465,9 +534,9 @@ def run_prepared(
     recent: deque[int] = deque()
     counts: dict[int, int] = {}
     first: FirstRefusal | None = None
+    after = False
     out: list[Step] = []
     append = out.append
-    prose_base = _prose_extra(M, None)
 
     for idx in prepared.program:
         if idx == _BREAK:
@@ -477,7 +546,6 @@ def run_prepared(
                 counts.clear()
             continue
         s = psteps[idx]
-        after = first is not None
         if type(s) is _PBatch:
             eff, ceil, cls = classes[(obs_flags[idx], s.costly)]
             sid = s.sig_id
@@ -491,30 +559,39 @@ def run_prepared(
                 run_last = -1
             rid = s.results_id
             if run_count > eff or (ceil is not None and run_total > ceil):
-                step = Step(
-                    s.turn, s.call, s.tools, s.signature, "refuse", "loop", run_count, after,
-                    {
-                        "kind": "batch",
-                        "total": run_total,
-                        "effective_max": eff,
-                        "ceiling": ceil,
-                        "batch_class": cls,
-                        "rule": "strike" if run_count > eff else "ceiling",
-                        "outcome": None,
-                        "rescued": False,
-                        "identical": s.identical,
-                        "not_evaluated": s.not_evaluated,
-                        "answers_joined": rid != -1,
-                        "max_steps": None,
-                        "window": None,
-                        "text_hash": None,
-                    },
-                )
+                rule = "strike" if run_count > eff else "ceiling"
+                row: tuple[Any, ...] = (after, True, run_count, run_total, eff, ceil, cls, rule)
+                prev_row, step = last[idx]
+                if row != prev_row:
+                    ekey = (row, s.identical, s.not_evaluated, rid != -1)
+                    extra = extras.get(ekey)
+                    if extra is None:
+                        extra = extras[ekey] = {
+                            "kind": "batch",
+                            "total": run_total,
+                            "effective_max": eff,
+                            "ceiling": ceil,
+                            "batch_class": cls,
+                            "rule": rule,
+                            "outcome": None,
+                            "rescued": False,
+                            "identical": s.identical,
+                            "not_evaluated": s.not_evaluated,
+                            "answers_joined": rid != -1,
+                            "max_steps": None,
+                            "window": None,
+                            "text_hash": None,
+                        }
+                    step = make(
+                        s.turn, s.call, s.tools, s.signature, "refuse", "loop", run_count, after,
+                        extra,
+                    )
+                    last[idx] = (row, step)
                 if first is None:
                     first = FirstRefusal(s.turn, s.call, "loop")
+                    after = True
             else:
                 count = run_count
-                rescued = run_total > eff
                 if run_last != -1 and rid != -1:
                     if run_last != rid:
                         run_count = 1
@@ -524,44 +601,74 @@ def run_prepared(
                 else:
                     outcome = _OUTCOME_NC
                 run_last = rid
-                step = Step(
-                    s.turn, s.call, s.tools, s.signature, "pass", None, count, after,
-                    {
-                        "kind": "batch",
-                        "total": run_total,
-                        "effective_max": eff,
-                        "ceiling": ceil,
-                        "batch_class": cls,
-                        "rule": None,
-                        "outcome": outcome,
-                        "rescued": rescued,
-                        "identical": s.identical,
-                        "not_evaluated": s.not_evaluated,
-                        "answers_joined": rid != -1,
-                        "max_steps": None,
-                        "window": None,
-                        "text_hash": None,
-                    },
-                )
+                row = (after, False, count, run_total, eff, ceil, cls, outcome)
+                prev_row, step = last[idx]
+                if row != prev_row:
+                    ekey = (row, s.identical, s.not_evaluated, rid != -1)
+                    extra = extras.get(ekey)
+                    if extra is None:
+                        extra = extras[ekey] = {
+                            "kind": "batch",
+                            "total": run_total,
+                            "effective_max": eff,
+                            "ceiling": ceil,
+                            "batch_class": cls,
+                            "rule": None,
+                            "outcome": outcome,
+                            "rescued": run_total > eff,
+                            "identical": s.identical,
+                            "not_evaluated": s.not_evaluated,
+                            "answers_joined": rid != -1,
+                            "max_steps": None,
+                            "window": None,
+                            "text_hash": None,
+                        }
+                    step = make(
+                        s.turn, s.call, s.tools, s.signature, "pass", None, count, after, extra
+                    )
+                    last[idx] = (row, step)
         else:
             assert type(s) is _PProse
             tid = s.text_id
-            extra = prose_base.copy()
-            extra["text_hash"] = s.text_hash
             if tid == -1:
-                step = Step(s.turn, None, (), None, "pass", None, None, after, extra)
+                c: int | None = None
+                refuse = False
             else:
                 recent.append(tid)
-                counts[tid] = c = counts.get(tid, 0) + 1
+                counts[tid] = counts.get(tid, 0) + 1
                 while len(recent) > window:
-                    old = recent.popleft()
-                    counts[old] -= 1
+                    counts[recent.popleft()] -= 1
                 c = counts[tid]
-                if c > M:
-                    step = Step(s.turn, None, (), None, "refuse", "stagnation", c, after, extra)
-                    if first is None:
-                        first = FirstRefusal(s.turn, None, "stagnation")
-                else:
-                    step = Step(s.turn, None, (), None, "pass", None, c, after, extra)
+                refuse = c > M
+            row = (after, refuse, c, M)
+            prev_row, step = last[idx]
+            if row != prev_row:
+                pkey = (M, s.text_hash)
+                extra = extras.get(pkey)
+                if extra is None:
+                    extra = extras[pkey] = {
+                        "kind": "prose",
+                        "total": None,
+                        "effective_max": None,
+                        "ceiling": None,
+                        "batch_class": None,
+                        "rule": None,
+                        "outcome": None,
+                        "rescued": False,
+                        "identical": False,
+                        "not_evaluated": False,
+                        "answers_joined": None,
+                        "max_steps": M,
+                        "window": window,
+                        "text_hash": s.text_hash,
+                    }
+                step = make(
+                    s.turn, None, (), None, "refuse" if refuse else "pass",
+                    "stagnation" if refuse else None, c, after, extra,
+                )
+                last[idx] = (row, step)
+            if refuse and first is None:
+                first = FirstRefusal(s.turn, None, "stagnation")
+                after = True
         append(step)
     return tuple(out), first

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from loopscope.engines.base import ConfigResolution, SessionReplay
+from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.openclaw.config import (
     ENABLED_DEFAULT_NOTE,
     ENABLED_UNSET_BANNER,
@@ -63,9 +63,10 @@ STEP_FIELDS: Final = (
 class OpenClawEngine:
     """The engine surface (:class:`loopscope.engines.base.Engine`)."""
 
-    name: Final = "openclaw"
-    set_keys: Final = SET_KEYS
-    enabled_default_note: Final = ENABLED_DEFAULT_NOTE
+    name: EngineName = "openclaw"
+    set_keys: tuple[str, ...] = SET_KEYS
+    enabled_default_note: str = ENABLED_DEFAULT_NOTE
+    """Say this wherever ``enabled`` is shown: loopscope replays with ``enabled: true``."""
 
     def default_config(self) -> OpenClawConfig:
         """OpenClaw's defaults with ``enabled: true`` (loopscope's default, §5.5)."""

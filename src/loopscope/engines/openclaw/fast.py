@@ -19,10 +19,10 @@ count of §3.2 therefore depends only on the session and ``historySize``:
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loopscope.engines.base import SessionReplay, Step, first_refusal_of
+from loopscope.engines.base import FirstRefusal, SessionReplay, Step
 from loopscope.engines.openclaw.config import OpenClawConfig
 from loopscope.engines.openclaw.detection import (
     GENERIC_REPEAT,
@@ -76,6 +76,10 @@ class Counters:
     ping_pong_evidence: list[bool]
     ping_pong_last: list[int]
     """Position of the newest record (the paired side) when ``ping_pong`` > 0, else -1."""
+    peak: list[int]
+    """The largest of the four counts: below the lowest threshold, the call passes."""
+    keys: dict[tuple[int, str, str], str] = field(default_factory=dict)
+    """Memo of warning keys (they depend on the window, not on thresholds)."""
 
 
 @dataclass(eq=False)
@@ -106,8 +110,10 @@ class PreparedSession:
     result_hashes: list[str] = field(default_factory=list)
     _counters: dict[int, Counters] = field(default_factory=dict, repr=False)
     _guard: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
-    _pass_steps: tuple[list[Step | None], list[Step | None]] | None = field(default=None,
-                                                                           repr=False)
+    run_ids: list[str] = field(default_factory=list)
+    _pass_steps: list[tuple[Step, ...] | None] = field(default_factory=lambda: [None, None],
+                                                       repr=False)
+    _verdict_steps: dict[tuple[Any, ...], Step] = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
@@ -126,15 +132,36 @@ class PreparedSession:
             found = self._guard[window_size] = _compute_guard(self, window_size)
         return found
 
-    def pass_step(self, i: int, after_divergence: bool) -> Step:
-        if self._pass_steps is None:
-            self._pass_steps = ([None] * self.n, [None] * self.n)
-        cache = self._pass_steps[1 if after_divergence else 0]
-        step = cache[i]
+    def pass_steps(self, after_divergence: bool) -> tuple[Step, ...]:
+        """Every call's pass step (built once; the two variants share their ``extra``)."""
+        index = 1 if after_divergence else 0
+        found = self._pass_steps[index]
+        if found is None:
+            if after_divergence:
+                found = tuple(replace(step, after_divergence=True)
+                              for step in self.pass_steps(False))
+            else:
+                found = tuple(
+                    make_step(c, self.args_hash[i], result_hash=self.result_hash[i],
+                              unknown_tool=self.unknown_tool[i])
+                    for i, c in enumerate(self.calls))
+            self._pass_steps[index] = found
+        return found
+
+    def verdict_step(self, ctr: Counters, i: int, level: str | None, detector: str | None,
+                     count: int, abort: int | None, emitted: bool | None, diverged: bool,
+                     window_size: int) -> Step:
+        """A warn or refuse step, cached by everything it shows."""
+        key = (i, level, detector, count, abort, emitted, diverged,
+               window_size if abort is not None else 0,
+               ctr.ping_pong_last[i] if detector == PING_PONG else -1,
+               ctr.latest_result[i], ctr.unknown_name[i])
+        step = self._verdict_steps.get(key)
         if step is None:
-            step = cache[i] = make_step(
-                self.calls[i], self.args_hash[i], after_divergence=after_divergence,
-                result_hash=self.result_hash[i], unknown_tool=self.unknown_tool[i])
+            if len(self._verdict_steps) > 8 * self.n + 64:
+                self._verdict_steps.clear()
+            step = self._verdict_steps[key] = _detector_step(
+                self, ctr, i, level, detector, count, abort, emitted, diverged, window_size)
         return step
 
 
@@ -194,6 +221,7 @@ def prepare(session: Session) -> PreparedSession:
         tool_empty=[c.name == "" for c in calls],
         poll=poll, run_start=run_start, ops=ops if has_compaction else [],
         unknown_names=unknown_codes.values, result_hashes=result_codes.values,
+        run_ids=[c.run_id for c in calls],
     )
 
 
@@ -288,8 +316,10 @@ def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
             stable[i] = 2
         else:
             stable[i] = stable[i - 1] + 1 if res[i - 2] == r else 2
+    peak = [max(a, b, c, d) for a, b, c, d in zip(no_progress, recent, unknown_streak, ping,
+                                                  strict=True)]
     return Counters(no_progress, latest, recent, unknown_streak, unknown_name, ping, evidence,
-                    ping_last)
+                    ping_last, peak)
 
 
 def _compute_guard(p: PreparedSession, window_size: int) -> dict[int, int]:
@@ -315,69 +345,97 @@ def _compute_guard(p: PreparedSession, window_size: int) -> dict[int, int]:
 
 
 def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
-    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4)."""
+    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4).
+
+    Only calls whose largest count reaches the lowest threshold are evaluated; every other step
+    is a cached pass step. Non-pass steps are cached too, keyed by everything they show.
+    """
     r = config.resolved
-    n = p.n
     detection = r.detection_on
     aborts = p.guard_aborts(r.guard_window_size) if r.guard_enabled and p.ops else {}
-    steps: list[Step] = []
     if not detection and not aborts:
-        steps = [p.pass_step(i, False) for i in range(n)]
-        return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, tuple(steps), None)
+        return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, p.pass_steps(False),
+                             None)
     ctr = p.counters(r.history_size)
+    if detection:
+        floor = min(r.warning_threshold, r.unknown_tool_threshold)
+        indices = [i for i, peak in enumerate(ctr.peak) if peak >= floor]
+        if aborts:
+            indices = sorted(set(indices).union(aborts))
+    else:
+        indices = sorted(aborts)
     np_counts, recent, unk_counts = ctr.no_progress, ctr.recent, ctr.unknown_streak
     pings, evidence = ctr.ping_pong, ctr.ping_pong_evidence
     poll = p.poll
     warning, critical = r.warning_threshold, r.critical_threshold
     breaker, unknown = r.global_circuit_breaker_threshold, r.unknown_tool_threshold
-    poll_on = r.known_poll_no_progress_on
-    ping_on = r.ping_pong_on
-    generic_on = r.generic_repeat_on
+    poll_on, ping_on, generic_on = (r.known_poll_no_progress_on, r.ping_pong_on,
+                                    r.generic_repeat_on)
     deduper: WarningDeduper | None = None
-    diverged = False
-    for i in range(n):
+    verdicts: list[tuple[int, str | None, str | None, int, int | None, bool | None]] = []
+    first = -1
+    for i in indices:
         level = detector = None
         count = 0
         if detection:
             streak = np_counts[i]
+            is_poll = poll[i]
             if unk_counts[i] >= unknown:
                 level, detector, count = "critical", UNKNOWN_TOOL_REPEAT, unk_counts[i]
             elif streak >= breaker:
                 level, detector, count = "critical", GLOBAL_CIRCUIT_BREAKER, streak
-            elif poll[i] and poll_on and streak >= critical:
+            elif is_poll and poll_on and streak >= critical:
                 level, detector, count = "critical", KNOWN_POLL_NO_PROGRESS, streak
-            elif poll[i] and poll_on and streak >= warning:
+            elif is_poll and poll_on and streak >= warning:
                 level, detector, count = "warning", KNOWN_POLL_NO_PROGRESS, streak
             elif ping_on and pings[i] >= critical and evidence[i]:
                 level, detector, count = "critical", PING_PONG, pings[i]
             elif ping_on and pings[i] >= warning:
                 level, detector, count = "warning", PING_PONG, pings[i]
-            elif not poll[i] and generic_on and streak >= critical:
+            elif not is_poll and generic_on and streak >= critical:
                 level, detector, count = "critical", GENERIC_REPEAT, streak
-            elif not poll[i] and generic_on and recent[i] >= warning:
+            elif not is_poll and generic_on and recent[i] >= warning:
                 level, detector, count = "warning", GENERIC_REPEAT, recent[i]
         abort = aborts.get(i) if aborts else None
         if detector is None and abort is None:
-            steps.append(p.pass_step(i, diverged))
             continue
         emitted: bool | None = None
         if level == "warning":
+            # Logged (and de-duplicated) before the call runs, even if the guard then aborts.
             if deduper is None:
                 deduper = WarningDeduper()
             assert detector is not None
-            key = _warning_key(p, ctr, i, detector, "warning")
-            emitted = deduper.should_emit(key, detector, p.calls[i].name, count,
-                                          p.calls[i].run_id)
-        step = _detector_step(p, ctr, i, level, detector, count, abort, emitted, diverged,
-                              r.guard_window_size)
-        steps.append(step)
-        if step.verdict == "refuse":
-            diverged = True
-    return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, tuple(steps),
-                         first_refusal_of(steps))
+            emitted = deduper.should_emit(_warning_key(p, ctr, i, detector, "warning"),
+                                          detector, p.calls[i].name, count, p.run_ids[i])
+        if first < 0 and (level == "critical" or abort is not None):
+            first = i
+        verdicts.append((i, level, detector, count, abort, emitted))
+    if first < 0:
+        steps = list(p.pass_steps(False))
+    else:
+        steps = [*p.pass_steps(False)[:first + 1], *p.pass_steps(True)[first + 1:]]
+    window = r.guard_window_size
+    for i, level, detector, count, abort, emitted in verdicts:
+        steps[i] = p.verdict_step(ctr, i, level, detector, count, abort, emitted, i > first >= 0,
+                                  window)
+    first_refusal = None
+    if first >= 0:
+        refused = steps[first]
+        assert refused.detector is not None
+        first_refusal = FirstRefusal(refused.turn, refused.call, refused.detector)
+    return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, tuple(steps), first_refusal)
 
 
 def _warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str) -> str:
+    memo = (i, detector, level)
+    found = ctr.keys.get(memo)
+    if found is None:
+        found = ctr.keys[memo] = _compute_warning_key(p, ctr, i, detector, level)
+    return found
+
+
+def _compute_warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str,
+                         level: str) -> str:
     tool = p.calls[i].name
     current = p.args_hash[i]
     if detector == UNKNOWN_TOOL_REPEAT:

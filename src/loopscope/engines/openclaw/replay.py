@@ -210,7 +210,7 @@ def replay_session(session: Session, config: OpenClawConfig) -> SessionReplay:
             # map advances even when the guard then aborts on this call's outcome.
             emitted = deduper.should_emit(verdict.warning_key, verdict.detector, c.name,
                                           verdict.count, run_id)
-        common = {"after_divergence": diverged, "result_hash": record.result_hash,
+        common: dict[str, Any] = {"after_divergence": diverged, "result_hash": record.result_hash,
                   "unknown_tool": record.unknown_tool_name, "guard_abort": abort is not None}
         if verdict is not None and verdict.critical:
             step = make_step(c, record.args_hash, verdict="refuse", detector=verdict.detector,

@@ -116,7 +116,8 @@ def render() -> None:
     resolutions = {}
     cols = st.columns(2)
     for side, col in zip(SIDES, cols, strict=True):
-        with col, st.expander(f"Configuration {SIDE_TITLES[side]}", expanded=side == "b"):
+        with col, st.container(border=True):
+            st.markdown(f"**Configuration {SIDE_TITLES[side]}**")
             _controls(side, engine)
             b1, b2 = st.columns(2)
             b1.button("Reset to the sidebar", key=f"compare.{side}.reset",
@@ -127,6 +128,12 @@ def render() -> None:
         resolutions[side] = state.resolve(engine, side_values(side, engine))
         for warning in resolutions[side].warnings:
             col.caption(f"⚠ {SIDE_TITLES[side]}: {warning}")
+
+    differences = _differences(engine)
+    st.caption(
+        "B differs from A in: " + "; ".join(differences) if differences
+        else "A and B are the same configuration: change one side to compare."
+    )
 
     replays_a = state.replays_for(engine, resolutions["a"].config)
     replays_b = state.replays_for(engine, resolutions["b"].config)
@@ -140,6 +147,15 @@ def render() -> None:
         compute_metrics(replays_b, labels, corpus.sessions),
     )
     _changes(result, engine)
+
+
+def _differences(engine: str) -> list[str]:
+    a, b = side_values("a", engine), side_values("b", engine)
+    return [
+        f"{f.native} {a[f.key]} → {b[f.key]}"
+        for f in _editable(engine)
+        if a[f.key] != b[f.key]
+    ]
 
 
 def _summary(result: CompareResult) -> None:

@@ -17,33 +17,33 @@ def render() -> None:
 
     c1, c2 = st.columns(2)
     with c1:
-        st.subheader("OpenClaw (tools.loopDetection)", anchor=False)
+        st.header("OpenClaw (tools.loopDetection)", anchor=False)
         text = export.openclaw_json5(oc)
-        st.code(text, language="javascript")
+        st.code(text, language=None, wrap_lines=True)
         st.download_button("Download openclaw-loopDetection.json5", text,
                            file_name="openclaw-loopDetection.json5", mime="application/json5",
                            key="dl_openclaw", icon=":material/download:", on_click="ignore")
-        st.caption("`enabled` is written explicitly: OpenClaw's own default is false; loopscope "
+        st.caption("enabled is written explicitly: OpenClaw's own default is false; loopscope "
                    "replays with true.")
     with c2:
-        st.subheader("gglib settings", anchor=False)
+        st.header("gglib settings", anchor=False)
         text = export.gglib_json(gg)
-        st.code(text, language="json")
+        st.code(text, language=None, wrap_lines=True)
         st.download_button("Download gglib-settings.json", text, file_name="gglib-settings.json",
                            mime="application/json", key="dl_gglib", icon=":material/download:",
                            on_click="ignore")
 
-    st.subheader("loopscope config (both engines)", anchor=False)
+    st.header("loopscope config (both engines)", anchor=False)
     text = export.loopscope_config(gg, oc)
     with st.expander("Show", expanded=False):
-        st.code(text, language="json")
+        st.code(text, language=None, wrap_lines=True)
     st.download_button("Download loopscope-config.json", text, file_name="loopscope-config.json",
                        mime="application/json", key="dl_loopscope", icon=":material/download:",
                        on_click="ignore")
-    st.caption("Use it with the command line: `loopscope replay PATH --engine gglib --config "
-               "loopscope-config.json`.")
+    st.markdown("Use it with the command line: `loopscope replay PATH --engine gglib --config "
+                "loopscope-config.json`.")
 
-    st.subheader("Verdict report", anchor=False)
+    st.header("Verdict report", anchor=False)
     corpus = state.corpus()
     results = {name: state.replays(name) for name in state.ENGINES}
     labels = {s.source: views.label_of(corpus, s.source) for s in corpus.sessions}

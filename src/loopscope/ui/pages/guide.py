@@ -58,13 +58,13 @@ def _example(ex: guide_examples.Example, session: Session) -> None:
         call = infos[s.call] if s.call is not None and s.call < len(infos) else None
         rows.append({
             "turn": s.turn,
-            "call": "" if s.call is None else s.call,
+            "call": s.call,
             "tool": call.tool if call else "(reply without tools)",
             "input": call.args if call else "",
             "answer": call.answer if call else "",
             "verdict": views.verdict_word(s),
             "detector": s.detector or "",
-            "count": "" if s.count is None else s.count,
+            "count": s.count,
         })
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     first = next((s for s in replay.steps if s.verdict == "refuse"), None)
@@ -108,7 +108,7 @@ def render() -> None:
             for ex in guide_examples.EXAMPLES:
                 if ex.engine != engine:
                     continue
-                st.subheader(ex.title, anchor=False)
+                st.header(ex.title, anchor=False)
                 _example(ex, sessions[ex.key])
                 st.divider()
 

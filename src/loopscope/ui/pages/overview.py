@@ -86,7 +86,7 @@ def _open_selected(event: Any, rows: list[charts.OverviewRow]) -> None:
 
 
 def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
-    st.subheader("Sessions", anchor=False)
+    st.header("Sessions", anchor=False)
     records = []
     for i, s in enumerate(corpus.sessions):
         row: dict[str, Any] = {

@@ -102,7 +102,7 @@ def _body() -> None:
         ) if n_turns else None
 
     label = views.label_of(corpus, session.source)
-    facts = [f"format `{session.format}`", f"{len(session.calls)} tool calls",
+    facts = [f"format {session.format}", f"{len(session.calls)} tool calls",
              f"{n_turns} assistant turns"]
     if label:
         facts.append("labelled **real loop**" if label == "loop" else "labelled **good work**")
@@ -196,13 +196,13 @@ def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int |
 def _explanations(
     session: Session, replays: dict[str, SessionReplay], configs: dict[str, Any], label: str | None
 ) -> None:
-    st.subheader("Why", anchor=False)
+    st.header("Why", anchor=False)
     cols = st.columns(2)
     corpus = state.corpus()
     idx = state.session_index()[session.source]
     for col, name in zip(cols, state.ENGINES, strict=True):
         with col:
-            st.markdown(f"#### {state.ENGINE_TITLES[name]}")
+            st.subheader(state.ENGINE_TITLES[name], anchor=False)
             explain_view.render_engine_explanations(
                 name,
                 session,

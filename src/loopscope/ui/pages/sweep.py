@@ -27,8 +27,9 @@ from loopscope.ui import labelling, metrics_panel, state
 
 ENGINE_KEY = "sweep.engine"
 RESULT_KEY = "_sweep_result"
+# The largest grid this page runs; the CLI (worker processes or Dask) takes larger ones.
+# (Page files run as scripts: a bare string here would be drawn on the page.)
 MAX_UI_CELLS = 400
-"""A grid the page will run; the CLI (with worker processes or Dask) takes larger ones."""
 
 HEATMAPS: tuple[tuple[str, str, bool], ...] = (
     # (metric, title, lower is better)
@@ -58,7 +59,7 @@ def default_range(f: state.Field) -> tuple[int, int, int]:
 def _axis_inputs(engine: str, which: str, fields: list[state.Field], exclude: str | None) -> Axis:
     options = [f for f in fields if f.native != exclude]
     names = [f.native for f in options]
-    default_index = 0 if which == "y" else min(1, len(names) - 1)
+    default_index = 0  # the x list leaves out the y setting: the first two settings by default
     key = f"sweep.{engine}.{which}.key"
     if st.session_state.get(key) not in names:
         st.session_state[key] = names[default_index]
@@ -164,14 +165,20 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
     size = max(14, min(56, 520 // max(n, 1)))
     colorscale = "Blues" if lower_better else "Greens"
     finite = [z for z in zs if z == z]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    # Light text on the dark end of the scale, dark text elsewhere, so every value is legible.
+    text_colors = [
+        "#ffffff" if z == z and hi > lo and (z - lo) / (hi - lo) > 0.55 else "#1f1f1f"
+        for z in zs
+    ]
     fig = go.Figure(
         go.Scatter(
             x=xs, y=ys, mode="markers+text", text=texts, textposition="middle center",
-            textfont={"size": 11 if n <= 12 else 8},
+            textfont={"size": 11 if n <= 6 else (9 if n <= 12 else 7), "color": text_colors},
             customdata=custom,
             marker={
                 "symbol": "square", "size": size, "color": zs, "colorscale": colorscale,
-                "cmin": min(finite) if finite else 0, "cmax": max(finite) if finite else 1,
+                "cmin": lo, "cmax": hi if hi > lo else lo + 1,
                 "showscale": True, "colorbar": {"thickness": 10, "len": 0.8},
                 "line": {"width": 0},
             },
@@ -193,11 +200,11 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
     fig.update_layout(
         title={"text": f"{title} ({'lower' if lower_better else 'higher'} is better)",
                "font": {"size": 14}},
-        height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": xa.key, "type": "category", "categoryorder": "array",
-               "categoryarray": [str(v) for v in xa.values]},
-        yaxis={"title": ya.key, "type": "category", "categoryorder": "array",
-               "categoryarray": [str(v) for v in ya.values]},
+        height=380, margin={"l": 10, "r": 10, "t": 40, "b": 50},
+        xaxis={"title": {"text": xa.key, "standoff": 12}, "type": "category",
+               "categoryorder": "array", "categoryarray": [str(v) for v in xa.values]},
+        yaxis={"title": {"text": ya.key, "standoff": 8}, "type": "category",
+               "categoryorder": "array", "categoryarray": [str(v) for v in ya.values]},
         clickmode="event+select", dragmode=False, showlegend=False,
         plot_bgcolor="rgba(0,0,0,0)",
     )
