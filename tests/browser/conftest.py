@@ -7,6 +7,7 @@ diagnosed from CI output. The tests skip when ``/usr/bin/chromium`` is missing, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -115,10 +116,8 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
     if failed is not None and failed.failed:
         shots = Path(os.environ.get("LOOPSCOPE_SCREENSHOT_DIR", "/tmp/loopscope-failures"))
         shots.mkdir(parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(Exception):
             pg.screenshot(path=str(shots / f"{request.node.name}.png"), full_page=True)
-        except Exception:
-            pass
         print("\n----- streamlit server log -----\n" + server.logs()[-20000:])
     context.close()
 

@@ -105,7 +105,7 @@ def test_overview_rows_are_labelled_and_sortable() -> None:
     ticks = list(fig.layout.yaxis.ticktext)
     assert ticks[0] == "refused [loop]" and ticks[2] == "clean [good]"
     assert [r.name for r in charts.sort_rows(rows, "refusals")] == ["refused", "prose", "clean"]
-    assert [r.name for r in charts.sort_rows(rows, "refusals", ["openclaw"])][0] == "refused"
+    assert charts.sort_rows(rows, "refusals", ["openclaw"])[0].name == "refused"
     assert [r.name for r in charts.sort_rows(rows, "label")] == ["refused", "clean", "prose"]
     assert [r.name for r in charts.sort_rows(rows, "length")] == ["refused", "clean", "prose"]
     assert [r.name for r in charts.sort_rows(rows, "name")] == ["clean", "prose", "refused"]

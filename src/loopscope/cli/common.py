@@ -69,6 +69,8 @@ class RunStatus:
 
     bad_input: bool = False
     refused: bool = False
+    false_refused: bool = False
+    """A session labelled ``ok`` was refused."""
     problems: list[Problem] = field(default_factory=list)
 
     def fail(self, message: str) -> None:
@@ -76,10 +78,10 @@ class RunStatus:
         self.bad_input = True
         click.echo(f"loopscope: error: {message}", err=True)
 
-    def exit_code(self, fail_on_refusal: bool = False) -> int:
+    def exit_code(self, fail_on_refusal: bool = False, fail_on_false_refusal: bool = False) -> int:
         if self.bad_input or any(p.severity == "error" for p in self.problems):
             return EXIT_BAD_INPUT
-        if fail_on_refusal and self.refused:
+        if (fail_on_refusal and self.refused) or (fail_on_false_refusal and self.false_refused):
             return EXIT_REFUSED
         return EXIT_OK
 

@@ -155,7 +155,8 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
 @engine_options
 @import_options
 @click.option("--vary", "vary", metavar="KEY=LO:HI[:STEP]", multiple=True, required=True,
-              help="A setting to sweep over an integer range (inclusive). Give one or two.")
+              help="A setting to sweep over an integer range (inclusive). Repeat for a "
+                   "second (or further) setting.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Local processes to use (1 = this process). Default: one per CPU for large "
                    "sweeps, this process for small ones.")
@@ -260,11 +261,16 @@ def _where(fr: Any) -> str:
     return f"refused at turn {fr.turn}{call} ({fr.detector})"
 
 
-def _compare_table(result: CompareResult) -> str:
+_LABEL_TEXT = {"loop": "labelled a real loop", "ok": "labelled good work"}
+
+
+def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> str:
     lines = []
     for change in result:
+        label = labels.get(change.source)
+        note = f"  [{_LABEL_TEXT[label.label]}]" if label and label.label in _LABEL_TEXT else ""
         lines.append(
-            f"{change.change:<7} {escape_for_display(change.source)}\n"
+            f"{change.change:<7} {escape_for_display(change.source)}{note}\n"
             f"        A: {_where(change.a)}\n"
             f"        B: {_where(change.b)}"
         )
@@ -310,7 +316,6 @@ def compare(
       loopscope compare sample_transcripts --engine gglib \\
           --a max_repeated_batch_steps=2 --b max_repeated_batch_steps=4
     """
-    del labels_file  # accepted for symmetry with replay and sweep; compare needs no labels
     if not a_pairs and not b_pairs:
         raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE")
     _, resolution_a = resolve_engine_config(
@@ -332,6 +337,7 @@ def compare(
             click.echo(orjson.dumps(change.to_json()))
         click.echo(orjson.dumps(result.summary_json()))
     else:
-        click.echo(_compare_table(result))
+        # Labels only annotate the readable list; the JSON lines are the outcomes alone.
+        click.echo(_compare_table(result, _load_labels(paths, labels_file, status)))
     status.print_problems(verbose=verbose)
     sys.exit(status.exit_code())

@@ -7,6 +7,7 @@ else (progress, warnings, problems) goes to stderr.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -22,6 +23,8 @@ from loopscope.cli.common import (
     resolve_engine_config,
 )
 from loopscope.engines.base import SessionReplay
+from loopscope.explain import explain_first_refusal, smallest_change_to_pass
+from loopscope.labels import Label, labels_for_sessions
 from loopscope.model import Session, escape_for_display
 
 
@@ -32,6 +35,8 @@ from loopscope.model import Session, escape_for_display
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per session.")
 @click.option("--fail-on-refusal", is_flag=True,
               help="Exit 1 when any session would have been refused.")
+@click.option("--fail-on-false-refusal", is_flag=True,
+              help="Exit 1 when a session labelled ok (good work) would have been refused.")
 def replay(
     paths: tuple[str, ...],
     engine_name: str,
@@ -44,6 +49,7 @@ def replay(
     verbose: bool,
     as_json: bool,
     fail_on_refusal: bool,
+    fail_on_false_refusal: bool,
 ) -> None:
     """Replay recorded sessions and show where the loop guard would warn or refuse.
 
@@ -53,46 +59,71 @@ def replay(
     limits = parse_import_limits(import_limits)
     status = RunStatus()
     summary = _Summary()
+    labels = load_labels_for(paths, labels_file, status)
 
     for session in progress(iter_sessions(paths, status, limits=limits, format_id=format_id),
                             desc=f"replay {engine_name}"):
         result = engine.replay(session, resolution.config)
+        label = labels.get(session.source)
+        false_refusal = result.refused and label is not None and label.label == "ok"
         status.refused = status.refused or result.refused
-        summary.add(result)
+        status.false_refused = status.false_refused or false_refusal
+        summary.add(result, false_refusal)
         if as_json:
             click.echo(orjson.dumps(result.to_json()))
         else:
-            click.echo(_describe(session, result, engine_name, resolution.config))
+            click.echo(_describe(session, result, engine_name, resolution.config, label))
 
     if not as_json:
-        click.echo(summary.line(engine_name))
+        click.echo(summary.line(engine_name, bool(labels)))
     status.print_problems(verbose=verbose)
-    sys.exit(status.exit_code(fail_on_refusal))
+    sys.exit(status.exit_code(fail_on_refusal, fail_on_false_refusal))
 
 
 class _Summary:
     def __init__(self) -> None:
-        self.sessions = self.refused = self.warned = 0
+        self.sessions = self.refused = self.warned = self.false_refusals = 0
 
-    def add(self, result: SessionReplay) -> None:
+    def add(self, result: SessionReplay, false_refusal: bool) -> None:
         self.sessions += 1
         self.refused += result.refused
         self.warned += result.warned
+        self.false_refusals += false_refusal
 
-    def line(self, engine_name: str) -> str:
-        return (f"{self.sessions} session(s) replayed with {engine_name}: "
-                f"{self.refused} refused, {self.warned} with warnings.")
+    def line(self, engine_name: str, labelled: bool) -> str:
+        text = (f"{self.sessions} session(s) replayed with {engine_name}: "
+                f"{self.refused} refused, {self.warned} with warnings")
+        if labelled:
+            text += f", {self.false_refusals} labelled ok but refused"
+        return text + "."
 
 
-def _describe(session: Session, result: SessionReplay, engine_name: str, config: Any) -> str:
+def load_labels_for(paths: tuple[str, ...], labels_file: str | None, status: RunStatus) -> Mapping[str, Label]:
+    """Labels from ``--labels`` or from ``labels.csv`` next to the sessions (may be empty)."""
+    try:
+        loaded = labels_for_sessions(list(paths), labels_file)
+    except OSError as exc:
+        status.fail(f"{escape_for_display(labels_file or '')}: cannot read the labels file ({exc.strerror or exc})")
+        return {}
+    status.problems.extend(loaded.problems)
+    return loaded.labels
+
+
+def _describe(session: Session, result: SessionReplay, engine_name: str, config: Any,
+              label: Label | None) -> str:
     """A readable block for one session: where it would first be refused, and why."""
     verdicts = {"pass": 0, "warn": 0, "refuse": 0}
     for step in result.steps:
         verdicts[step.verdict] += 1
     counts = session.counts()
+    labelled = ""
+    if label is not None:
+        labelled = f", labelled {label.label}"
+        if label.label == "loop" and label.from_turn is not None:
+            labelled += f" from turn {label.from_turn}"
     lines = [
         f"{escape_for_display(result.source)}  [{result.format}, {counts['turns']} turns, "
-        f"{counts['calls']} tool calls]",
+        f"{counts['calls']} tool calls{labelled}]",
         f"  steps: {verdicts['pass']} pass, {verdicts['warn']} warn, {verdicts['refuse']} refuse",
     ]
     first = result.first_refusal
@@ -101,14 +132,10 @@ def _describe(session: Session, result: SessionReplay, engine_name: str, config:
     else:
         call = "" if first.call is None else f", call {first.call}"
         lines.append(f"  first refusal: turn {first.turn}{call} by {first.detector}")
-        sentence = _explain_first_refusal(engine_name, session, result, config)
+        sentence = explain_first_refusal(engine_name, session, result, config)
         if sentence:
             lines.append(f"  why: {sentence}")
+        change = smallest_change_to_pass(engine_name, session, config)
+        if change is not None:
+            lines.append(f"  smallest change that lets it through: {change}")
     return "\n".join(lines)
-
-
-def _explain_first_refusal(engine_name: str, session: Session, result: SessionReplay,
-                           config: Any) -> str | None:
-    from loopscope.explain import explain_first_refusal
-
-    return explain_first_refusal(engine_name, session, result, config)

@@ -18,3 +18,16 @@ def explain_first_refusal(engine: str, session: Any, result: SessionReplay, conf
     module = importlib.import_module(f"loopscope.explain.{engine}")
     explanation: str | None = module.explain_first_refusal(session, result, config)
     return explanation
+
+
+def smallest_change_to_pass(engine: str, session: Any, config: Any) -> str | None:
+    """The smallest verified setting change that lets the first refusal through, in words.
+
+    ``None`` when the session was not refused or no single change within range helps.
+    """
+    module = importlib.import_module(f"loopscope.explain.{engine}")
+    changes = module.smallest_change_to_pass(session, config)
+    if not changes:
+        return None
+    best = changes[0]
+    return f"{best.description} (--set {' --set '.join(best.set_args())})"

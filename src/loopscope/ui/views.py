@@ -227,7 +227,7 @@ def render_transcript(
     selected_turn: int | None,
     badges: Mapping[int, list[str]],
     *,
-    before: int = 4,
+    before: int = 0,
     after: int = 30,
 ) -> None:
     """The transcript, opened at the selected turn: the entries just before it, the turn, and

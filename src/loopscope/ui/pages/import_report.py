@@ -33,6 +33,14 @@ def render() -> None:
     st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {n_err} errors, {n_warn} warnings, "
                f"{n_info} notes. Files with problems never stop the other files.")
 
+    if corpus.label_problems:
+        with st.expander(f"Labels file: {len(corpus.label_problems)} problem(s)", expanded=True,
+                         icon=":material/warning:"):
+            for p in data.problems_sorted(corpus.label_problems):
+                st.markdown(f"- {escape_for_display(p.text(), 400)}")
+    elif corpus.label_file:
+        st.caption(f"Labels read from {corpus.display(corpus.label_file)}.")
+
     def file_rank(f: object) -> tuple[int, str]:
         sev = [SEVERITY_RANK.get(p.severity, 3) for p in getattr(f, "problems", [])]
         return (min(sev) if sev else 3, getattr(f, "path", ""))
