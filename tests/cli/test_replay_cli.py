@@ -174,3 +174,47 @@ def test_missing_path_exits_2_but_replays_the_others(tmp_path: Path) -> None:
     assert code == 2
     assert "nope.json" in stderr
     assert len(stdout.splitlines()) == 1
+
+
+def test_fail_on_false_refusal_uses_the_labels_next_to_the_sessions(tmp_path: Path) -> None:
+    loop = {"messages": [
+        {"role": "user", "content": "fix a.rs"},
+        *[m for i in range(3) for m in (
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": "write_file", "arguments": "{\"path\": \"a.rs\"}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "1 file changed"},
+        )],
+    ]}
+    (tmp_path / "s.json").write_text(json.dumps(loop))
+    (tmp_path / "labels.csv").write_text("source,label,from_turn\ns.json,loop,1\n")
+    code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib", "--fail-on-false-refusal"])
+    assert code == 0, "a refused session labelled loop is a catch, not a false refusal"
+    assert "labelled loop from turn 1" in stdout
+    assert "0 labelled ok but refused" in stdout
+    (tmp_path / "labels.csv").write_text("source,label,from_turn\ns.json,ok,\n")
+    code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib", "--fail-on-false-refusal"])
+    assert code == 1
+    assert "1 labelled ok but refused" in stdout
+    assert "smallest change that lets it through: raise max_repeated_batch_steps from 2 to 3" in stdout
+
+
+def test_unreadable_config_file_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps({"messages": []}))
+    bad = tmp_path / "cfg.json"
+    bad.write_text("{not: valid, json5 either")
+    for engine in ("gglib", "openclaw"):
+        code, _, stderr = run_cli(["replay", str(tmp_path / "s.json"), "--engine", engine,
+                                   "--config", str(bad)])
+        assert code == 2
+        assert "cfg.json" in stderr
+
+
+def test_openclaw_enabled_default_is_stated() -> None:
+    if not SAMPLES.is_dir():
+        pytest.skip("no samples")
+    _, _, stderr = run_cli(["replay", str(SAMPLES), "--engine", "openclaw", "--json"])
+    assert "replays with enabled: true" in stderr
+    _, _, stderr = run_cli(["replay", str(SAMPLES), "--engine", "openclaw", "--json",
+                            "--set", "enabled=false"])
+    assert "replays with enabled: true" not in stderr

@@ -101,26 +101,17 @@ class RunStatus:
                        err=True)
 
 
-def read_settings_file(path: str, engine_name: str) -> Mapping[str, Any]:
-    """The part of a config file that concerns ``engine_name``.
+def read_settings_file(path: str, engine_name: str) -> Mapping[str, Any] | None:
+    """The part of a config file that concerns ``engine_name`` (see ``loopscope.config_io``).
 
-    A loopscope config holds one block per engine (``{"gglib": {...}, "openclaw": {...}}``);
-    anything else is passed to the engine as it is (an OpenClaw config, a gglib settings object).
     Raises :class:`ConfigError` naming the file and the reason.
     """
-    from loopscope.config_io import read_config_file
+    from loopscope.config_io import ConfigFileError, engine_settings, read_config_file
 
     try:
-        document = read_config_file(path)
-    except OSError as exc:
-        raise ConfigError(f"{escape_for_display(path)}: cannot read the config file ({exc.strerror or exc})") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{escape_for_display(path)}: {exc}") from exc
-    if not isinstance(document, Mapping):
-        raise ConfigError(f"{escape_for_display(path)}: a config file must hold an object at the top level")
-    if engine_name in document and isinstance(document[engine_name], Mapping):
-        return document[engine_name]
-    return document
+        return engine_settings(read_config_file(path), engine_name)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def resolve_engine_config(
@@ -144,6 +135,11 @@ def resolve_engine_config(
         raise click.UsageError(str(exc)) from exc
     for warning in resolution.warnings:
         click.echo(f"loopscope: warning: {warning}", err=True)
+    if getattr(resolution.config, "enabled_defaulted", False):
+        # OpenClaw ships with loop detection off; say that loopscope turned it on.
+        click.echo("loopscope: note: OpenClaw's own default is enabled: false; loopscope replays "
+                   "with enabled: true (use --set enabled=false to replay OpenClaw as shipped).",
+                   err=True)
     return engine, resolution
 
 

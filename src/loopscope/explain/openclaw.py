@@ -130,7 +130,7 @@ def explain_step(step: Step, config: OpenClawConfig | None = None) -> StepExplan
     facts: list[str] = []
     if step.verdict == "refuse":
         facts.append("OpenClaw would have blocked this call: the tool would not have run, and the "
-                     "model would have received the message below instead of the result.")
+                     "model would have received OpenClaw's message instead of the result.")
         if extra.get("guard_abort") and step.detector != "post_compaction_guard":
             facts.append("The post-compaction guard would also have stopped the run after this "
                          "call.")
@@ -149,9 +149,12 @@ def explain_step(step: Step, config: OpenClawConfig | None = None) -> StepExplan
                            _LEVERS.get((step.detector or "", step.verdict), ()))
 
 
-def explain_first_refusal(result: SessionReplay,
+def explain_first_refusal(session: Any, result: SessionReplay,
                           config: OpenClawConfig | None = None) -> str | None:
-    """One or two sentences about the session's first refusal, or ``None``."""
+    """One or two sentences about the session's first refusal, or ``None``.
+
+    ``session`` is unused; the signature matches the other engines' (``loopscope.explain``)."""
+    del session
     for step in result.steps:
         if step.verdict == "refuse":
             e = explain_step(step, config)

@@ -374,13 +374,13 @@ def session_figure(
 
     px, py, ptext = [], [], []
     for idx, c in enumerate(calls):
-        k = step_of_call.get(idx)
-        verdict = steps[k].verdict if k is not None else "pass"
+        owner = step_of_call.get(idx)
+        call_verdict = steps[owner].verdict if owner is not None else "pass"
         px.append(idx)
         py.append(lanes[c.tool or '""'])
         ptext.append(
             f"call {idx}: <b>{_esc(c.tool)}</b>({_esc(c.args)})<br>answer: {_esc(c.answer) or '—'}"
-            f"<br>verdict: {verdict}"
+            f"<br>verdict: {call_verdict}"
         )
     fig.add_trace(
         go.Scatter(

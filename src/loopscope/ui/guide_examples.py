@@ -140,8 +140,9 @@ EXAMPLES: tuple[Example, ...] = (
         "An exact A, B, A, B … alternation between two calls is counted as one pattern. It "
         "warns on the alternation alone and blocks when both sides keep returning the same "
         "results.",
-        "The agent alternates between two files, getting the same contents each time.",
-        [[("read", {"path": "a.txt"}, "alpha")] if i % 2 == 0 else [("read", {"path": "b.txt"}, "beta")]
+        "The agent alternates between reading a file and listing a folder, getting the same "
+        "answers each time.",
+        [[("read", {"path": "a.txt"}, "alpha")] if i % 2 == 0 else [("ls", {"path": "."}, "a.txt b.txt")]
          for i in range(6)],
         {"openclaw.warningThreshold": 3, "openclaw.criticalThreshold": 5,
          "openclaw.globalCircuitBreakerThreshold": 7},

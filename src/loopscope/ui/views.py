@@ -146,22 +146,6 @@ def steps_by_turn(replay: SessionReplay) -> dict[int, list[Step]]:
     return out
 
 
-# --------------------------------------------------------------------------- explanations
-
-
-def explanations(engine: str, session: Session, replay: SessionReplay, config: Any) -> Any:
-    """The explanation object of ``loopscope.explain.<engine>`` for one replay (or None)."""
-    try:
-        from loopscope.explain import explain_replay
-    except ImportError:
-        return None
-    try:
-        return explain_replay(engine, session, replay, config)
-    except Exception as exc:  # an explanation must never take the page down
-        st.caption(f"(explanation unavailable: {escape_for_display(str(exc), 200)})")
-        return None
-
-
 # --------------------------------------------------------------------------- transcript
 
 

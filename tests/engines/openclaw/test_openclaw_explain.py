@@ -33,7 +33,7 @@ def test_generic_refusal_sentence_and_levers() -> None:
     assert explanation.upstream_message is not None
     assert explanation.upstream_message.startswith("CRITICAL: Called read")
     assert "blocked" in explanation.text
-    assert explain_first_refusal(result, config) is not None
+    assert explain_first_refusal(None, result, config) is not None
 
     changes = smallest_change_to_pass(session, config)
     by_key = {next(iter(c.changes)): c for c in changes}

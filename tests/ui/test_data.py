@@ -1,0 +1,155 @@
+"""Data in: folder confinement, upload storage, the corpus cache, and config documents."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from loopscope.engines import ConfigError
+from loopscope.ui import data, settings, state
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_transcripts"
+
+
+def test_confine_accepts_paths_inside_the_roots(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    assert data.confine(str(tmp_path / "a"), [tmp_path]) == (tmp_path / "a").resolve()
+
+
+@pytest.mark.parametrize("text", ["/etc", "/", "..", "../../etc/passwd", "~", ""])
+def test_confine_refuses_paths_outside_the_roots(tmp_path: Path, text: str) -> None:
+    with pytest.raises(data.PathNotAllowed):
+        data.confine(text, [tmp_path / "root"])
+
+
+def test_confine_refuses_dot_dot_and_symlink_escapes(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    with pytest.raises(data.PathNotAllowed):
+        data.confine(str(root / ".." / "outside"), [root])
+    with pytest.raises(data.PathNotAllowed):
+        data.confine(str(root / "link"), [root])
+
+
+def test_confine_does_not_reveal_whether_an_outside_path_exists(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.raises(data.PathNotAllowed) as a:
+        data.confine(str(tmp_path), [root])
+    with pytest.raises(data.PathNotAllowed) as b:
+        data.confine(str(tmp_path / "does-not-exist"), [root])
+    assert str(a.value) == str(b.value)
+
+
+def test_allowed_roots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", f"{tmp_path}{os.pathsep}{tmp_path / 'x'}")
+    assert data.allowed_roots() == [tmp_path.resolve(), (tmp_path / "x").resolve()]
+    monkeypatch.delenv("LOOPSCOPE_ALLOWED_ROOTS")
+    assert Path.cwd().resolve() in data.allowed_roots()
+
+
+def test_a_scan_skips_files_whose_real_path_leaves_the_roots(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"messages": []}')
+    (root / "ok.json").write_text('{"messages": []}')
+    (root / "escape.json").symlink_to(secret)
+    files, ignored = data.scan_files(root, [root])
+    assert [Path(p).name for p, _ in files] == ["ok.json"]
+    assert ignored >= 1
+
+
+def test_uploads_are_stored_under_generated_names_in_the_folder(tmp_path: Path) -> None:
+    hostile = "../../../etc/passwd\n\u202e.json"
+    stored = data.store_upload(b'{"messages": []}', hostile, str(tmp_path))
+    p = Path(stored.path)
+    assert p.parent == tmp_path
+    assert p.name.startswith("upload-") and p.suffix == ".json"
+    assert p.read_bytes() == b'{"messages": []}'
+    assert stored.original_name == hostile
+    again = data.store_upload(b'{"messages": []}', "other.json", str(tmp_path))
+    assert again.path == stored.path  # content-addressed: the same bytes, the same file
+    assert data.safe_extension("x.exe") == ".json"
+    assert data.safe_extension("a.JSONL") == ".jsonl"
+
+
+def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
+    targets, ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
+    corpus = data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
+                               origin="samples", root=str(SAMPLES))
+    assert len(corpus.sessions) >= 10
+    for name in state.ENGINES:
+        assert len(corpus.prepared[name]) == len(corpus.sessions)
+    assert corpus.labels  # samples ship labelled
+    src = next(s.source for s in corpus.sessions if s.source.endswith("write_loop_refused_at_third_batch.json"))
+    assert corpus.display(src) == "write_loop_refused_at_third_batch.json"
+
+
+def test_the_fingerprint_changes_when_a_file_changes(tmp_path: Path) -> None:
+    f = tmp_path / "a.json"
+    f.write_text("{}")
+    before = data.fingerprint_files([f])
+    f.write_text('{"x": 1}')
+    os.utime(f, ns=(1, 1))
+    assert data.fingerprint_files([f]) != before
+
+
+def test_problems_are_sorted_errors_first() -> None:
+    from loopscope.model import Problem
+
+    ps = [Problem("b", 1, None, "info", "i", "m"), Problem("a", 2, None, "error", "e", "m"),
+          Problem("a", 1, None, "warning", "w", "m")]
+    assert [p.severity for p in data.problems_sorted(ps)] == ["error", "warning", "info"]
+
+
+# --------------------------------------------------------------------------- loading config files
+
+
+def test_an_openclaw_config_with_agents_sets_the_openclaw_controls_only() -> None:
+    doc = {
+        "tools": {"loopDetection": {"warningThreshold": 8}},
+        "agents": {"list": [{"id": "safe-runner", "tools": {"loopDetection": {
+            "enabled": True, "warningThreshold": 8, "criticalThreshold": 16}}}]},
+    }
+    assert settings.engines_addressed(doc) == ["openclaw"]
+    values, notes = settings.document_values(doc, "safe-runner")
+    assert values["openclaw.warningThreshold"] == 8
+    assert values["openclaw.criticalThreshold"] == 16
+    assert not any(k.startswith("gglib.") for k in values)
+    values, notes = settings.document_values(doc, None)
+    assert values["openclaw.criticalThreshold"] == 20
+    assert any("leaves the rolling detectors off" in n for n in notes)
+
+
+def test_a_loopscope_document_sets_both_engines_with_notices() -> None:
+    doc = {"gglib": {"max_observation_steps": None, "max_stagnation_steps": 0,
+                     "observation_tools": ["read_file", ""]},
+           "openclaw": {"tools": {"loopDetection": {"enabled": True, "warningThreshold": 6,
+                                                    "criticalThreshold": 4}}}}
+    values, notes = settings.document_values(doc)
+    assert values["gglib.max_observation_steps"] == state.OFF
+    assert values["gglib.max_stagnation_steps"] == 1  # clamped, and said so
+    assert state.patterns_from_text(values["gglib.observation_tools"]) == ("read_file", "")
+    assert values["openclaw.criticalThreshold"] == 7
+    text = " ".join(notes)
+    assert "max_stagnation_steps" in text
+    assert "OpenClaw would refuse to load this config" in text
+
+
+def test_a_document_for_neither_engine_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        settings.document_values({"hello": 1})
+
+
+def test_patterns_text_round_trip() -> None:
+    pats = ("read_file", "", "a,b")
+    assert state.patterns_from_text(state.patterns_to_text(pats)) == pats
