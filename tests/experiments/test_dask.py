@@ -51,5 +51,5 @@ def test_cluster_workers_counts_the_local_cluster() -> None:
 def test_an_unreachable_scheduler_is_a_clear_error() -> None:
     from loopscope.experiments.dask_backend import DaskUnavailable
 
-    with pytest.raises(DaskUnavailable, match="tcp://127.0.0.1:9"), dask_client("tcp://127.0.0.1:9", timeout="1s"):
+    with pytest.raises(DaskUnavailable, match=r"tcp://127\.0\.0\.1:9"), dask_client("tcp://127.0.0.1:9", timeout="1s"):
         pass

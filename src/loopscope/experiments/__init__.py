@@ -20,6 +20,7 @@ from loopscope.experiments.sweep import (
     build_cells,
     parse_axis,
     run_sweep,
+    sweep_prepared,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "compute_metrics",
     "parse_axis",
     "run_sweep",
+    "sweep_prepared",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -45,6 +46,8 @@ DIVERGENCE_LINE = "rgba(90,90,90,0.55)"
 SESSION_BAR = "rgba(170,170,170,0.22)"
 
 VERDICT_ORDER = ("refuse", "warn")
+HOVER_NAMES_UP_TO = 5000
+"""Above this many markers, the overview's hover shows numbers only (names are on the axis)."""
 
 
 def style_of(detector: str | None) -> DetectorStyle:
@@ -128,25 +131,33 @@ def sort_rows(
 
     label_rank = {"loop": 0, "ok": 1}
     if by == "refusals":
-        key: Any = lambda r: (  # noqa: E731
-            all(x.first_refusal is None for x in reps(r)),
-            -sum(refusal_count(x) for x in reps(r)),
-            -sum(warning_count(x) for x in reps(r)),
-            r.name,
-        )
-    elif by == "label":
-        key = lambda r: (  # noqa: E731
+
+        def key(r: OverviewRow) -> tuple[bool, int, int, str]:
+            refused = warned = 0
+            any_refusal = False
+            for x in reps(r):
+                any_refusal = any_refusal or x.first_refusal is not None
+                for s in x.steps:
+                    if s.verdict == "refuse":
+                        refused += 1
+                    elif s.verdict == "warn":
+                        warned += 1
+            return (not any_refusal, -refused, -warned, r.name)
+
+        return sorted(rows, key=key)
+    if by == "label":
+        key2: Any = lambda r: (  # noqa: E731
             label_rank.get(r.label or "", 2),
             all(x.first_refusal is None for x in reps(r)),
             r.name,
         )
     elif by == "length":
-        key = lambda r: (-r.calls, r.name)  # noqa: E731
+        key2 = lambda r: (-r.calls, r.name)  # noqa: E731
     elif by == "name":
-        key = lambda r: r.name  # noqa: E731
+        key2 = lambda r: r.name  # noqa: E731
     else:
         raise ValueError(f"unknown sort key {by!r}")
-    return sorted(rows, key=key)
+    return sorted(rows, key=key2)
 
 
 LABEL_MARKS = {"loop": "loop", "ok": "good"}
@@ -175,16 +186,17 @@ def overview_figure(
     columns, so the same session sits on the same line for every engine.
     """
     n = len(rows)
-    ys = list(range(n))
+    ys = np.arange(n, dtype=np.int32)
     fig = make_subplots(
         rows=1, cols=len(engines), shared_yaxes=True, horizontal_spacing=0.04,
         subplot_titles=[ENGINE_TITLES.get(e, e) for e in engines],
     )
-    lengths = [max(r.calls, 1) for r in rows]
+    lengths = np.asarray([max(r.calls, 1) for r in rows], dtype=np.int32)
+    bases = np.full(n, -0.5)
     for col, engine in enumerate(engines, start=1):
         fig.add_trace(
             go.Bar(
-                name="session (calls)", orientation="h", y=ys, x=lengths, base=[-0.5] * n,
+                name="session (calls)", orientation="h", y=ys, x=lengths, base=bases,
                 marker={"color": SESSION_BAR, "line": {"width": 0}}, hoverinfo="skip",
                 showlegend=False, meta={"engine": engine, "role": "extent"},
             ),
@@ -193,34 +205,41 @@ def overview_figure(
         div_y: list[int] = []
         div_base: list[float] = []
         div_len: list[float] = []
-        groups: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(
-            lambda: {"x": [], "y": [], "text": []}
-        )
+        # Per detector × verdict: x, row, turn, call (-1 for none), count (-1 for none).
+        groups: dict[tuple[str, str], list[list[float]]] = defaultdict(lambda: [[], [], [], [], []])
         for i, row in enumerate(rows):
             replay = row.replays.get(engine)
             if replay is None:
                 continue
-            xs = step_positions(replay.steps)
-            first = divergence_x(replay, xs)
+            steps = replay.steps
+            prose_xs: list[float] | None = None  # only computed when a prose step is flagged
+            first: float | None = None
+            for k, s in enumerate(steps):
+                if s.verdict == "pass":
+                    continue
+                if s.call is not None:
+                    x: float = s.call
+                else:
+                    if prose_xs is None:
+                        prose_xs = step_positions(steps)
+                    x = prose_xs[k]
+                if first is None and s.verdict == "refuse":
+                    first = x
+                g = groups[(s.detector or "", s.verdict)]
+                g[0].append(x)
+                g[1].append(i)
+                g[2].append(s.turn)
+                g[3].append(-1 if s.call is None else s.call)
+                g[4].append(-1 if s.count is None else s.count)
             if first is not None:
                 div_y.append(i)
                 div_base.append(first + 0.5)
                 div_len.append(max(row.calls - 1 - first, 0.5))
-            for s, x in zip(replay.steps, xs, strict=True):
-                if s.verdict == "pass":
-                    continue
-                g = groups[(s.detector or "", s.verdict)]
-                g["x"].append(x)
-                g["y"].append(i)
-                g["text"].append(
-                    f"{_esc(row.name, 80)}<br>turn {s.turn}, call {'–' if s.call is None else s.call}"
-                    f"<br>{_esc(', '.join(s.tools), 80) or 'reply without tools'}"
-                    f"<br>count {s.count}" + (" (after divergence)" if s.after_divergence else "")
-                )
         fig.add_trace(
             go.Bar(
                 name="after divergence (would not have happened)", orientation="h",
-                y=div_y, x=div_len, base=div_base,
+                y=np.asarray(div_y, dtype=np.int32), x=np.asarray(div_len, dtype=np.float64),
+                base=np.asarray(div_base, dtype=np.float64),
                 marker={
                     "color": DIVERGENCE_FILL,
                     "line": {"color": DIVERGENCE_LINE, "width": 1},
@@ -231,14 +250,23 @@ def overview_figure(
             ),
             row=1, col=col,
         )
+        total = sum(len(g[0]) for g in groups.values())
         for detector, verdict in _ordered_groups(groups):
             g = groups[(detector, verdict)]
             st_ = style_of(detector)
+            custom = np.column_stack([np.asarray(g[k], dtype=np.int64) for k in (2, 3, 4)])
+            if total <= HOVER_NAMES_UP_TO:
+                text: Any = [f"{_esc(rows[int(r)].name, 80)}" for r in g[1]]
+                hover = "%{text}<br>turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
+            else:  # thousands of markers: numbers only (the row's name is on the axis)
+                text = None
+                hover = "row %{y}: turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
             fig.add_trace(
                 go.Scatter(
                     name=f"{st_.title} — {'refused' if verdict == 'refuse' else 'warned'}",
-                    x=g["x"], y=g["y"], mode="markers", text=g["text"],
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                    x=np.asarray(g[0], dtype=np.float64), y=np.asarray(g[1], dtype=np.int32),
+                    customdata=custom, text=text, mode="markers",
+                    hovertemplate=hover + "<extra>%{fullData.name}</extra>",
                     marker={
                         "symbol": marker_symbol(detector, verdict),
                         "color": st_.color,

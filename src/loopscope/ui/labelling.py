@@ -138,6 +138,8 @@ def save_label(corpus: Corpus, source: str, label: str | None, from_turn: int | 
         entry = _read(root)
         _store()[root] = entry
     corpus.labels = entry.labels
+    if hasattr(corpus, "label_problems"):
+        corpus.label_problems = list(entry.problems)
 
 
 def labels_version(labels: Mapping[str, Label]) -> str:
