@@ -22,7 +22,7 @@ import orjson
 
 FORMATS = ("openai_chat", "anthropic_messages", "openclaw_session")
 
-_WORDS = (
+_WORDS = (  # noqa: SIM905 - a sentence reads better than a list of words
     "build test error warning passed failed compiling module function import return value "
     "config server request response timeout retry file path line column index cache token "
     "session agent tool result output status running finished pending queue worker thread"

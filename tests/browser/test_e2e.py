@@ -54,16 +54,18 @@ def slider(page: Any, label: str) -> Any:
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 
 
+# Filled (refusal) markers drawn in the overview chart. Plotly's full data holds the decoded
+# arrays (the figure itself ships numeric arrays base64-encoded).
+COUNT_REFUSALS_JS = """() => {
+    const gd = document.querySelector('.js-plotly-plot');
+    if (!gd || !gd._fullData) return -1;
+    return gd._fullData.filter(t => t.meta && t.meta.verdict === 'refuse')
+                       .reduce((n, t) => n + (t._length || 0), 0);
+}"""
+
+
 def refusal_markers(page: Any) -> int:
-    """Filled (refusal) markers drawn in the overview chart."""
-    return int(page.evaluate(
-        """() => {
-            const gd = document.querySelector('.js-plotly-plot');
-            if (!gd || !gd.data) return -1;
-            return gd.data.filter(t => t.meta && t.meta.verdict === 'refuse')
-                          .reduce((n, t) => n + t.x.length, 0);
-        }"""
-    ))
+    return int(page.evaluate(COUNT_REFUSALS_JS))
 
 
 def shot(page: Any, name: str) -> None:
@@ -93,12 +95,7 @@ def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server:
     s = slider(page, "Repeats allowed for tools that change things")
     s.focus()
     page.keyboard.press("ArrowRight")  # 2 → 3
-    page.wait_for_function(
-        "(n) => { const gd = document.querySelector('.js-plotly-plot');"
-        " return gd && gd.data && gd.data.filter(t => t.meta && t.meta.verdict === 'refuse')"
-        ".reduce((k, t) => k + t.x.length, 0) !== n; }",
-        arg=markers_before,
-    )
+    page.wait_for_function(f"(n) => ({COUNT_REFUSALS_JS})() !== n", arg=markers_before)
     wait_idle(page)
     no_exception(page)
     assert metric(page, "gglib: sessions refused") < refused_before
@@ -116,6 +113,23 @@ def test_a_url_with_settings_reproduces_them(page: Any, server: Any) -> None:
     assert slider(page, "Warn after this many repeats").input_value() == "3"
     assert slider(page, "Block after this many repeats").input_value() == "5"
     assert metric(page, "OpenClaw: sessions refused") > default_refused
+
+
+def test_clicking_a_marker_links_to_its_session_keeping_the_settings(page: Any, server: Any) -> None:
+    open_app(page, server.url + "/?gglib.max_repeated_batch_steps=3")
+    page.wait_for_selector(".js-plotly-plot .scatterlayer path.point")
+    point = page.locator(".js-plotly-plot .scatterlayer .trace path.point").first
+    box = point.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    link = page.get_by_role("link", name=re.compile("^Open "))
+    link.wait_for()
+    link.click()
+    page.wait_for_url(re.compile(r"/session\?"))
+    wait_idle(page)
+    no_exception(page)
+    assert "gglib.max_repeated_batch_steps=3" in page.url
+    assert "session=" in page.url or page.get_by_test_id("stSelectbox").count() > 0
+    assert slider(page, "Repeats allowed for tools that change things").input_value() == "3"
 
 
 def test_the_session_page_shows_both_engines_and_the_transcript(page: Any, server: Any) -> None:
@@ -162,12 +176,29 @@ def test_downloading_the_openclaw_config_gives_valid_json5(page: Any, server: An
     assert set(doc) == {"gglib", "openclaw"}
 
 
+def test_loading_an_openclaw_config_file_sets_the_controls(page: Any, server: Any, tmp_path: Path) -> None:
+    cfg = tmp_path / "openclaw.json5"
+    cfg.write_text("// mine\n{ tools: { loopDetection: { enabled: true, warningThreshold: 25 } } }\n")
+    open_app(page, server.url)
+    page.get_by_text("Presets and config files").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="Load a config file")
+    uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(cfg))
+    page.get_by_role("button", name="Apply this config").click()
+    wait_idle(page)
+    no_exception(page)
+    assert slider(page, "Warn after this many repeats").input_value() == "25"
+    assert slider(page, "Block after this many repeats").input_value() == "26"
+    assert "openclaw.warningThreshold=25" in page.url
+
+
 # Streamlit-internal markup that axe flags and this app cannot change. Kept empty unless a
 # violation is proven to come from Streamlit's own components; each entry says why.
 IGNORED_AXE_RULES: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("path", ["/", "/session", "/guide", "/export", "/import-report"])
+@pytest.mark.parametrize(
+    "path", ["/", "/session", "/guide", "/export", "/import-report", "/compare", "/sweep"]
+)
 def test_no_serious_accessibility_violations(page: Any, server: Any, path: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
 

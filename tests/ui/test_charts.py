@@ -25,7 +25,8 @@ def replay(engine: str, steps: list[Step], name: str = "s") -> SessionReplay:
 
 
 def markers(fig: Any) -> list[Any]:
-    return [t for t in fig.data if t.type == "scatter" and (t.meta or {}).get("detector") is not None]
+    return [t for t in fig.data
+            if t.type in ("scatter", "scattergl") and (t.meta or {}).get("detector") is not None]
 
 
 # --------------------------------------------------------------------------- positions
@@ -132,6 +133,19 @@ def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
     assert len(fig.data) <= 10
     assert sum(len(t.x) for t in markers(fig)) == 2000 * 52
     assert elapsed < 5.0
+    # So many rows make a chart too tall for a WebGL canvas: SVG markers.
+    assert {t.type for t in markers(fig)} == {"scatter"}
+
+
+def test_many_markers_in_a_short_chart_are_drawn_with_webgl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(charts, "WEBGL_FROM_MARKERS", 3000)
+    rows = [charts.OverviewRow(f"s{i}", {"gglib": replay(
+        "gglib", [step(k, k, "refuse", "loop", 3, after=k > 0) for k in range(40)])}, 40)
+        for i in range(100)]
+    fig = charts.overview_figure(rows, ["gglib"])
+    assert {t.type for t in markers(fig)} == {"scattergl"}
+    small = charts.overview_figure(rows[:2], ["gglib"])
+    assert {t.type for t in markers(small)} == {"scatter"}
 
 
 # --------------------------------------------------------------------------- session detail
@@ -162,7 +176,7 @@ def test_session_figure_puts_each_tool_on_its_lane_and_annotates_the_refusal() -
     refused = [t for t in markers(fig) if t.meta["verdict"] == "refuse"]
     assert len(refused) == 1 and list(refused[0].x) == [3]
     assert any("refused" in (a.text or "") for a in fig.layout.annotations)
-    assert any("after divergence" in (a.text or "") for a in fig.layout.annotations)
+    assert any((t.meta or {}).get("role") == "divergence" for t in fig.data)  # legend entry
     shapes = [s for s in fig.layout.shapes if s.type == "rect"]
     assert shapes and shapes[0].x0 == pytest.approx(3.5)
     count = next(t for t in fig.data if t.name and t.name.startswith("same answer in a row"))
@@ -179,6 +193,7 @@ def test_unrefused_session_has_no_divergence_shading() -> None:
     r = replay("gglib", [step(0, 0, kind="batch", total=1, effective_max=2, ceiling=15)])
     fig = charts.session_figure(r, _calls(["t"]))
     assert not [s for s in fig.layout.shapes if s.type == "rect"]
+    assert not any((t.meta or {}).get("role") == "divergence" for t in fig.data)
 
 
 def test_openclaw_session_figure_draws_the_three_thresholds() -> None:

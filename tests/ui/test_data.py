@@ -83,7 +83,7 @@ def test_uploads_are_stored_under_generated_names_in_the_folder(tmp_path: Path) 
 
 
 def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
-    targets, ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
+    targets, _ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
     corpus = data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
                                origin="samples", root=str(SAMPLES))
     assert len(corpus.sessions) >= 10

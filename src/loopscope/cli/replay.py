@@ -63,7 +63,8 @@ def replay(
 
     for session in progress(iter_sessions(paths, status, limits=limits, format_id=format_id),
                             desc=f"replay {engine_name}"):
-        result = engine.replay(session, resolution.config)
+        # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
+        result = engine.run(engine.prepare(session), resolution.config)
         label = labels.get(session.source)
         false_refusal = result.refused and label is not None and label.label == "ok"
         status.refused = status.refused or result.refused

@@ -13,6 +13,8 @@ from loopscope.engines.base import (
     ConfigResolution,
     Engine,
     FirstRefusal,
+    FlaggedStep,
+    Marker,
     SessionReplay,
     Step,
 )
@@ -39,6 +41,8 @@ __all__ = [
     "ConfigResolution",
     "Engine",
     "FirstRefusal",
+    "FlaggedStep",
+    "Marker",
     "SessionReplay",
     "Step",
     "get_engine",

@@ -12,13 +12,17 @@ Engines split their work in two so that a threshold change stays cheap:
 
 ``replay(session, config)`` is the plain, obviously-correct path that everything faster is
 proven equal to (property tests).
+
+A fast ``run`` returns a :class:`SessionReplay` that knows its first refusal and whether it
+warned, and builds its steps only when someone reads them (:meth:`SessionReplay.lazy`); the
+flagged (warn/refuse) steps alone are available more cheaply (:attr:`SessionReplay.flagged`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from dataclasses import FrozenInstanceError, dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from loopscope.model import Session
@@ -79,9 +83,75 @@ class FirstRefusal:
         return {"turn": self.turn, "call": self.call, "detector": self.detector}
 
 
-@dataclass(frozen=True, slots=True)
+class FlaggedStep(NamedTuple):
+    """A ``warn`` or ``refuse`` step, with where it sits (see :attr:`SessionReplay.flagged`)."""
+
+    position: int
+    """The step's index in :attr:`SessionReplay.steps`."""
+    calls_before: int
+    """Tool calls made before this step (equal to ``step.call`` for a step with calls)."""
+    step: Step
+
+
+class Marker(NamedTuple):
+    """A ``warn`` or ``refuse`` step in brief: what a corpus overview draws for it.
+
+    :attr:`SessionReplay.markers` gives these without building any :class:`Step` (no messages,
+    no ``extra``); :attr:`SessionReplay.flagged` gives the full steps.
+    """
+
+    position: int
+    """The step's index in :attr:`SessionReplay.steps`."""
+    turn: int
+    call: int | None
+    calls_before: int
+    """Tool calls made before this step (equal to ``call`` for a step with calls)."""
+    verdict: Verdict
+    detector: str
+    count: int | None  # type: ignore[assignment]  # Step's name; shadows tuple.count on purpose
+
+    @property
+    def x(self) -> float:
+        """Its place on a tool-call axis: the call index, or for a step without calls (a gglib
+        prose reply) half-way before the next call."""
+        return float(self.call) if self.call is not None else self.calls_before - 0.5
+
+
+class ReplayDetail(Protocol):
+    """What an engine's fast path hands a :class:`SessionReplay` to build its steps on demand.
+
+    Both methods must give exactly what the engine's reference ``replay`` gives (property tests).
+    """
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every step, in order."""
+        ...
+
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        """The ``warn``/``refuse`` steps only, in order (cheaper than :meth:`steps`)."""
+        ...
+
+    def markers(self) -> tuple[Marker, ...]:
+        """The ``warn``/``refuse`` steps in brief, in order (cheaper than :meth:`flagged`)."""
+        ...
+
+    def step_json(self) -> list[dict[str, Any]]:
+        """``[s.to_json() for s in self.steps()]``, possibly without building the steps."""
+        ...
+
+
 class SessionReplay:
-    """The verdicts of one engine on one session under one configuration."""
+    """The verdicts of one engine on one session under one configuration.
+
+    Immutable. ``steps`` is either given (the reference paths) or built on first access from a
+    :class:`ReplayDetail` (the fast ``run`` paths): a threshold sweep or the dashboard's overview
+    then only pays for :attr:`first_refusal`, :attr:`warned` and :attr:`flagged`, never for
+    100,000 step objects. Either way the public surface (fields, ``steps``, ``refused``,
+    ``warned``, ``to_json()``, equality) is the same.
+    """
+
+    __slots__ = ("_detail", "_flagged", "_markers", "_steps", "_warned", "engine",
+                 "first_refusal", "format", "session", "source")
 
     session: str
     """The session id (sessions-and-formats §1.1)."""
@@ -89,8 +159,112 @@ class SessionReplay:
     """The path as reached; ``path#n`` when a file holds several sessions."""
     format: str
     engine: str
-    steps: tuple[Step, ...]
     first_refusal: FirstRefusal | None
+    _steps: tuple[Step, ...] | None
+    _detail: ReplayDetail | None
+    _warned: bool | None
+    _flagged: tuple[FlaggedStep, ...] | None
+    _markers: tuple[Marker, ...] | None
+
+    def __init__(
+        self,
+        session: str,
+        source: str,
+        format: str,
+        engine: str,
+        steps: tuple[Step, ...],
+        first_refusal: FirstRefusal | None,
+    ) -> None:
+        _set = object.__setattr__
+        _set(self, "session", session)
+        _set(self, "source", source)
+        _set(self, "format", format)
+        _set(self, "engine", engine)
+        _set(self, "first_refusal", first_refusal)
+        _set(self, "_steps", tuple(steps))
+        _set(self, "_detail", None)
+        _set(self, "_warned", None)
+        _set(self, "_flagged", None)
+        _set(self, "_markers", None)
+
+    @classmethod
+    def lazy(
+        cls,
+        session: str,
+        source: str,
+        format: str,
+        engine: str,
+        first_refusal: FirstRefusal | None,
+        warned: bool | None,
+        detail: ReplayDetail,
+    ) -> SessionReplay:
+        """A replay whose steps are built by ``detail`` on first use.
+
+        ``first_refusal`` and ``warned`` (``None``: work it out from the flagged steps when
+        asked) must be what the steps say.
+        """
+        self = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(self, "session", session)
+        _set(self, "source", source)
+        _set(self, "format", format)
+        _set(self, "engine", engine)
+        _set(self, "first_refusal", first_refusal)
+        _set(self, "_steps", None)
+        _set(self, "_detail", detail)
+        _set(self, "_warned", warned)
+        _set(self, "_flagged", None)
+        _set(self, "_markers", None)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """One step per guard decision, in transcript order."""
+        steps = self._steps
+        if steps is None:
+            assert self._detail is not None
+            steps = self._detail.steps()
+            object.__setattr__(self, "_steps", steps)
+        return steps
+
+    @property
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        """The ``warn`` and ``refuse`` steps, with their index and the calls made before them.
+
+        On a fast-path replay this never builds the pass steps.
+        """
+        flagged = self._flagged
+        if flagged is None:
+            if self._steps is None and self._detail is not None:
+                flagged = self._detail.flagged()
+            else:
+                flagged = _flagged_of(self.steps)
+            object.__setattr__(self, "_flagged", flagged)
+        return flagged
+
+    @property
+    def markers(self) -> tuple[Marker, ...]:
+        """The ``warn`` and ``refuse`` steps in brief (what a corpus overview draws).
+
+        On a fast-path replay this builds no step at all.
+        """
+        markers = self._markers
+        if markers is None:
+            if self._steps is None and self._flagged is None and self._detail is not None:
+                markers = self._detail.markers()
+            else:
+                markers = tuple(
+                    Marker(f.position, f.step.turn, f.step.call, f.calls_before, f.step.verdict,
+                           f.step.detector or "", f.step.count)
+                    for f in self.flagged)
+            object.__setattr__(self, "_markers", markers)
+        return markers
 
     @property
     def refused(self) -> bool:
@@ -98,18 +272,69 @@ class SessionReplay:
 
     @property
     def warned(self) -> bool:
-        return any(s.verdict == "warn" for s in self.steps)
+        """At least one ``warn`` step."""
+        warned = self._warned
+        if warned is None:
+            warned = any(m.verdict == "warn" for m in self.markers)
+            object.__setattr__(self, "_warned", warned)
+        return warned
+
+    @property
+    def refusal_count(self) -> int:
+        """Number of ``refuse`` steps (the first refusal and every one after it)."""
+        return sum(1 for m in self.markers if m.verdict == "refuse")
+
+    @property
+    def warning_count(self) -> int:
+        """Number of ``warn`` steps."""
+        return sum(1 for m in self.markers if m.verdict == "warn")
 
     def to_json(self) -> dict[str, Any]:
         """One line of ``loopscope replay --json``."""
+        if self._steps is None and self._detail is not None:
+            steps = self._detail.step_json()
+        else:
+            steps = [s.to_json() for s in self.steps]
         return {
             "session": self.session,
             "source": self.source,
             "format": self.format,
             "engine": self.engine,
-            "steps": [s.to_json() for s in self.steps],
+            "steps": steps,
             "first_refusal": None if self.first_refusal is None else self.first_refusal.to_json(),
         }
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.session, self.source, self.format, self.engine, self.steps,
+                self.first_refusal)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, SessionReplay)
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"SessionReplay(session={self.session!r}, source={self.source!r}, "
+                f"format={self.format!r}, engine={self.engine!r}, steps={self.steps!r}, "
+                f"first_refusal={self.first_refusal!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SessionReplay, (self.session, self.source, self.format, self.engine, self.steps,
+                                self.first_refusal))
+
+
+def _flagged_of(steps: Sequence[Step]) -> tuple[FlaggedStep, ...]:
+    out: list[FlaggedStep] = []
+    calls = 0
+    for i, s in enumerate(steps):
+        if s.verdict != "pass":
+            out.append(FlaggedStep(i, calls if s.call is None else s.call, s))
+        if s.call is not None:
+            calls = max(calls, s.call + max(len(s.tools), 1))
+    return tuple(out)
 
 
 def first_refusal_of(steps: Sequence[Step]) -> FirstRefusal | None:
@@ -118,6 +343,54 @@ def first_refusal_of(steps: Sequence[Step]) -> FirstRefusal | None:
             assert s.detector is not None
             return FirstRefusal(s.turn, s.call, s.detector)
     return None
+
+
+def _step_factory() -> Any:
+    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (about 3x faster).
+
+    It writes the slots directly and is used only if it builds exactly what ``Step(...)`` builds
+    (checked on a probe at import); otherwise it is the plain constructor.
+    """
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(Step)]
+    expected = ["turn", "call", "tools", "signature", "verdict", "detector", "count",
+                "after_divergence", "extra"]
+    try:
+        if names != expected:
+            raise TypeError
+        setters = [Step.__dict__[n].__set__ for n in names]
+    except (KeyError, AttributeError, TypeError):
+        return Step
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = setters
+    new = object.__new__
+
+    def make(turn: int, call: Any, tools: Any, signature: Any, verdict: Any, detector: Any,
+             count: Any, after_divergence: bool, extra: Any) -> Step:
+        o = new(Step)
+        s0(o, turn)
+        s1(o, call)
+        s2(o, tools)
+        s3(o, signature)
+        s4(o, verdict)
+        s5(o, detector)
+        s6(o, count)
+        s7(o, after_divergence)
+        s8(o, extra)
+        return o
+
+    probe: tuple[Any, ...] = (1, 2, ("t",), "t:x", "pass", None, 3, False, {"k": 1})
+    try:
+        built = make(*probe)
+        ok = built == Step(*probe) and type(built) is Step
+    except Exception:
+        ok = False
+    return make if ok else Step
+
+
+new_step: Any = _step_factory()
+"""``new_step(turn, call, tools, signature, verdict, detector, count, after_divergence, extra)``:
+the same :class:`Step` as the constructor, built faster (positional arguments only)."""
 
 
 class ConfigError(ValueError):

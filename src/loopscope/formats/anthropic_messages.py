@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import SessionBuilder, TurnDraft
+from loopscope.formats.builder import SessionBuilder, TurnDraft, new_origin
 from loopscope.formats.text import TEXT_JOINER, extract_text, type_of
 from loopscope.model import Origin, Session, escape_for_display
 
@@ -86,12 +86,12 @@ def assistant_blocks(builder: SessionBuilder, turn: TurnDraft, blocks: Any, orig
                         on_duplicate()
                     continue
                 seen_call_ids.add(call_id)
-            call_origin = Origin(origin.line, None if origin.pointer is None
+            call_origin = new_origin(origin.line, None if origin.pointer is None
                                  else f"{origin.pointer}/content/{position}")
             builder.call(turn, block.get("name"), block.get("input"), "value", id=call_id,
                          origin=call_origin)
         elif btype in SERVER_RESULT_BLOCKS:
-            results.append((block, Origin(origin.line, None if origin.pointer is None
+            results.append((block, new_origin(origin.line, None if origin.pointer is None
                                           else f"{origin.pointer}/content/{position}")))
     turn.thinking = "\n".join(thinking)
     return results
@@ -140,7 +140,7 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
             builder.result(call_id, value, extract_text(value, TEXT_JOINER),
                            is_error=block.get("is_error") is True, meta=meta,
                            timestamp=timestamp,
-                           origin=Origin(origin.line, None if origin.pointer is None
+                           origin=new_origin(origin.line, None if origin.pointer is None
                                          else f"{origin.pointer}/content/{position}"))
         elif isinstance(block, dict) and type_of(block) in _USER_KEEP:
             if block.get("type") == "text" and not (
@@ -179,7 +179,7 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
     unknown: set[str] = set()
     for i, message in enumerate(messages):
         origin = (origins[i] if origins is not None and i < len(origins)
-                  else Origin(pointer=f"{pointer_prefix}/{i}"))
+                  else new_origin(None, f"{pointer_prefix}/{i}"))
         role = message.get("role") if isinstance(message, dict) else None
         content = message.get("content") if isinstance(message, dict) else message
         if role == "assistant":
@@ -284,10 +284,10 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
             n += 1
         return
     values = [first.value]
-    origins = [Origin(line=first.line)]
+    origins = [new_origin(first.line, None)]
     for record in iterator:
         values.append(record.value)
-        origins.append(Origin(line=record.line))
+        origins.append(new_origin(record.line, None))
     yield session_from_messages(values, ctx, origins=origins)
 
 

@@ -10,10 +10,11 @@ lines): call indices are assigned at ``build`` time, in turn order then position
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats._construct import positional_constructor
 from loopscope.model import (
     AgentInfo,
     ArgumentsKind,
@@ -35,6 +36,20 @@ from loopscope.model import (
 
 NO_ORIGIN = Origin()
 
+# The events are built through positional constructors: every field, in the model's order
+# (``kind`` last). See ``_construct``: a frozen dataclass's own __init__ was the largest single
+# cost of ingest.
+_new_user = positional_constructor(UserMessage)
+_new_system = positional_constructor(SystemMessage)
+_new_other = positional_constructor(OtherMessage)
+_new_turn = positional_constructor(AssistantTurn)
+_new_call = positional_constructor(ToolCall)
+_new_result = positional_constructor(ToolResult)
+_new_compaction = positional_constructor(Compaction)
+
+new_origin: Callable[[int | None, str | None], Origin] = positional_constructor(Origin)
+"""``Origin(line, pointer)``, built faster: importers make one per message and per block."""
+
 MAX_EVENTS: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "loopscope_max_events_per_session", default=None)
 """Set by the loader to ``ImportLimits.max_events_per_session`` while a file imports."""
@@ -43,14 +58,27 @@ TRUNCATIONS: contextvars.ContextVar[list[tuple[int, int]] | None] = contextvars.
 """The loader's sink: each ``build`` of a truncated session appends ``(kept, dropped)``."""
 
 
+_serde_parser: Callable[[str], tuple[bool, Any]] | None = None
+
+
 def _default_json_text_parser(text: str) -> tuple[bool, Any]:
     """The serde-compatible loader of engine-gglib §2.2 (shared with the gglib engine)."""
-    from loopscope.engines.gglib.serde import parse_serde_json
+    # Imported on first use (the engines package imports the formats package), then kept: an
+    # import statement per call cost about a microsecond per tool call.
+    global _serde_parser
+    if _serde_parser is None:
+        from loopscope.engines.gglib.serde import parse_serde_json
 
-    return parse_serde_json(text)
+        _serde_parser = parse_serde_json
+    return _serde_parser(text)
 
 
-@dataclass(eq=False)
+# The drafts are mutable and short-lived; ``slots`` makes them cheaper to create and read. A
+# draft holds no reference back to its turn: a reference cycle would leave every draft of every
+# session to the cyclic garbage collector.
+
+
+@dataclass(eq=False, slots=True)
 class CallDraft:
     name: str
     raw_arguments: Any
@@ -58,13 +86,14 @@ class CallDraft:
     id: str | None
     id_synthetic: bool = False
     wrapper: Wrapper | None = None
-    turn: TurnDraft | None = None
     position: int = 0
     result_event: int | None = None
     origin: Origin = NO_ORIGIN
+    index: int = 0
+    """0-based among all calls of the session; set by ``build``."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TurnDraft:
     event: int
     text: str
@@ -79,7 +108,7 @@ class TurnDraft:
     calls: list[CallDraft] = field(default_factory=list)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ResultDraft:
     event: int
     call_id: str | None
@@ -92,6 +121,9 @@ class ResultDraft:
     structure_call: CallDraft | None = None
     timestamp: str | None = None
     origin: Origin = NO_ORIGIN
+    paired_call: CallDraft | None = None
+    """Set by ``build`` (pairing, sessions spec §1.7)."""
+    paired_by: PairedBy | None = None
 
 
 class SessionBuilder:
@@ -133,21 +165,24 @@ class SessionBuilder:
         if self._full():
             return
         self._stamp(timestamp)
-        self._events.append(UserMessage(len(self._events), text, content, recorded_role, timestamp, origin))
+        self._events.append(_new_user(len(self._events), text, content, recorded_role, timestamp,
+                                      origin, "user"))
 
     def system(self, text: str, content: Any = None, *, recorded_role: str = "system",
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
         if self._full():
             return
         self._stamp(timestamp)
-        self._events.append(SystemMessage(len(self._events), text, content, recorded_role, timestamp, origin))
+        self._events.append(_new_system(len(self._events), text, content, recorded_role,
+                                        timestamp, origin, "system"))
 
     def other(self, role: str | None, text: str, content: Any = None, *,
               timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
         if self._full():
             return
         self._stamp(timestamp)
-        self._events.append(OtherMessage(len(self._events), role, text, content, timestamp, origin))
+        self._events.append(_new_other(len(self._events), role, text, content, timestamp, origin,
+                                       "other"))
 
     def assistant(self, text: str = "", content: Any = None, *, thinking: str = "",
                   model: str | None = None, stop_reason: str | None = None,
@@ -168,17 +203,9 @@ class SessionBuilder:
              arguments_kind: ArgumentsKind, *, id: Any = None, id_synthetic: bool = False,
              wrapper: Wrapper | None = None, origin: Origin = NO_ORIGIN) -> CallDraft:
         """Add a call to ``turn`` (its position is the number of calls it already has)."""
-        draft = CallDraft(
-            name=name if isinstance(name, str) else "",
-            raw_arguments=raw_arguments,
-            arguments_kind=arguments_kind,
-            id=id if isinstance(id, str) else None,
-            id_synthetic=id_synthetic,
-            wrapper=wrapper,
-            turn=turn,
-            position=len(turn.calls),
-            origin=origin,
-        )
+        draft = CallDraft(name if isinstance(name, str) else "", raw_arguments, arguments_kind,
+                          id if isinstance(id, str) else None, id_synthetic, wrapper,
+                          len(turn.calls), None, origin)
         turn.calls.append(draft)
         return draft
 
@@ -201,8 +228,8 @@ class SessionBuilder:
         if self._full():
             return
         self._stamp(timestamp)
-        self._events.append(Compaction(len(self._events), summary, tokens_before, trigger,
-                                       first_kept, timestamp, origin))
+        self._events.append(_new_compaction(len(self._events), summary, tokens_before, trigger,
+                                            first_kept, timestamp, origin, "compaction"))
 
     def fill_compaction(self, summary: str) -> bool:
         """Set the summary of the last event when it is a compaction without one (Claude Code
@@ -210,8 +237,9 @@ class SessionBuilder:
         if self._events and isinstance(self._events[-1], Compaction) \
                 and not self._events[-1].summary:
             last = self._events[-1]
-            self._events[-1] = Compaction(last.index, summary, last.tokens_before, last.trigger,
-                                          last.first_kept, last.timestamp, last.origin)
+            self._events[-1] = _new_compaction(last.index, summary, last.tokens_before,
+                                               last.trigger, last.first_kept, last.timestamp,
+                                               last.origin, "compaction")
             return True
         return False
 
@@ -227,7 +255,7 @@ class SessionBuilder:
         agent: AgentInfo | None = None,
         models: tuple[str, ...] | list[str] = (),
         metadata: Mapping[str, Any] | None = None,
-        chat_messages: list[Any] | tuple[Any, ...] | None = None,
+        chat_messages: Sequence[Any] | None = None,
         problems: list[Problem] | None = None,
         report: Callable[..., None] | None = None,
     ) -> Session:
@@ -241,15 +269,15 @@ class SessionBuilder:
                 sink.append((len(self._events), self.dropped_events))
 
         # Call indices: turn order, then position.
-        call_index: dict[int, int] = {}
         ordered_calls: list[CallDraft] = []
         for turn in self._turns:
             for call in turn.calls:
-                call_index[id_(call)] = len(ordered_calls)
+                call.index = len(ordered_calls)
                 ordered_calls.append(call)
 
-        pairing = self._pair(ordered_calls, call_index, emit)
+        self._pair(emit)
 
+        parse = self._parse_json_text
         events: list[Event] = []
         turn_number = 0
         bad_arguments = 0
@@ -258,32 +286,38 @@ class SessionBuilder:
             if isinstance(item, TurnDraft):
                 calls: list[ToolCall] = []
                 for call in item.calls:
-                    arguments, error = self._arguments(call)
-                    if error is not None:
-                        bad_arguments += 1
-                        first_bad = first_bad or call
-                    calls.append(ToolCall(
-                        index=call_index[id_(call)], turn=turn_number, position=call.position,
-                        id=call.id, name=call.name, raw_arguments=call.raw_arguments,
-                        arguments_kind=call.arguments_kind, arguments=arguments,
-                        arguments_error=error, id_synthetic=call.id_synthetic,
-                        wrapper=call.wrapper, result=call.result_event,
+                    raw = call.raw_arguments
+                    arguments, error = raw, None
+                    # A format that promised text but gave something else: used as a value.
+                    if call.arguments_kind == "json_text" and isinstance(raw, str):
+                        ok, value = parse(raw)
+                        if ok:
+                            arguments = value
+                        else:
+                            error = str(value)
+                            bad_arguments += 1
+                            first_bad = first_bad or call
+                    calls.append(_new_call(
+                        call.index, turn_number, call.position, call.id, call.name, raw,
+                        call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
+                        call.result_event,
                     ))
-                events.append(AssistantTurn(
-                    index=item.event, turn=turn_number, text=item.text, tool_calls=tuple(calls),
-                    thinking=item.thinking, content=item.content, model=item.model,
-                    stop_reason=item.stop_reason, error=item.error, synthetic=item.synthetic,
-                    timestamp=item.timestamp, origin=item.origin,
+                events.append(_new_turn(
+                    item.event, turn_number, item.text, tuple(calls), item.thinking,
+                    item.content, item.model, item.stop_reason, item.error, item.synthetic,
+                    item.timestamp, item.origin, "assistant",
                 ))
                 turn_number += 1
             elif isinstance(item, ResultDraft):
-                paired_call, paired_by = pairing.get(item.event, (None, None))
-                events.append(ToolResult(
-                    index=item.event, call_id=item.call_id, text=item.text, content=item.content,
-                    call_index=None if paired_call is None else call_index[id_(paired_call)],
-                    paired_by=paired_by, name=item.name, is_error=item.is_error,
-                    details=dict(item.details) if isinstance(item.details, Mapping) else {},
-                    meta=dict(item.meta or {}), timestamp=item.timestamp, origin=item.origin,
+                paired = item.paired_call
+                details = item.details
+                events.append(_new_result(
+                    item.event, item.call_id, item.text, item.content,
+                    None if paired is None else paired.index, item.paired_by, item.name,
+                    item.is_error,
+                    dict(details) if details is not None and (
+                        type(details) is dict or isinstance(details, Mapping)) else {},
+                    dict(item.meta or {}), item.timestamp, item.origin, "tool_result",
                 ))
             else:
                 events.append(item)
@@ -298,8 +332,8 @@ class SessionBuilder:
             emit("info", "unanswered_calls", f"{unanswered} tool call(s) have no recorded result",
                  count=unanswered)
 
-        first_user = next((e for e in events if isinstance(e, UserMessage)), None)
         if title is None:
+            first_user = next((e for e in events if isinstance(e, UserMessage)), None)
             title = default_title(first_user.text if first_user else "", id)
         distinct_models: list[str] = []
         for m in list(models) + [t.model for t in self._turns if t.model]:
@@ -315,27 +349,24 @@ class SessionBuilder:
             problems=tuple(problems or ()),
         )
 
-    def _arguments(self, call: CallDraft) -> tuple[Any, str | None]:
-        if call.arguments_kind != "json_text":
-            return call.raw_arguments, None
-        raw = call.raw_arguments
-        if not isinstance(raw, str):
-            # A format that promised text gave something else: use it as a value.
-            return raw, None
-        ok, value = self._parse_json_text(raw)
-        if ok:
-            return value, None
-        return raw, str(value)
-
-    def _pair(self, ordered_calls: list[CallDraft], call_index: dict[int, int],
-              emit: Callable[..., None]) -> dict[int, tuple[CallDraft | None, PairedBy | None]]:
-        """Pair results with calls in event order (sessions spec §1.7)."""
-        pairing: dict[int, tuple[CallDraft | None, PairedBy | None]] = {}
-        seen_calls: list[CallDraft] = []  # calls of turns already passed, in call order
+    def _pair(self, emit: Callable[..., None]) -> None:
+        """Pair results with calls in event order (sessions spec §1.7); the outcome is kept
+        on each ``ResultDraft`` (``paired_call``, ``paired_by``) and ``CallDraft.result_event``.
+        """
+        # By id: the latest unanswered call with that id among the turns already passed. Each
+        # id keeps its calls in that order; answered ones are dropped from the top as met
+        # (an answered call never becomes unanswered), so each lookup is O(1) amortised.
+        by_id: dict[str, list[CallDraft]] = {}
         block_turn: TurnDraft | None = None  # the turn whose contiguous result block we are in
         for item in self._events:
             if isinstance(item, TurnDraft):
-                seen_calls.extend(item.calls)
+                for call in item.calls:
+                    if call.id is not None:
+                        stack = by_id.get(call.id)
+                        if stack is None:
+                            by_id[call.id] = [call]
+                        else:
+                            stack.append(call)
                 block_turn = item
                 continue
             if not isinstance(item, ResultDraft):
@@ -343,37 +374,31 @@ class SessionBuilder:
                 continue
             if item.structure_call is not None and item.structure_call.result_event is None:
                 item.structure_call.result_event = item.event
-                pairing[item.event] = (item.structure_call, "structure")
+                item.paired_call, item.paired_by = item.structure_call, "structure"
                 continue
             match: CallDraft | None = None
             if item.call_id is not None:
-                for call in reversed(seen_calls):
-                    if call.result_event is None and call.id == item.call_id:
-                        match = call
-                        break
-                if match is not None:
+                candidates = by_id.get(item.call_id)
+                while candidates and candidates[-1].result_event is not None:
+                    candidates.pop()
+                if candidates:
+                    match = candidates[-1]
                     match.result_event = item.event
-                    pairing[item.event] = (match, "id")
+                    item.paired_call, item.paired_by = match, "id"
                     continue
             if block_turn is not None:
                 match = next((c for c in block_turn.calls if c.result_event is None), None)
                 if match is not None:
                     match.result_event = item.event
-                    pairing[item.event] = (match, "position")
+                    item.paired_call, item.paired_by = match, "position"
                     emit("warning", "positional_pairing",
                          f"tool result id {_quote(item.call_id)} matches no call; paired by "
                          f"position with call {_quote(match.id)} ({_quote(match.name)})",
                          line=item.origin.line, pointer=item.origin.pointer)
                     continue
-            pairing[item.event] = (None, None)
             emit("warning", "orphan_result",
                  f"tool result id {_quote(item.call_id)} answers no tool call; it was kept as an orphan",
                  line=item.origin.line, pointer=item.origin.pointer)
-        return pairing
-
-
-def id_(obj: object) -> int:
-    return id(obj)
 
 
 def _quote(value: str | None) -> str:

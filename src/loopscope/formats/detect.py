@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 import zipfile
 from collections import Counter
 from collections.abc import Iterable
@@ -34,7 +35,11 @@ __all__ = [
 
 HEAD_BYTES = 64 * 1024
 SAMPLE_RECORDS = 50
+PRELOAD_BYTES = 8 * 1024 * 1024
+"""Files up to this size (and ``max_line_bytes``) are read once, whole: detection and import
+then work on those bytes instead of opening the file three or four times."""
 MARKDOWN_HEADING = "# Claude Session Export"
+_MARKDOWN_HEADING_BYTES = MARKDOWN_HEADING.encode()
 
 RESPONSES_ITEM_TYPES = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -379,6 +384,10 @@ class Probe:
     error: tuple[str, str, int | None] | None = None
     notes: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     size: int = 0
+    data: bytes | None = None
+    """The file's content when it was read whole (small files, see ``PRELOAD_BYTES``)."""
+    parsed: dict[int, jsonio.ParsedLine] = field(default_factory=dict)
+    """JSONL lines detection parsed (line number → result), for the import to reuse."""
 
 
 def _size(n: int) -> str:
@@ -409,11 +418,11 @@ def _zip_detection(path: str) -> Probe:
                  "zip archive")
 
 
-def _first_content(path: str, encoding: str) -> tuple[bytes, bool]:
+def _first_content(path: str, encoding: str, data: bytes | None = None) -> tuple[bytes, bool]:
     """The first ``HEAD_BYTES`` of decoded content after leading whitespace; ``(b"", False)``
     when the file holds only whitespace. The flag says the head was cut."""
     collected = b""
-    for chunk in jsonio.open_chunks(path, encoding, HEAD_BYTES):
+    for chunk in jsonio.open_chunks(path, encoding, HEAD_BYTES, data=data):
         if not collected:
             chunk = chunk.lstrip()
             if not chunk:
@@ -432,10 +441,12 @@ def _parses_as_object(data: bytes, limits: ImportLimits) -> bool:
     return isinstance(value, dict)
 
 
-def _looks_like_jsonl(path: str, encoding: str, limits: ImportLimits) -> bool:
+def _looks_like_jsonl(path: str, encoding: str, limits: ImportLimits,
+                      data: bytes | None = None) -> bool:
     """At least two of the first 20 non-empty lines parse alone as JSON objects."""
     good = seen = 0
-    for raw in jsonio.iter_lines(jsonio.open_chunks(path, encoding), limits.max_line_bytes):
+    for raw in jsonio.iter_lines(jsonio.open_chunks(path, encoding, data=data),
+                                 limits.max_line_bytes):
         if raw.data is not None and not raw.data.strip():
             continue
         seen += 1
@@ -455,7 +466,7 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     except OSError as exc:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable")
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         return _fail("unknown", "unreadable", "is a folder, not a file", "unreadable")
     size = st.st_size
     if size == 0:
@@ -464,9 +475,15 @@ def probe(path: str, limits: ImportLimits) -> Probe:
         return _fail("unknown", "too_large",
                      f"file is {_size(size)}, over the {_size(limits.max_file_bytes)} limit "
                      "(max_file_bytes); not read", "too large", size=size)
+    data: bytes | None = None
     try:
         with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
+            if size <= min(PRELOAD_BYTES, limits.max_line_bytes):
+                # Small enough to hold whole (no line can be over max_line_bytes).
+                data = handle.read()
+                head = data[:HEAD_BYTES]
+            else:
+                head = handle.read(HEAD_BYTES)
     except OSError as exc:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable")
@@ -486,30 +503,36 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     if b"\x00" in head:
         return _fail("unknown", "unknown_format", "not a recorded-session format (binary file)",
                      "binary file", size=size)
+    content = head.lstrip()
     try:
-        content, _ = _first_content(path, encoding) if not head.strip() else (head.lstrip(),
-                                                                                False)
+        if not content:
+            content, _ = _first_content(path, encoding, data)
     except OSError as exc:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable")
     if not content:
         return _fail("unknown", "empty_file", "the file holds only whitespace",
                      "empty file", size=size)
-    first_line = content.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    if first_line == MARKDOWN_HEADING:
+    newline = content.find(b"\n")
+    first_line = content if newline < 0 else content[:newline]
+    # (The substring test spares decoding a long first line, such as a one-line document.)
+    if _MARKDOWN_HEADING_BYTES in first_line and first_line.decode(
+            "utf-8", "replace").strip() == MARKDOWN_HEADING:
         return Probe(Detection("claude_code_markdown", "markdown",
                                f'Markdown starting "{MARKDOWN_HEADING}"'),
-                     encoding=encoding, notes=notes, size=size)
+                     encoding=encoding, notes=notes, size=size, data=data)
     if content[:1] not in (b"{", b"["):
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
                      f'not a recorded-session format (not JSON; starts with '
                      f'"{escape_for_display(start)}")', "not JSON", size=size, notes=notes)
     try:
-        return _layout(path, limits, encoding, notes, size)
+        found = _layout(path, limits, encoding, notes, size, data)
     except OSError as exc:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable", size=size)
+    found.data = data
+    return found
 
 
 def _os_reason(exc: OSError) -> str:
@@ -517,8 +540,10 @@ def _os_reason(exc: OSError) -> str:
 
 
 def _layout(path: str, limits: ImportLimits, encoding: str,
-            notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
-    lines = jsonio.iter_lines(jsonio.open_chunks(path, encoding), limits.max_line_bytes)
+            notes: list[tuple[str, str, str, int | None]], size: int,
+            data: bytes | None = None) -> Probe:
+    lines = jsonio.iter_lines(jsonio.open_chunks(path, encoding, data=data),
+                              limits.max_line_bytes)
     first = None
     follows = False
     for raw in lines:
@@ -543,13 +568,15 @@ def _layout(path: str, limits: ImportLimits, encoding: str,
         except jsonio.JsonError as exc:
             first_deep = exc.kind == jsonio.TOO_DEEP
     if first_ok and follows:
-        return _jsonl(path, limits, encoding, notes, size)
+        return _jsonl(path, limits, encoding, notes, size, data,
+                      {first.number: (parsed, bad_utf8, truncated)})
     if first_ok:
         detection = document_signature(parsed)
         if detection is None:
             detection = record_signatures([parsed])
             if detection is not None:  # the loader re-reads it as JSONL (and reports there)
-                return Probe(detection, encoding, notes=notes, size=size)
+                return Probe(detection, encoding, notes=notes, size=size,
+                             parsed={first.number: (parsed, bad_utf8, truncated)})
         if bad_utf8:
             notes.append(("warning", "encoding", "invalid UTF-8 bytes (first on this line) "
                           "were replaced with U+FFFD", first.number))
@@ -565,20 +592,25 @@ def _layout(path: str, limits: ImportLimits, encoding: str,
         depth = min(limits.max_json_depth, jsonio.ORJSON_MAX_DEPTH)
         return _fail("document", "too_deep", f"JSON is nested deeper than {depth} levels "
                      "(max_json_depth); not imported", "too deep", notes=notes, size=size)
-    return _document(path, limits, encoding, notes, size)
+    return _document(path, limits, encoding, notes, size, data)
 
 
 def _jsonl(path: str, limits: ImportLimits, encoding: str,
-           notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
+           notes: list[tuple[str, str, str, int | None]], size: int,
+           data: bytes | None = None,
+           parsed: dict[int, jsonio.ParsedLine] | None = None) -> Probe:
     scratch = ImportContext(path, limits)
     sample: list[Any] = []
-    for record in jsonio.iter_records(path, limits, scratch, encoding=encoding, report=False):
+    # The sampled lines' parse results go to the import (detection only reads the values).
+    parsed = {} if parsed is None else parsed
+    for record in jsonio.iter_records(path, limits, scratch, encoding=encoding, report=False,
+                                      data=data, parsed=parsed):
         sample.append(record.value)
         if len(sample) >= SAMPLE_RECORDS:
             break
     detection = record_signatures(sample)
     if detection is not None:
-        return Probe(detection, encoding, notes=notes, size=size)
+        return Probe(detection, encoding, notes=notes, size=size, parsed=parsed)
     if not sample:
         return _fail("jsonl", "unknown_format",
                      "not a recorded-session format (JSON Lines; no line parses)",
@@ -589,13 +621,14 @@ def _jsonl(path: str, limits: ImportLimits, encoding: str,
 
 
 def _document(path: str, limits: ImportLimits, encoding: str,
-              notes: list[tuple[str, str, str, int | None]], size: int) -> Probe:
+              notes: list[tuple[str, str, str, int | None]], size: int,
+              data: bytes | None = None) -> Probe:
     guard = _document_guard(size, limits)
     if guard is not None:
-        if _looks_like_jsonl(path, encoding, limits):
-            return _jsonl(path, limits, encoding, notes, size)
+        if _looks_like_jsonl(path, encoding, limits, data):
+            return _jsonl(path, limits, encoding, notes, size, data)
         return _fail("document", "too_large", guard, "too large", notes=notes, size=size)
-    text = jsonio.read_text_bytes(path, encoding)
+    text = jsonio.read_text_bytes(path, encoding, data)
     if text.bad_utf8_line is not None:
         notes.append(("warning", "encoding",
                       "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
@@ -604,8 +637,8 @@ def _document(path: str, limits: ImportLimits, encoding: str,
     try:
         value = jsonio.read_document(text.data, limits, truncated.append)
     except jsonio.JsonError as exc:
-        if _looks_like_jsonl(path, encoding, limits):
-            return _jsonl(path, limits, encoding, notes, size)
+        if _looks_like_jsonl(path, encoding, limits, data):
+            return _jsonl(path, limits, encoding, notes, size, data)
         if exc.kind == jsonio.TOO_DEEP:
             depth = min(limits.max_json_depth, jsonio.ORJSON_MAX_DEPTH)
             return _fail("document", "too_deep", f"JSON is nested deeper than {depth} levels "

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from loopscope.formats._construct import positional_constructor
 from loopscope.formats.base import ImportContext, ImportLimits, Record
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "NUMBER",
     "TOO_DEEP",
     "JsonError",
+    "ParsedLine",
     "RawLine",
     "available_memory",
     "iter_lines",
@@ -214,6 +218,56 @@ def _walk(value: Any, max_depth: int, max_chars: int | None,
     return value
 
 
+def _orjson_depth_limit_is(limit: int) -> bool:
+    """Whether orjson accepts exactly ``limit`` levels of nesting (checked once, at import)."""
+    try:
+        orjson.loads(b"[" * limit + b"]" * limit)
+    except orjson.JSONDecodeError:
+        return False
+    try:
+        orjson.loads(b"[" * (limit + 1) + b"]" * (limit + 1))
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+_DEPTH_BY_WRAPPING = _orjson_depth_limit_is(ORJSON_MAX_DEPTH)
+"""Whether :func:`_loads_within_depth` may be used (orjson's own limit is as expected)."""
+_WRAP_WITHOUT_COUNTING = 32 * 1024
+"""From this length on, a text is parsed wrapped without counting its brackets first."""
+_NOT_PARSED: Any = object()
+_MINUS_BEFORE_ZERO = re.compile(rb"-(?=0)")
+"""The pre-check for :func:`has_negative_zero`: a regex finds ``-`` with ``memchr`` and is
+several times faster than ``b"-0" in data`` (about as slow as orjson's whole parse)."""
+
+
+def _loads_within_depth(data: bytes | str, max_depth: int) -> Any:
+    """Parse ``data`` with orjson, which then also enforces nesting ≤ ``max_depth``; or
+    :data:`_NOT_PARSED` when this cannot tell (invalid JSON, nested too deep, …): the caller
+    then takes the ordinary path, which gives the exact error.
+
+    orjson refuses nesting beyond ``ORJSON_MAX_DEPTH``. Inside ``k = ORJSON_MAX_DEPTH -
+    max_depth`` extra arrays, ``data`` parses iff it is valid JSON nested at most
+    ``max_depth`` deep. The wrapper is peeled off again, and each of its ``k`` levels must be an
+    array of exactly one element: that rules out texts that are only valid inside an array
+    (``1, 2``, an empty text, ``1], [2``). This replaces a Python walk over the whole value
+    (several times the cost of the parse) for every text with more than ``max_depth`` brackets.
+    """
+    k = ORJSON_MAX_DEPTH - max_depth
+    try:
+        if isinstance(data, bytes):
+            value = orjson.loads(b"[" * k + data + b"]" * k)
+        else:
+            value = orjson.loads("[" * k + data + "]" * k)
+    except orjson.JSONDecodeError:
+        return _NOT_PARSED
+    for _ in range(k):
+        if type(value) is not list or len(value) != 1:
+            return _NOT_PARSED
+        value = value[0]
+    return value
+
+
 def loads(data: bytes | str, limits: ImportLimits,
           on_truncate: Callable[[str], None] | None = None) -> Any:
     """Parse one JSON text (a document or one JSONL line). Raises :class:`JsonError`.
@@ -222,8 +276,25 @@ def loads(data: bytes | str, limits: ImportLimits,
     ``on_truncate(pointer)`` is called for each string cut to ``max_value_chars``.
     """
     max_depth = min(limits.max_json_depth, ORJSON_MAX_DEPTH)
+    # Nesting needs a check when the text has more brackets than max_depth (a text of n
+    # characters holds at most n: short texts, most JSONL lines, skip it). Counting costs two
+    # passes over the text, more than the wrapped parse costs a long text: that is tried first.
+    value: Any = _NOT_PARSED
+    check_depth = False
+    if len(data) > max_depth:
+        if _DEPTH_BY_WRAPPING and len(data) >= _WRAP_WITHOUT_COUNTING:
+            value = _loads_within_depth(data, max_depth)
+            if value is _NOT_PARSED:
+                check_depth = _bracket_count(data) > max_depth
+        else:
+            check_depth = _bracket_count(data) > max_depth
+            if check_depth and _DEPTH_BY_WRAPPING:
+                value = _loads_within_depth(data, max_depth)
+                if value is not _NOT_PARSED:
+                    check_depth = False  # orjson kept the nesting within max_depth
     try:
-        value = orjson.loads(data)
+        if value is _NOT_PARSED:
+            value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if "depth limit" in str(exc) or "recursion" in str(exc):
             raise JsonError(TOO_DEEP, f"nesting is deeper than {max_depth} levels") from None
@@ -238,12 +309,11 @@ def loads(data: bytes | str, limits: ImportLimits,
         value = _slow_loads(text)
     else:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        if has_negative_zero(raw):
-            if _bracket_count(data) > max_depth:
+        if _MINUS_BEFORE_ZERO.search(raw) and has_negative_zero(raw):
+            if check_depth:
                 _walk(value, max_depth, None, None)  # fail before the recursive path
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             value = _slow_loads(text)
-    check_depth = _bracket_count(data) > max_depth
     max_chars = limits.max_value_chars if len(data) > limits.max_value_chars else None
     if check_depth or max_chars is not None:
         value = _walk(value, max_depth if check_depth else 1 << 62, max_chars, on_truncate)
@@ -263,9 +333,14 @@ def sniff_encoding(head: bytes) -> str:
     return "utf-8"
 
 
-def open_chunks(path: str, encoding: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
-    """The file's bytes as UTF-8 chunks: BOM removed, UTF-16 transcoded on the fly."""
-    with open(path, "rb") as handle:
+def open_chunks(path: str, encoding: str, chunk_bytes: int = CHUNK_BYTES,
+                data: bytes | None = None) -> Iterator[bytes]:
+    """The file's bytes as UTF-8 chunks: BOM removed, UTF-16 transcoded on the fly.
+
+    ``data``, when given, is the file's content already read (detection reads small files
+    once, whole): it is chunked exactly as the file would be, and ``path`` is not opened.
+    """
+    with io.BytesIO(data) if data is not None else open(path, "rb") as handle:
         if encoding == "utf-8-sig":
             handle.read(3)
         if encoding == "utf-16":
@@ -320,43 +395,63 @@ class RawLine:
 def iter_lines(chunks: Iterator[bytes], max_line_bytes: int) -> Iterator[RawLine]:
     """Split a byte stream on ``\\n`` only, dropping one ``\\r`` before it. Lines longer than
     ``max_line_bytes`` are yielded with ``data=None`` and never held whole in memory."""
-    pending: list[bytes] = []
+    for number, data, final, length in _split_lines(chunks, max_line_bytes):
+        yield RawLine(number, data, final, length)
+
+
+def _split_lines(chunks: Iterator[bytes],
+                 max_line_bytes: int) -> Iterator[tuple[int, bytes | None, bool, int]]:
+    """:func:`iter_lines` as plain tuples ``(number, data, final_without_newline, length)``.
+
+    The lines strictly inside a chunk (the common case) are yielded straight from the split;
+    only a line crossing a chunk boundary is assembled from pieces.
+    """
+    pending: list[bytes] = []  # the pieces of the line crossing into the next chunk
     pending_size = 0
-    skipping = False
+    skipping = False  # the pending line is over max_line_bytes: pieces are counted, not kept
     number = 1
     for chunk in chunks:
         parts = chunk.split(b"\n")
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            if skipping:
-                pending_size += len(part)
+        # The first piece ends the pending line (or is a line of its own).
+        first = parts[0]
+        pending_size += len(first)
+        if not skipping:
+            pending.append(first)
+            if pending_size > max_line_bytes:
+                pending = []
+                skipping = True
+        if len(parts) == 1:
+            continue  # no newline in this chunk: the line goes on
+        if skipping:
+            yield number, None, False, pending_size
+        else:
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            if data.endswith(b"\r"):
+                data = data[:-1]
+            yield number, data, False, len(data)
+        number += 1
+        # Whole lines.
+        for i in range(1, len(parts) - 1):
+            data = parts[i]
+            if len(data) > max_line_bytes:
+                yield number, None, False, len(data)
             else:
-                pending.append(part)
-                pending_size += len(part)
-                if pending_size > max_line_bytes:
-                    pending = []
-                    skipping = True
-            if last:
-                break
-            # A complete line.
-            if skipping:
-                yield RawLine(number, None, length=pending_size)
-            else:
-                data = b"".join(pending)
                 if data.endswith(b"\r"):
                     data = data[:-1]
-                yield RawLine(number, data, length=len(data))
-            pending = []
-            pending_size = 0
-            skipping = False
+                yield number, data, False, len(data)
             number += 1
+        # The last piece starts the next line.
+        tail = parts[-1]
+        pending_size = len(tail)
+        skipping = pending_size > max_line_bytes
+        pending = [] if skipping else [tail]
     if skipping:
-        yield RawLine(number, None, final_without_newline=True, length=pending_size)
+        yield number, None, True, pending_size
     elif pending_size:
         data = b"".join(pending)
         if data.endswith(b"\r"):
             data = data[:-1]
-        yield RawLine(number, data, final_without_newline=True, length=len(data))
+        yield number, data, True, len(data)
 
 
 def _is_blank(data: bytes) -> bool:
@@ -393,63 +488,91 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+_new_record = positional_constructor(Record)  # Record(line, value), one per JSONL line
+
+ParsedLine = tuple[Any, bool, list[str]]
+"""A JSONL line's parse result kept for reuse: ``(value, had_invalid_utf8, truncated_at)``."""
+
+
 def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                  encoding: str = "utf-8",
                  on_number_error: Callable[[int, str], None] | None = None,
-                 report: bool = True) -> Iterator[Record]:
+                 report: bool = True, data: bytes | None = None,
+                 parsed: dict[int, ParsedLine] | None = None) -> Iterator[Record]:
     """Stream the parsed records of a JSONL file. Bad lines are skipped and reported to
     ``ctx`` (and recorded in ``ctx.skipped_lines``); blank lines are ignored. ``report=False``
-    samples silently (detection)."""
+    samples silently (detection).
+
+    ``data`` is the file's content when already read (see :func:`open_chunks`). ``parsed``
+    carries parse results from detection to the import, so that the sampled lines are parsed
+    once: a silent pass adds every line it parses, a reporting pass takes (and removes) the
+    lines it finds there instead of parsing them again. Both passes use the same limits.
+    """
     encoding_reported = False
+    truncated_at: list[str] = []
+    note_truncation = truncated_at.append
+    max_line_bytes = limits.max_line_bytes
 
     def problem(severity: Any, code: str, message: str, line: int) -> None:
         if report:
             ctx.problem(severity, code, message, line=line)
 
-    for raw in iter_lines(open_chunks(path, encoding), limits.max_line_bytes):
-        if raw.data is None:
-            ctx.skipped_lines[raw.number] = "line_too_long"
+    for number, line, final, length in _split_lines(open_chunks(path, encoding, data=data),
+                                                    max_line_bytes):
+        if line is None:
+            ctx.skipped_lines[number] = "line_too_long"
             problem("warning", "line_too_long",
-                    f"line is {_size(raw.length)}, over the {_size(limits.max_line_bytes)} limit "
-                    "(max_line_bytes); the line was skipped", raw.number)
+                    f"line is {_size(length)}, over the {_size(max_line_bytes)} limit "
+                    "(max_line_bytes); the line was skipped", number)
             continue
-        if _is_blank(raw.data):
+        # A record line starts with "{": then it is not blank, and no stripped copy is made.
+        if not line.startswith(b"{") and _is_blank(line):
             continue
-        truncated_at: list[str] = []
-        try:
-            value, bad_utf8 = parse_line(raw.data, limits, truncated_at.append)
-        except JsonError as exc:
-            if exc.kind == TOO_DEEP:
-                ctx.skipped_lines[raw.number] = TOO_DEEP
-                problem("warning", TOO_DEEP,
-                        f"line is nested deeper than "
-                        f"{min(limits.max_json_depth, ORJSON_MAX_DEPTH)} levels "
-                        "(max_json_depth); the line was skipped", raw.number)
-            elif raw.final_without_newline:
-                ctx.skipped_lines[raw.number] = "truncated_line"
-                problem("warning", "truncated_line",
-                        f"the last line has no newline and is not valid JSON ({exc.detail}"
-                        f"{exc.where(with_line=False)}) — the file looks truncated; "
-                        "the line was skipped", raw.number)
-            else:
-                ctx.skipped_lines[raw.number] = "invalid_json_line"
-                problem("warning", "invalid_json_line",
-                        f"line is not valid JSON ({exc.detail}{exc.where(with_line=False)}); "
-                        "the line was skipped", raw.number)
-            if exc.kind == NUMBER and on_number_error is not None:
-                on_number_error(raw.number, exc.detail)
-            continue
+        reused = None
+        if parsed is not None:
+            reused = parsed.pop(number, None) if report else parsed.get(number)
+        if reused is not None:
+            value, bad_utf8, truncated = reused
+        else:
+            try:
+                value, bad_utf8 = parse_line(line, limits, note_truncation)
+            except JsonError as exc:
+                truncated_at.clear()
+                if exc.kind == TOO_DEEP:
+                    ctx.skipped_lines[number] = TOO_DEEP
+                    problem("warning", TOO_DEEP,
+                            f"line is nested deeper than "
+                            f"{min(limits.max_json_depth, ORJSON_MAX_DEPTH)} levels "
+                            "(max_json_depth); the line was skipped", number)
+                elif final:
+                    ctx.skipped_lines[number] = "truncated_line"
+                    problem("warning", "truncated_line",
+                            f"the last line has no newline and is not valid JSON ({exc.detail}"
+                            f"{exc.where(with_line=False)}) — the file looks truncated; "
+                            "the line was skipped", number)
+                else:
+                    ctx.skipped_lines[number] = "invalid_json_line"
+                    problem("warning", "invalid_json_line",
+                            f"line is not valid JSON ({exc.detail}{exc.where(with_line=False)}); "
+                            "the line was skipped", number)
+                if exc.kind == NUMBER and on_number_error is not None:
+                    on_number_error(number, exc.detail)
+                continue
+            truncated = truncated_at[:] if truncated_at else []
+            truncated_at.clear()
+            if parsed is not None and not report:
+                parsed[number] = (value, bad_utf8, truncated)
         if bad_utf8 and not encoding_reported:
             encoding_reported = True
             problem("warning", "encoding",
                     "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
-                    raw.number)
-        if truncated_at:
+                    number)
+        if truncated:
             problem("info", "value_truncated",
-                    f"{len(truncated_at)} string value(s) longer than {limits.max_value_chars:,} "
+                    f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
                     "characters (max_value_chars) were replaced by a head and a sha256 digest",
-                    raw.number)
-        yield Record(raw.number, value)
+                    number)
+        yield _new_record(number, value)
 
 
 # ------------------------------------------------------------------------------ documents
@@ -465,10 +588,14 @@ class DocumentText:
     bom: bool = False
 
 
-def read_text_bytes(path: str, encoding: str) -> DocumentText:
-    """Read a whole (size-checked) file as UTF-8 bytes, fixing the encoding."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
+def read_text_bytes(path: str, encoding: str, data: bytes | None = None) -> DocumentText:
+    """Read a whole (size-checked) file as UTF-8 bytes, fixing the encoding. ``data`` is the
+    file's content when already read."""
+    if data is not None:
+        raw = data
+    else:
+        with open(path, "rb") as handle:
+            raw = handle.read()
     if encoding == "utf-16":
         return DocumentText(raw.decode("utf-16", "replace").encode("utf-8", "surrogatepass"),
                             utf16=True)

@@ -241,7 +241,7 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
                         f"file is over the {limits.max_document_bytes} byte limit "
                         "(max_document_bytes); not read")
             return None
-        text = jsonio.read_text_bytes(path, found.encoding)
+        text = jsonio.read_text_bytes(path, found.encoding, found.data)
         if text.bad_utf8_line is not None:
             ctx.problem("warning", "encoding",
                         "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
@@ -262,7 +262,8 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
         number_errors: list[tuple[int, str]] = []
         records = jsonio.iter_records(
             path, limits, ctx, encoding=found.encoding,
-            on_number_error=lambda line, detail: number_errors.append((line, detail)))
+            on_number_error=lambda line, detail: number_errors.append((line, detail)),
+            data=found.data, parsed=found.parsed)
         items: Iterator[Session | None] = importer(records, ctx)
         if format_id in SERDE_FORMATS:
             return _serde_guard(items, number_errors, ctx)

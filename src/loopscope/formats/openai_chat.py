@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS, SessionBuilder
+from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS, SessionBuilder, new_origin
 from loopscope.formats.text import (
     TEXT_JOINER,
     extract_text,
@@ -90,7 +90,7 @@ def session_from_messages(
             return origins[i]
         if pointer_prefix is None:
             return Origin()
-        return Origin(pointer=f"{pointer_prefix}/{i}")
+        return new_origin(None, f"{pointer_prefix}/{i}")
 
     def report(severity: Any, code: str, message: str, *, line: int | None = None,
                pointer: str | None = None, count: int = 1) -> None:
@@ -158,7 +158,7 @@ def session_from_messages(
 
     return builder.build(
         id=id, source=ctx.path, format=format, title=title, agent=agent, models=list(models),
-        metadata=metadata, chat_messages=list(messages), report=report,
+        metadata=metadata, chat_messages=messages, report=report,
     )
 
 
@@ -181,7 +181,7 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
         for position, element in enumerate(tool_calls):
             function = element.get("function") if isinstance(element, dict) else None
             call_id = element.get("id") if isinstance(element, dict) else None
-            call_origin = Origin(
+            call_origin = new_origin(
                 origin.line,
                 None if origin.pointer is None else f"{origin.pointer}/tool_calls/{position}",
             )
@@ -242,7 +242,7 @@ def _body_session(body: dict[str, Any], ctx: ImportContext, *, candidate: int | 
     if line is not None:
         origins = [Origin(line=line)] * len(messages)
     else:
-        origins = [Origin(pointer=f"{prefix}/messages/{i}") for i in range(len(messages))]
+        origins = [new_origin(None, f"{prefix}/messages/{i}") for i in range(len(messages))]
     timestamps: list[str | None] | None = None
     metadata: dict[str, Any] = {}
     models: list[str] = []
@@ -323,10 +323,10 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         yield from _conversations(first, iterator, ctx)
         return
     messages: list[Any] = [first.value]
-    origins: list[Origin] = [Origin(line=first.line)]
+    origins: list[Origin] = [new_origin(first.line, None)]
     for record in iterator:
         messages.append(record.value)
-        origins.append(Origin(line=record.line))
+        origins.append(new_origin(record.line, None))
     yield session_from_messages(messages, ctx, origins=origins)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import SessionBuilder
+from loopscope.formats.builder import SessionBuilder, new_origin
 from loopscope.formats.text import ASSISTANT_JOINER, TEXT_JOINER, extract_text, iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
 
@@ -140,7 +140,7 @@ class _Importer:
             else None,
             first_kept=first_kept if isinstance(first_kept, str) else None,
             timestamp=iso_timestamp(entry.get("timestamp")),
-            origin=Origin(line=record.line),
+            origin=new_origin(record.line, None),
         )
 
     def entry(self, record: Record) -> None:
@@ -163,13 +163,13 @@ class _Importer:
             self.builder.system(
                 extract_text(content, TEXT_JOINER), content,
                 recorded_role=custom_type if isinstance(custom_type, str) else "custom_message",
-                timestamp=iso_timestamp(value.get("timestamp")), origin=Origin(line=record.line),
+                timestamp=iso_timestamp(value.get("timestamp")), origin=new_origin(record.line, None),
             )
         elif kind == "branch_summary":
             summary = value.get("summary")
             self.builder.other("branch_summary", summary if isinstance(summary, str) else "",
                                summary, timestamp=iso_timestamp(value.get("timestamp")),
-                               origin=Origin(line=record.line))
+                               origin=new_origin(record.line, None))
         elif kind in _NO_EVENT_TYPES:
             self.skipped[str(kind)] += 1
             if kind == "custom":
@@ -215,7 +215,7 @@ class _Importer:
                         "a message entry has no message object; the entry was skipped",
                         line=record.line)
             return
-        origin = Origin(line=record.line)
+        origin = new_origin(record.line, None)
         timestamp = iso_timestamp(record.value.get("timestamp")) or iso_timestamp(
             message.get("timestamp"))
         role = message.get("role")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 __all__ = [
@@ -186,12 +186,41 @@ def str_or_none(value: Any) -> str | None:
 
 # Epoch numbers at or above this are milliseconds (1e11 s is the year 5138).
 _MILLISECONDS_FROM = 1e11
+# Integer epochs below this many milliseconds (2**33 s, the year 2242) take the exact integer
+# path of iso_timestamp: there ``float(ms) / 1000`` is within 0.48 µs of the true value, so
+# ``datetime.fromtimestamp`` (which rounds to the microsecond) lands on ``ms % 1000`` exactly.
+_INTEGER_PATH_BELOW_MS = (1 << 33) * 1000
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_minute_texts: dict[int, str] = {}  # minutes since the epoch → "YYYY-MM-DDTHH:MM:" (a cache)
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(60))
+_THREE_DIGITS = tuple(f"{n:03d}" for n in range(1000))  # (table lookups: format specs are slow)
+
+
+def _utc_text(seconds: int, milliseconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` for a non-negative epoch second, as ``datetime`` writes it."""
+    minute, second = divmod(seconds, 60)
+    prefix = _minute_texts.get(minute)
+    if prefix is None:
+        if len(_minute_texts) >= 4096:
+            _minute_texts.clear()
+        days, rest = divmod(minute, 1440)
+        hours, minutes = divmod(rest, 60)
+        day = date.fromordinal(_EPOCH_ORDINAL + days).isoformat()
+        prefix = _minute_texts[minute] = f"{day}T{hours:02d}:{minutes:02d}:"
+    return f"{prefix}{_TWO_DIGITS[second]}.{_THREE_DIGITS[milliseconds]}Z"
 
 
 def iso_timestamp(value: Any) -> str | None:
     """ISO-8601 for a recorded time: a string is kept as written (blank → ``None``); an epoch
     number (seconds, or milliseconds when ≥ 1e11) becomes UTC with millisecond precision and a
     ``Z`` suffix; anything else (or an out-of-range number) → ``None``."""
+    # Integer epochs (the usual recording) are formatted with integer arithmetic: the same
+    # text as the datetime path below, at a fraction of its cost.
+    if type(value) is int and value >= 0:
+        if value < _MILLISECONDS_FROM:
+            return _utc_text(value, 0)
+        if value < _INTEGER_PATH_BELOW_MS:
+            return _utc_text(value // 1000, value % 1000)
     if isinstance(value, str):
         return value if value.strip() else None
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -7,12 +7,18 @@ settings controls are drawn before the page so every page sees the same configur
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from loopscope.ui import data, pages, settings, state
 
+LAST_RUN_KEY = "_loopscope_last_run_ms"
+"""Server-side duration of the previous full run, in ms (shown in the sidebar)."""
+
 
 def main() -> None:
+    started = time.perf_counter()
     st.set_page_config(
         page_title="loopscope",
         page_icon=":material/all_inclusive:",
@@ -29,4 +35,8 @@ def main() -> None:
     with st.sidebar:
         settings.render_corpus_status(corpus)
         settings.render_sidebar_settings()
+        last = st.session_state.get(LAST_RUN_KEY)
+        if last is not None:
+            st.caption(f"Last full re-run on the server: {last:.0f} ms.")
     page.run()
+    st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000

@@ -46,6 +46,11 @@ DIVERGENCE_LINE = "rgba(90,90,90,0.55)"
 SESSION_BAR = "rgba(170,170,170,0.22)"
 
 VERDICT_ORDER = ("refuse", "warn")
+WEBGL_FROM_MARKERS = 1_000_000
+"""Above this many markers in one engine's column, the overview draws them with WebGL.
+Effectively off: in headless Chromium without a GPU (CI, the benchmark) software WebGL was
+measured 3-4x slower than SVG for 9,000 markers."""
+WEBGL_MAX_HEIGHT = 8000
 HOVER_NAMES_UP_TO = 5000
 """Above this many markers, the overview's hover shows numbers only (names are on the axis)."""
 
@@ -251,6 +256,11 @@ def overview_figure(
             row=1, col=col,
         )
         total = sum(len(g[0]) for g in groups.values())
+        # Thousands of SVG markers make the browser the bottleneck; WebGL draws them in one
+        # pass. A WebGL canvas has a size limit, so very tall charts stay SVG.
+        marker_trace: Any = go.Scattergl if (
+            total > WEBGL_FROM_MARKERS and _overview_height(n, row_height) <= WEBGL_MAX_HEIGHT
+        ) else go.Scatter
         for detector, verdict in _ordered_groups(groups):
             g = groups[(detector, verdict)]
             st_ = style_of(detector)
@@ -262,7 +272,7 @@ def overview_figure(
                 text = None
                 hover = "row %{y}: turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
             fig.add_trace(
-                go.Scatter(
+                marker_trace(
                     name=f"{st_.title} — {'refused' if verdict == 'refuse' else 'warned'}",
                     x=np.asarray(g[0], dtype=np.float64), y=np.asarray(g[1], dtype=np.int32),
                     customdata=custom, text=text, mode="markers",
@@ -280,7 +290,7 @@ def overview_figure(
             )
         fig.update_xaxes(title="tool call", zeroline=False, gridcolor="#e6e6e6",
                          rangemode="tozero", row=1, col=col)
-    height = max(260, min(150 + row_height * n, 60000))
+    height = _overview_height(n, row_height)
     # The legend sits above the column titles: lift it by ~30 px in paper units.
     plot_px = max(height - 30 - 40, 100)
     fig.update_layout(
@@ -297,6 +307,10 @@ def overview_figure(
         autorange="reversed", showgrid=False, automargin=True, tickfont={"color": "#1f1f1f"},
     )
     return fig
+
+
+def _overview_height(n_rows: int, row_height: int) -> int:
+    return max(260, min(150 + row_height * n_rows, 60000))
 
 
 def _ordered_groups(groups: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:
@@ -492,18 +506,27 @@ def session_figure(
             x0=first + 0.5, x1=end, fillcolor=DIVERGENCE_FILL, line_width=0, layer="below",
             row="all", col=1,
         )
-        fig.add_annotation(
-            x=(first + 0.5 + end) / 2 if end > first + 0.5 else first + 0.5,
-            y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
-            text="after divergence: would not have happened", font={"size": 11, "color": "#333"},
+        # The shading is explained in the legend (a label inside a narrow band gets clipped).
+        fig.add_trace(
+            go.Scatter(
+                name="after divergence: would not have happened", x=[None], y=[None],
+                mode="markers", hoverinfo="skip",
+                marker={"symbol": "square", "size": 14, "color": DIVERGENCE_FILL,
+                        "line": {"color": DIVERGENCE_LINE, "width": 1}},
+                meta={"role": "divergence"},
+            ),
+            row=1, col=1,
         )
         k = next(i for i, s in enumerate(steps) if s.verdict == "refuse")
         s = steps[k]
         lane = lanes.get((s.tools[0] if s.tools else "") or '""', 0) if s.call is not None else lanes.get(PROSE_LANE, 0)
+        # Keep the label inside the plot: anchor it away from the nearer edge.
+        where = (first + 1) / (end + 1) if end > -1 else 0.5
+        anchor = "right" if where > 0.66 else ("left" if where < 0.34 else "center")
         fig.add_annotation(
             x=first, y=lane, xref="x", yref="y", text=f"<b>refused</b>: {_first_refusal_text(s)}",
-            showarrow=True, arrowhead=2, ax=0, ay=-34, bgcolor="#ffffff", bordercolor="#333",
-            font={"size": 12, "color": "#1f1f1f"},
+            showarrow=True, arrowhead=2, ax=0, ay=-34, xanchor=anchor, bgcolor="#ffffff",
+            bordercolor="#333", font={"size": 12, "color": "#1f1f1f"},
         )
     if breaks:
         fig.add_trace(

@@ -25,6 +25,11 @@ How the pieces fit (read this before adding a page)
   ``(engine, config)`` for any other configuration (compare/sweep). Both only run
   ``engine.run(prepared, config)``.
 
+* **Links between pages**: use :func:`loopscope.ui.views.session_link` (an ``st.page_link``
+  with ``query_params``). Do not call ``st.switch_page`` from a page: in Streamlit 1.67 it
+  replaces the query string, which raises when a bound setting is non-default (it cannot clear
+  a bound parameter) or drops the settings from the URL when ``query_params`` is given.
+
 * **Pages** are declared in :data:`loopscope.ui.pages.PAGES`: adding one is one line there,
   ``PageSpec("loopscope.ui.pages.sweep", "Sweep", "sweep", ":material/grid_on:")``, pointing
   at a module with a ``render()`` function. Pages read the functions of this module and draw in

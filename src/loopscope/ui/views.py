@@ -67,6 +67,26 @@ def overview_rows(
     ]
 
 
+def session_link(source: str, turn: int | None = None) -> None:
+    """A link to the session page on ``source`` (and ``turn``).
+
+    A link rather than ``st.switch_page``: switching pages from code replaces the URL's query
+    string, which loses (or, without new parameters, refuses to clear) the settings bound to
+    the sidebar controls; a page link keeps them and adds the session.
+    """
+    from loopscope.ui.pages import page_for
+
+    target = page_for("session")
+    if target is None:
+        return
+    corpus = state.corpus()
+    params = {"session": corpus.display(source)}
+    if turn is not None:
+        params["turn"] = str(turn)
+    label = f"Open {corpus.display(source)}" + (f" at turn {turn}" if turn is not None else "")
+    st.page_link(target, label=label, icon=":material/open_in_new:", query_params=params)
+
+
 # --------------------------------------------------------------------------- calls & positions
 
 

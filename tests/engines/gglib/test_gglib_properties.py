@@ -1,4 +1,5 @@
-"""Property tests (hypothesis): invariances, monotonicity, fast path = reference, §5.5 prefixes."""
+"""Property tests (hypothesis): invariances, monotonicity, fast path = reference (every view of
+the lazy replay, every field of every step), §5.5 prefixes."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import json
 import random
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.engines.gglib._gglib_helpers import prefix_property
 
+from loopscope.engines.base import SessionReplay
 from loopscope.engines.gglib import (
     DEFAULT_OBSERVATION_TOOLS,
+    ENGINE,
     GglibConfig,
     ToolCall,
     batch_signature,
@@ -198,3 +202,107 @@ def test_one_prepare_serves_many_configs(messages: list[Any], cfgs: list[GglibCo
 @given(session(), config())
 def test_prefix_property_on_generated_sessions(messages: list[Any], cfg: GglibConfig) -> None:
     assert prefix_property(messages, cfg) == []
+
+
+# ------------------------------------------------------------------------------- the lazy fast path
+
+
+def _reference(messages: list[Any], cfg: GglibConfig) -> SessionReplay:
+    steps, first = replay_messages(messages, cfg)
+    return SessionReplay("s", "p.json", "openai_chat", "gglib", steps, first)
+
+
+def assert_lazy_equals(prepared: Any, cfg: GglibConfig, ref: SessionReplay) -> None:
+    """Every view of a fast-path replay equals the reference, each read on a fresh replay
+    before anything else has built its steps; then the steps, field by field."""
+    m = ENGINE.run(prepared, cfg)
+    assert m.markers == ref.markers  # read first: built without any step
+    assert m._steps is None and m._flagged is None
+    assert [x.x for x in m.markers] == [x.x for x in ref.markers]
+    r = ENGINE.run(prepared, cfg)
+    assert r._steps is None  # nothing built yet
+    assert (r.first_refusal, r.refused, r.warned) == (ref.first_refusal, ref.refused, ref.warned)
+    assert r.flagged == ref.flagged
+    assert (r.refusal_count, r.warning_count) == (ref.refusal_count, ref.warning_count)
+    assert r._steps is None  # the flagged steps did not need the pass steps
+    fresh = ENGINE.run(prepared, cfg)
+    assert fresh.to_json() == ref.to_json()
+    assert orjson.dumps(fresh.to_json()) == orjson.dumps(ref.to_json())
+    steps = ENGINE.run(prepared, cfg).steps
+    assert len(steps) == len(ref.steps)
+    for mine, theirs in zip(steps, ref.steps, strict=True):
+        assert mine == theirs
+        assert mine.after_divergence == theirs.after_divergence
+        assert dict(mine.extra) == dict(theirs.extra)
+        assert list(mine.extra) == list(theirs.extra)  # key order is the output order
+    assert ENGINE.run(prepared, cfg) == ref
+    assert ref == ENGINE.run(prepared, cfg)
+
+
+@PROFILE
+@given(session(), config())
+def test_lazy_run_equals_replay_in_every_view(messages: list[Any], cfg: GglibConfig) -> None:
+    prepared = ENGINE.prepare_messages(messages, session="s", source="p.json")
+    assert_lazy_equals(prepared, cfg, _reference(messages, cfg))
+
+
+@PROFILE
+@given(session(), st.lists(config(), min_size=2, max_size=5), st.randoms())
+def test_lazy_run_serves_many_configs_in_any_order(
+    messages: list[Any], cfgs: list[GglibConfig], rnd: random.Random
+) -> None:
+    """Per-pattern tables and per-window stagnation counts never leak between configs."""
+    prepared = ENGINE.prepare_messages(messages, session="s", source="p.json")
+    order = cfgs + cfgs[::-1]
+    rnd.shuffle(order)
+    for cfg in order:
+        assert_lazy_equals(prepared, cfg, _reference(messages, cfg))
+
+
+@st.composite
+def looping_session(draw: Any) -> list[Any]:
+    """Long runs of one batch with answers that repeat or change, prose repeats, breaks: the
+    cases where refusals continue a run after divergence, and where runs restart."""
+    out: list[Any] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["run", "run", "prose", "break", "other"]))
+        if kind == "run":
+            name = draw(st.sampled_from(NAMES))
+            args = draw(st.sampled_from(ARGS))
+            for _ in range(draw(st.integers(1, 12))):
+                out.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]})
+                if draw(st.booleans()):
+                    out.append({"role": "tool", "tool_call_id": "c1",
+                                "content": draw(st.sampled_from(["same", "same", "other", {"a": 1}]))})
+                if draw(st.integers(0, 9)) == 0:
+                    out.append({"role": "assistant", "content": draw(st.sampled_from(TEXTS))})
+        elif kind == "prose":
+            text = draw(st.sampled_from(["A", "B", ""]))
+            out.extend({"role": "assistant", "content": text}
+                       for _ in range(draw(st.integers(1, 10))))
+        elif kind == "break":
+            out.append({"role": "user", "content": "go on"})
+        else:
+            out.append(draw(message()))
+    return out
+
+
+@PROFILE
+@given(looping_session(), config())
+def test_lazy_run_on_long_runs(messages: list[Any], cfg: GglibConfig) -> None:
+    prepared = ENGINE.prepare_messages(messages, session="s", source="p.json")
+    assert_lazy_equals(prepared, cfg, _reference(messages, cfg))
+
+
+def test_run_does_not_build_steps() -> None:
+    messages = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}] * 5
+    prepared = ENGINE.prepare_messages(messages)
+    r = ENGINE.run(prepared, GglibConfig())
+    assert r.refused and r.first_refusal is not None and r.first_refusal.turn == 2
+    assert r._steps is None and not r.warned
+    assert [f.position for f in r.flagged] == [2, 3, 4]
+    assert r._steps is None
+    assert [s.count for s in r.steps] == [1, 2, 3, 4, 5]

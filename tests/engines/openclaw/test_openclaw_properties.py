@@ -1,17 +1,27 @@
-"""Property tests (engine spec §3.4, §7.8): the fast path equals the plain replay, monotonicity
-of the critical thresholds, and hash invariances."""
+"""Property tests (engine spec §3.4, §7.8): the fast path equals the plain replay (prepare's
+hashes, every view of the lazy replay, every field of every step), monotonicity of the critical
+thresholds, and hash invariances."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
-from loopscope.engines.openclaw import ENGINE, OpenClawConfig, hash_tool_call
-from loopscope.engines.openclaw.jsvalue import js_json_parse, stable_stringify
+from loopscope.engines.openclaw import (
+    ENGINE,
+    OpenClawConfig,
+    hash_tool_call,
+    hash_tool_outcome,
+)
+from loopscope.engines.openclaw.hashing import is_known_poll_call
+from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, stable_stringify
+from loopscope.engines.openclaw.replay import CallInput, session_ops
+from loopscope.formats.builder import SessionBuilder
 
 SEEDS = range(60)
 
@@ -137,3 +147,142 @@ def test_stable_text_parses_back_to_the_value(value: Any) -> None:
     ok, parsed = js_json_parse(text)
     assert ok
     assert stable_stringify(parsed) == text
+
+
+# --------------------------------------------------------------------------- the lazy fast path
+
+
+def assert_lazy_equals(prepared: Any, config: OpenClawConfig, ref: Any) -> None:
+    """Every view of a fast-path replay equals the plain replay, each read on a fresh replay
+    before anything has built its steps; then every field of every step."""
+    m = ENGINE.run(prepared, config)
+    assert m.markers == ref.markers  # read first: built without any step
+    assert m._steps is None and m._flagged is None
+    assert [x.x for x in m.markers] == [x.x for x in ref.markers]
+    r = ENGINE.run(prepared, config)
+    assert r._steps is None
+    assert (r.first_refusal, r.refused, r.warned) == (ref.first_refusal, ref.refused, ref.warned)
+    assert r.flagged == ref.flagged
+    assert (r.refusal_count, r.warning_count) == (ref.refusal_count, ref.warning_count)
+    assert r._steps is None
+    fresh = ENGINE.run(prepared, config)
+    assert orjson.dumps(fresh.to_json()) == orjson.dumps(ref.to_json())
+    steps = ENGINE.run(prepared, config).steps
+    assert len(steps) == len(ref.steps)
+    for mine, theirs in zip(steps, ref.steps, strict=True):
+        assert mine == theirs
+        assert list(mine.extra.items()) == list(theirs.extra.items())  # values and key order
+    assert ENGINE.run(prepared, config) == ref
+
+
+def test_lazy_views_equal_plain_replay() -> None:
+    rng = random.Random(2024)
+    for session in SESSIONS:
+        prepared = ENGINE.prepare(session)
+        for _ in range(4):
+            config = OpenClawConfig.from_block(random_block(rng))
+            assert_lazy_equals(prepared, config, ENGINE.replay(session, config))
+
+
+def test_lazy_views_on_more_sessions_and_low_thresholds() -> None:
+    """Low thresholds make most calls warn or refuse: the early stop of ``run`` (first refusal
+    and first warning known) and the full evaluation behind the steps must agree."""
+    rng = random.Random(77)
+    for _ in range(80):
+        session = random_session(rng, calls=rng.randint(1, 120))
+        prepared = ENGINE.prepare(session)
+        for _ in range(3):
+            block = {**random_block(rng), "enabled": True}
+            block["warningThreshold"] = rng.randint(1, 4)
+            block["criticalThreshold"] = block["warningThreshold"] + rng.randint(1, 5)
+            config = OpenClawConfig.from_block(block)
+            assert_lazy_equals(prepared, config, ENGINE.replay(session, config))
+
+
+def _reference_hashes(session: Any) -> list[tuple[Any, ...]]:
+    """Per call, what the reference path derives: the literal upstream hashing functions over
+    :func:`session_ops`."""
+    out = []
+    for op in session_ops(session):
+        if not isinstance(op, CallInput):
+            continue
+        outcome_hash, unknown = hash_tool_outcome(op.name, op.params, op.result, op.error)
+        out.append((op.turn, op.call, op.name, op.run, op.recorded_block,
+                    hash_tool_call(op.name, op.params), outcome_hash or None,
+                    unknown if outcome_hash else None, is_known_poll_call(op.name, op.params)))
+    return out
+
+
+def _prepared_hashes(p: Any) -> list[tuple[Any, ...]]:
+    return list(zip(p.turn, p.call, p.tool_name, p.run, p.recorded_block, p.args_hash,
+                    p.result_hash, p.unknown_tool, p.poll, strict=True))
+
+
+def test_prepare_hashes_like_the_reference_on_generated_sessions() -> None:
+    rng = random.Random(31)
+    for session in [*SESSIONS, *(random_session(rng) for _ in range(40))]:
+        assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session)
+
+
+def _edge_session(openclaw: bool) -> Any:
+    """Texts and arguments that take prepare's fast paths to their edges."""
+    b = SessionBuilder()
+    b.user("start")
+    texts = ["plain", "", "  padded \n", "lone \ud800 surrogate", "astral \U0001F600 é ü",
+             "ctl \x00\x1f\x7f \u2028 \ufeff", 'quote " back \\ slash',
+             "Session Execution BLOCKED to prevent runaway loops", "COMPACTION_LOOP_PERSISTED",
+             "session execution blocked by global circuit breaker", "\u212a kelvin \u0130 dot",
+             "Unknown tool: Web.Search", "tool gog not found", "x" * 5000]
+    args: list[Any] = ['{"a":1}', '{"b":[1,2.5,-0,1e400]}', "{not json", '"\\ud800"',
+                       '{"\\ud83d\\ude00":1,"\\uffff":2}', "9" * 400, '\ufeff{"a":1}', "[]",
+                       '{"action":"poll","sessionId":"s"}', '{"action":"log"}', "null", ""]
+    names = ["read", "process", "exec", "message", "sessions_send", "command_status", "", "gog"]
+    n = 0
+    for text in texts:
+        for name in names:
+            n += 1
+            turn = b.assistant("")
+            raw: Any = args[n % len(args)]
+            if openclaw:
+                ok, value = js_json_parse(raw)
+                b.call(turn, name, value if ok else raw, "value", id=f"c{n}")
+            else:
+                b.call(turn, name, raw, "json_text", id=f"c{n}")
+            details: dict[str, Any] = [{}, {"status": "running", "tail": text},
+                                       {"status": "blocked", "deniedReason": "tool-loop"},
+                                       {"ok": True}][n % 4]
+            b.result(f"c{n}", [{"type": "text", "text": text}], text, is_error=n % 5 == 0,
+                     details=details if openclaw else None)
+            if n % 7 == 0:
+                b.user("next")
+    return b.build(id="edge", source="edge", format="openclaw_session" if openclaw else "openai_chat")
+
+
+def test_prepare_hashes_like_the_reference_on_edge_cases() -> None:
+    for openclaw in (False, True):
+        session = _edge_session(openclaw)
+        assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session)
+        config = OpenClawConfig.from_block({"warningThreshold": 1, "criticalThreshold": 2})
+        assert_lazy_equals(ENGINE.prepare(session), config, ENGINE.replay(session, config))
+
+
+def test_run_does_not_build_steps() -> None:
+    session = SESSIONS[3]
+    r = ENGINE.run(ENGINE.prepare(session), OpenClawConfig.from_block({}))
+    _ = (r.first_refusal, r.warned)
+    assert r._steps is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text()
+    | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+    lambda children: st.lists(children, max_size=4) | st.tuples(children, children)
+    | st.dictionaries(st.text(max_size=5) | st.sampled_from(["\U0001F600", "\uffff", "\ud800"]),
+                      children, max_size=5),
+    max_leaves=25))
+def test_digest_fast_path_equals_stable_stringify(value: Any) -> None:
+    """``digest`` writes plain values through orjson; it must hash exactly stableStringify."""
+    import hashlib
+
+    assert digest(value) == hashlib.sha256(stable_stringify(value).encode("utf-8")).hexdigest()

@@ -46,6 +46,7 @@ from loopscope.engines.gglib.replay import (
     PreparedMessages,
     prepare_messages,
     replay_messages,
+    run_lazy,
     run_prepared,
 )
 from loopscope.engines.gglib.serde import (
@@ -94,6 +95,7 @@ __all__ = [
     "render_float",
     "replay_messages",
     "resolve_config",
+    "run_lazy",
     "run_prepared",
     "scan_history",
     "stable_repr",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.gglib.config import GglibConfig, resolve_config
@@ -12,11 +12,9 @@ from loopscope.engines.gglib.replay import (
     PreparedMessages,
     prepare_messages,
     replay_messages,
-    run_prepared,
+    run_lazy,
 )
-
-if TYPE_CHECKING:
-    from loopscope.model import Session
+from loopscope.model import Session, _chat_view_of_events
 
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
@@ -49,14 +47,12 @@ class GglibEngine:
 
     def prepare(self, session: Session) -> PreparedSession:
         return PreparedSession(
-            session.id, session.source, session.format, prepare_messages(session.chat_view())
+            session.id, session.source, session.format, prepare_messages(_chat_messages(session))
         )
 
     def run(self, prepared: PreparedSession, config: GglibConfig) -> SessionReplay:
-        steps, first = run_prepared(prepared.messages, config)
-        return SessionReplay(
-            prepared.session, prepared.source, prepared.format, self.name, steps, first
-        )
+        return run_lazy(prepared.messages, config, session=prepared.session,
+                        source=prepared.source, format=prepared.format, engine=self.name)
 
     def replay(self, session: Session, config: GglibConfig) -> SessionReplay:
         steps, first = replay_messages(session.chat_view(), config)
@@ -80,6 +76,21 @@ class GglibEngine:
     ) -> SessionReplay:
         steps, first = replay_messages(messages, config)
         return SessionReplay(session, source, format, self.name, steps, first)
+
+
+def _chat_messages(session: Session) -> Sequence[Any]:
+    """``session.chat_view()``, without caching the view on the session.
+
+    A loaded corpus is kept for as long as it is shown; a cached chat view (a dict per message
+    of every non-chat session) would double its size and give the garbage collector millions
+    more objects to walk, while ``prepare`` needs the view only once.
+    """
+    if isinstance(session, Session):
+        if session.chat_messages is not None:
+            return session.chat_messages
+        if "_chat_view" not in session.__dict__:
+            return _chat_view_of_events(session.events)
+    return session.chat_view()
 
 
 ENGINE = GglibEngine()

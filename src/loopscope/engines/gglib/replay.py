@@ -6,9 +6,11 @@ Two paths with identical output:
   of :mod:`loopscope.engines.gglib.core`.
 * :func:`prepare_messages` does every threshold-independent step once (reading calls, parsing
   arguments, canonicalising, FNV, joining results, the session-wide ``previous`` readings,
-  costly classification, stagnation text hashes) and integer-codes signatures and results
-  hashes; :func:`run_prepared` then replays only the two small state machines. Observation
-  classification depends on the pattern list and is cached per pattern tuple.
+  costly classification, stagnation text hashes, the loop detector's no-refusal walk) and
+  integer-codes signatures and results hashes. :func:`run_lazy` then finds the first refusal
+  with a few table look-ups and builds steps only when they are read; :func:`run_prepared`
+  builds them at once. Observation classification depends on the pattern list and is cached
+  per pattern tuple, stagnation counts per ``max_stagnation_steps``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopscope.engines.base import FirstRefusal, Step
-from loopscope.engines.gglib.canon import stable_repr
+import orjson
+
+from loopscope.engines.base import (
+    FirstRefusal,
+    FlaggedStep,
+    Marker,
+    SessionReplay,
+    Step,
+    new_step,
+)
+from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.core import (
     WINDOW_FACTOR,
@@ -31,7 +42,6 @@ from loopscope.engines.gglib.core import (
     batch_signature,
     domain_calls,
     extract_text,
-    hash_result_content,
     is_costly_batch,
     is_costly_name,
     is_observation_batch,
@@ -46,6 +56,7 @@ __all__ = [
     "PreparedMessages",
     "prepare_messages",
     "replay_messages",
+    "run_lazy",
     "run_prepared",
 ]
 
@@ -247,50 +258,91 @@ def replay_messages(
 
 
 # --------------------------------------------------------------------------------------------
-# Prepared data and the fast state machine
+# Prepared data and the fast path
+#
+# Why the fast path is exact (engine spec §2.6, §2.10, §5.1):
+#
+# * A run is a maximal sequence of batch steps with one signature and no user/system message in
+#   between (prose steps do not end it). Before the first refusal inside a run, the loop
+#   detector's state equals that of a walk in which nothing is ever refused: ``count`` (before
+#   recording), ``total`` and the recorded outcome depend only on signatures, answers and run
+#   boundaries, never on thresholds. ``prepare`` records that walk once.
+# * A refusal records nothing: the run's ``count`` and ``total`` keep growing by one per step, so
+#   once a step of a run is refused every later step of that run is refused too, with
+#   ``count = count_at_first_refusal + (total - total_at_first_refusal)``. A new run starts from
+#   scratch, so a refusal never reaches past its run.
+# * Stagnation counts depend only on the texts and the window (``4 × max_stagnation_steps``);
+#   refusing records the text all the same. They are computed once per ``max_stagnation_steps``.
+# * Hence the first refusal is the first step whose no-refusal count or total exceeds its
+#   class's threshold, or whose stagnation count exceeds ``max_stagnation_steps``: per class,
+#   "the first step whose count exceeds t" is a small table indexed by t, built once per
+#   observation pattern list. ``run`` is a handful of table look-ups; steps are built only when
+#   read (``SessionReplay.steps``), by the walk in :func:`_rows`.
 
-_BREAK = -1
+NO_REFUSAL = 1 << 62
+"""The step index :meth:`PreparedMessages.first_refusal_index` returns when nothing is refused."""
+
+_OUTCOME_CHANGED = "answer_changed"
+_OUTCOME_REPEATED = "answer_repeated"
+_OUTCOME_NC = "not_comparable"
+
+_COSTLY_NAMES: dict[str, bool] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class _PBatch:
-    turn: int
-    call: int
-    tools: tuple[str, ...]
-    names_lower: tuple[str, ...]
-    signature: str
-    sig_id: int
-    results_id: int
-    """-1 when the results hash is None (unjoinable)."""
-    identical: bool
-    not_evaluated: bool
-    costly: bool
-    call_signatures: tuple[str, ...]
+def _is_costly(name: str) -> bool:
+    found = _COSTLY_NAMES.get(name)
+    if found is None:
+        if len(_COSTLY_NAMES) > 100_000:
+            _COSTLY_NAMES.clear()
+        found = _COSTLY_NAMES[name] = is_costly_name(name)
+    return found
 
 
-@dataclass(frozen=True, slots=True)
-class _PProse:
-    turn: int
-    text_id: int
-    """-1 for empty text (nothing recorded)."""
-    text_hash: str | None
+# (obs, costly) -> (first step with count > t for t = 0.., first step with total > t for t = 0..)
+_Tables = dict[tuple[bool, bool], tuple[list[int], list[int]]]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class PreparedMessages:
-    """Threshold-independent data for one message list (see the module docstring)."""
+    """Threshold-independent data for one message list (see the comment above).
 
-    steps: tuple[_PBatch | _PProse, ...]
-    program: tuple[int, ...]
-    """Step indices in order, with ``-1`` for a run break (consecutive breaks collapsed)."""
+    One entry per step, i.e. per assistant message, so a step's index is its ``turn``.
+    """
+
     n_messages: int
+    batch: list[bool]
+    call: list[int]
+    """Tool calls before the step: a batch step's ``call``."""
+    tools: list[tuple[str, ...]]
+    signature: list[str | None]
+    identical: list[bool]
+    not_evaluated: list[bool]
+    joined: list[bool]
+    """The batch's results joined (``answers_joined``)."""
+    costly: list[bool]
+    names_lower: list[tuple[str, ...]]
+    count: list[int]
+    """No-refusal walk: the run's count when the batch is checked (0 for prose)."""
+    total: list[int]
+    outcome: list[str | None]
+    """No-refusal walk: what recording the batch's answers says."""
+    run: list[int]
+    """Run number of a batch step (-1 for prose)."""
+    text_hash: list[str | None]
+    prose_steps: list[int]
+    """Prose steps with a non-empty text (the ones the stagnation detector records)."""
+    prose_text: list[int]
+    """Their text ids (equal ids = equal texts)."""
+    prose_segment: list[int]
+    """Their segment: user/system messages seen before them (the detector is cleared at each)."""
     _obs_cache: dict[tuple[str, ...], tuple[bool, ...]] = field(default_factory=dict)
-    _last: list[Any] = field(default_factory=list)
-    """Per step, ``(row, step)`` of the last run: a step whose varying fields (``row``) are
-    equal is reused. One tuple per slot, so concurrent runs never pair a row with another
-    run's step."""
-    _extras: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
-    """Shared, read-only ``extra`` mappings keyed by their values (many steps share one)."""
+    _tables: dict[tuple[str, ...], _Tables] = field(default_factory=dict)
+    _stagnation: dict[int, tuple[list[int], int]] = field(default_factory=dict)
+    _firsts: dict[int, FirstRefusal] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.call)
 
     def observation_flags(self, patterns: Sequence[str]) -> tuple[bool, ...]:
         """Per step: is it an observation batch under ``patterns`` (False for prose)."""
@@ -300,12 +352,12 @@ class PreparedMessages:
             lowered = [p.lower() for p in key]
             per_name: dict[str, bool] = {}
             out: list[bool] = []
-            for s in self.steps:
-                if isinstance(s, _PProse) or not lowered:
+            for is_batch, names in zip(self.batch, self.names_lower, strict=True):
+                if not is_batch or not lowered:
                     out.append(False)
                     continue
                 ok = True
-                for n in s.names_lower:
+                for n in names:
                     v = per_name.get(n)
                     if v is None:
                         v = per_name[n] = is_observation_name(n, lowered)
@@ -317,24 +369,106 @@ class PreparedMessages:
             self._obs_cache[key] = flags
         return flags
 
+    def batch_tables(self, patterns: Sequence[str]) -> _Tables:
+        """Per batch class under ``patterns``: where the no-refusal count and total first
+        exceed each threshold (``table[t]`` = first step with a value > t)."""
+        key = tuple(patterns)
+        tables = self._tables.get(key)
+        if tables is None:
+            obs = self.observation_flags(key)
+            tables = {}
+            count, total, costly = self.count, self.total, self.costly
+            for k, is_batch in enumerate(self.batch):
+                if not is_batch:
+                    continue
+                cls = (obs[k], costly[k])
+                entry = tables.get(cls)
+                if entry is None:
+                    entry = tables[cls] = ([], [])
+                by_count, by_total = entry
+                c = count[k]
+                while len(by_count) < c:
+                    by_count.append(k)
+                t = total[k]
+                while len(by_total) < t:
+                    by_total.append(k)
+            self._tables[key] = tables
+        return tables
 
-def _read_call_parts(element: Any) -> tuple[str, str, Any]:
-    """``(id, name, raw arguments)`` of one ``tool_calls`` element, as :func:`core.read_call`."""
-    if not isinstance(element, dict):
-        return "", "", None
-    i = element.get("id")
-    call_id = i if isinstance(i, str) else ""
-    f = element.get("function")
-    if not isinstance(f, dict):
-        return call_id, "", None
-    name = f.get("name")
-    return call_id, name if isinstance(name, str) else "", f.get("arguments")
+    def stagnation(self, max_steps: int) -> tuple[list[int], int]:
+        """``(count of each recorded prose step, first step with count > max_steps)``."""
+        found = self._stagnation.get(max_steps)
+        if found is None:
+            window = max(max_steps * WINDOW_FACTOR, 1)
+            counts: list[int] = []
+            first = NO_REFUSAL
+            recent: deque[int] = deque()
+            seen: dict[int, int] = {}
+            segment = -1
+            for k, tid, seg in zip(self.prose_steps, self.prose_text, self.prose_segment,
+                                   strict=True):
+                if seg != segment:
+                    segment = seg
+                    recent.clear()
+                    seen.clear()
+                recent.append(tid)
+                seen[tid] = seen.get(tid, 0) + 1
+                while len(recent) > window:
+                    seen[recent.popleft()] -= 1
+                c = seen[tid]
+                counts.append(c)
+                if c > max_steps and first == NO_REFUSAL:
+                    first = k
+            found = self._stagnation[max_steps] = (counts, first)
+        return found
+
+    def first_refusal_index(self, config: GglibConfig) -> int:
+        """The step of the first refusal under ``config``, or :data:`NO_REFUSAL`."""
+        first = NO_REFUSAL
+        tables = self.batch_tables(config.observation_tools)
+        if tables:
+            S = config.max_repeated_batch_steps
+            O = config.max_observation_steps  # noqa: E741 - the spec's name
+            observation_max = O if O is not None else S
+            ceiling = observation_max if observation_max > S else S
+            ceiling_at = ceiling if ceiling > 0 else 0
+            for (obs, costly), (by_count, by_total) in tables.items():
+                eff = observation_max if obs else S
+                at = eff if eff > 0 else 0
+                if at < len(by_count) and by_count[at] < first:
+                    first = by_count[at]
+                exempt = obs and O is not None and not costly
+                if not exempt and ceiling_at < len(by_total) and by_total[ceiling_at] < first:
+                    first = by_total[ceiling_at]
+        if self.prose_steps:
+            k = self.stagnation(config.max_stagnation_steps)[1]
+            if k < first:
+                first = k
+        return first
+
+    def first_refusal_at(self, k: int) -> FirstRefusal | None:
+        if k == NO_REFUSAL:
+            return None
+        found = self._firsts.get(k)
+        if found is None:
+            if self.batch[k]:
+                found = FirstRefusal(k, self.call[k], "loop")
+            else:
+                found = FirstRefusal(k, None, "stagnation")
+            self._firsts[k] = found
+        return found
 
 
-def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int) -> Any:
-    """:func:`core.turn_results_hash` with the results keys already computed."""
+def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int, n: int) -> Any:
+    """:func:`core.turn_results_hash` with the results keys already computed.
+
+    Answers are encoded injectively but not necessarily as :func:`core.hash_result_content`
+    does (only equality matters): a string as ``(0, text)``; another value as ``(1, orjson
+    with sorted keys)`` when orjson can write it, else ``(2, compact_json)``. Equal values take
+    the same branch, and orjson's and ``compact_json``'s writings agree on what is equal (key
+    order ignored; ``1`` ≠ ``1.0`` ≠ ``true``; non-finite numbers as ``null``).
+    """
     answers: dict[str, Any] = {}
-    n = len(messages)
     j = start
     while j < n:
         m = messages[j]
@@ -346,8 +480,15 @@ def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int) 
             continue
         if tcid in answers:
             return None
-        answers[tcid] = hash_result_content(m.get("content"))
-    if len(set(ids)) != len(ids):
+        content = m.get("content")
+        if isinstance(content, str):
+            answers[tcid] = (0, content)
+        else:
+            try:
+                answers[tcid] = (1, orjson.dumps(content, option=orjson.OPT_SORT_KEYS))
+            except (TypeError, orjson.JSONEncodeError):
+                answers[tcid] = (2, compact_json(content))
+    if len(ids) > 1 and len(set(ids)) != len(ids):
         return None
     pairs = []
     for call_id, key in zip(ids, keys, strict=True):
@@ -355,32 +496,57 @@ def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int) 
         if a is None:
             return None
         pairs.append((key, a))
-    return tuple(sorted(pairs))
+    if len(pairs) > 1:
+        pairs.sort()
+    return tuple(pairs)
 
 
 def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
     """Everything threshold-independent about ``messages``, computed once."""
+    if not isinstance(messages, list | tuple):
+        messages = list(messages)
+    n = len(messages)
     sig_ids: dict[str, int] = {}
     results_ids: dict[Any, int] = {}
     text_ids: dict[int, int] = {}
-    # raw arguments string -> (canonical rendering, hex16 of its FNV)
+    # raw arguments string -> (results key suffix "\0" + canonical rendering, signature suffix)
     arg_cache: dict[str, tuple[str, str]] = {}
     previous: dict[int, int] = {}
-    steps: list[_PBatch | _PProse] = []
-    program: list[int] = []
-    turn = -1
+    batch: list[bool] = []
+    calls_before: list[int] = []
+    tools_of: list[tuple[str, ...]] = []
+    signature: list[str | None] = []
+    identical: list[bool] = []
+    not_evaluated: list[bool] = []
+    joined: list[bool] = []
+    costly: list[bool] = []
+    names_lower: list[tuple[str, ...]] = []
+    count: list[int] = []
+    total: list[int] = []
+    outcome: list[str | None] = []
+    run: list[int] = []
+    text_hash: list[str | None] = []
+    prose_steps: list[int] = []
+    prose_text: list[int] = []
+    prose_segment: list[int] = []
+    segment = 0
     next_call = 0
-    if not isinstance(messages, list | tuple):
-        messages = list(messages)
-    for i, m in enumerate(messages):
-        role = _role(m)
-        if role == "tool":
+    # The no-refusal walk of the loop detector.
+    run_sig = -1
+    run_no = -1
+    run_count = 0
+    run_total = 0
+    run_last = -1
+    for i in range(n):
+        m = messages[i]
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "tool" and isinstance(role, str):
             continue
-        if role != "assistant":
-            if not program or program[-1] != _BREAK:
-                program.append(_BREAK)
+        if role != "assistant" or not isinstance(role, str):
+            segment += 1
+            run_sig = -1
             continue
-        turn += 1
+        assert isinstance(m, dict)
         tool_calls = m.get("tool_calls")
         if isinstance(tool_calls, list) and tool_calls:
             ids: list[str] = []
@@ -388,129 +554,133 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
             keys: list[str] = []
             sigs: list[str] = []
             for element in tool_calls:
-                call_id, name, raw = _read_call_parts(element)
-                entry = arg_cache.get(raw) if isinstance(raw, str) else None
-                if entry is None:
-                    canonical = stable_repr(read_arguments(raw))
-                    entry = (canonical, hex16(fnv1a_64(canonical)))
-                    if isinstance(raw, str):
-                        arg_cache[raw] = entry
+                call_id = ""
+                name = ""
+                raw: Any = None
+                if isinstance(element, dict):
+                    i_ = element.get("id")
+                    if isinstance(i_, str):
+                        call_id = i_
+                    f = element.get("function")
+                    if isinstance(f, dict):
+                        nm = f.get("name")
+                        if isinstance(nm, str):
+                            name = nm
+                        raw = f.get("arguments")
+                if isinstance(raw, str):
+                    entry = arg_cache.get(raw)
+                    if entry is None:
+                        canonical = stable_repr(read_arguments(raw))
+                        entry = arg_cache[raw] = (
+                            "\x00" + canonical, ":" + hex16(fnv1a_64(canonical))
+                        )
+                else:
+                    canonical = stable_repr(raw)
+                    entry = ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
                 ids.append(call_id)
                 names.append(name)
-                keys.append(name + "\x00" + entry[0])
-                sigs.append(name + ":" + entry[1])
-            results = _join(ids, keys, messages, i + 1)
-            sig = "|".join(sorted(sigs))
-            sid = sig_ids.setdefault(sig, len(sig_ids))
-            rid = -1 if results is None else results_ids.setdefault(results, len(results_ids))
-            had = sid in previous
-            seen = previous.get(sid, -1)
+                keys.append(name + entry[0])
+                sigs.append(name + entry[1])
+            results = _join(ids, keys, messages, i + 1, n)
+            sig = "|".join(sorted(sigs)) if len(sigs) > 1 else sigs[0]
+            sid = sig_ids.get(sig)
+            if sid is None:
+                sid = sig_ids[sig] = len(sig_ids)
+            if results is None:
+                rid = -1
+            else:
+                rid = results_ids.get(results, -1)
+                if rid == -1:
+                    rid = results_ids[results] = len(results_ids)
+            seen = previous.get(sid, -2)
             previous[sid] = rid
             tools = tuple(names)
-            steps.append(
-                _PBatch(
-                    turn=turn,
-                    call=next_call,
-                    tools=tools,
-                    names_lower=tuple(dict.fromkeys(n.lower() for n in tools)),
-                    signature=sig,
-                    sig_id=sid,
-                    results_id=rid,
-                    identical=had and seen != -1 and rid != -1 and seen == rid,
-                    not_evaluated=had and (seen == -1 or rid == -1),
-                    costly=any(is_costly_name(n) for n in tools),
-                    call_signatures=tuple(sigs),
-                )
-            )
+            batch.append(True)
+            calls_before.append(next_call)
+            tools_of.append(tools)
+            signature.append(sig)
+            identical.append(seen >= 0 and rid != -1 and seen == rid)
+            not_evaluated.append(seen != -2 and (seen == -1 or rid == -1))
+            joined.append(rid != -1)
+            is_costly = False
+            for nm in tools:
+                if _is_costly(nm):
+                    is_costly = True
+                    break
+            costly.append(is_costly)
+            if len(tools) == 1:
+                names_lower.append((tools[0].lower(),))
+            else:
+                names_lower.append(tuple(dict.fromkeys(nm.lower() for nm in tools)))
+            # no-refusal walk
+            if sid == run_sig:
+                run_count += 1
+                run_total += 1
+            else:
+                run_sig = sid
+                run_no += 1
+                run_count = 1
+                run_total = 1
+                run_last = -1
+            count.append(run_count)
+            total.append(run_total)
+            run.append(run_no)
+            if run_last != -1 and rid != -1:
+                if run_last != rid:
+                    run_count = 1
+                    outcome.append(_OUTCOME_CHANGED)
+                else:
+                    outcome.append(_OUTCOME_REPEATED)
+            else:
+                outcome.append(_OUTCOME_NC)
+            run_last = rid
+            text_hash.append(None)
             next_call += len(tool_calls)
         else:
+            k = len(batch)
+            batch.append(False)
+            calls_before.append(next_call)
+            tools_of.append(())
+            signature.append(None)
+            identical.append(False)
+            not_evaluated.append(False)
+            joined.append(False)
+            costly.append(False)
+            names_lower.append(())
+            count.append(0)
+            total.append(0)
+            outcome.append(None)
+            run.append(-1)
             text = extract_text(m.get("content"))
             if text:
                 h = fnv1a_64(text)
-                tid = text_ids.setdefault(h, len(text_ids))
-                steps.append(_PProse(turn, tid, hex16(h)))
+                tid = text_ids.get(h)
+                if tid is None:
+                    tid = text_ids[h] = len(text_ids)
+                text_hash.append(hex16(h))
+                prose_steps.append(k)
+                prose_text.append(tid)
+                prose_segment.append(segment)
             else:
-                steps.append(_PProse(turn, -1, None))
-        program.append(len(steps) - 1)
-    return PreparedMessages(tuple(steps), tuple(program), len(messages))
+                text_hash.append(None)
+    return PreparedMessages(
+        n, batch, calls_before, tools_of, signature, identical, not_evaluated, joined, costly,
+        names_lower, count, total, outcome, run, text_hash, prose_steps, prose_text,
+        prose_segment,
+    )
 
 
-_OUTCOME_CHANGED = "answer_changed"
-_OUTCOME_REPEATED = "answer_repeated"
-_OUTCOME_NC = "not_comparable"
+_make_step = new_step
+
+# A row of the walk: (step, refused, count, effective_max, ceiling, batch_class, rule_or_outcome)
+# for a batch step; (step, refused, count or None, None, None, None, None) for a prose step.
+_Row = tuple[int, bool, "int | None", "int | None", "int | None", "str | None", "str | None"]
 
 
-def _fast_step_factory() -> Any:
-    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (about 3x faster).
-
-    It writes the slots directly and is used only if it builds exactly what ``Step(...)`` builds;
-    otherwise (``Step`` without slots, other fields) the plain constructor is used.
-    """
-    import dataclasses
-
-    names = [f.name for f in dataclasses.fields(Step)]
-    expected = [
-        "turn", "call", "tools", "signature", "verdict", "detector", "count",
-        "after_divergence", "extra",
-    ]
-    try:
-        if names != expected:
-            raise TypeError
-        setters = [Step.__dict__[n].__set__ for n in names]
-    except (KeyError, AttributeError, TypeError):
-        return Step
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = setters
-    new = object.__new__
-
-    def make(
-        turn: int, call: Any, tools: Any, sig: Any, verdict: Any, det: Any, count: Any,
-        after: bool, extra: Any,
-    ) -> Step:
-        o = new(Step)
-        s0(o, turn)
-        s1(o, call)
-        s2(o, tools)
-        s3(o, sig)
-        s4(o, verdict)
-        s5(o, det)
-        s6(o, count)
-        s7(o, after)
-        s8(o, extra)
-        return o
-
-    probe: tuple[Any, ...] = (1, 2, ("t",), "t:x", "pass", None, 3, False, {"k": 1})
-    try:
-        built = make(*probe)
-        ok = built == Step(*probe) and type(built) is Step
-    except Exception:
-        ok = False
-    return make if ok else Step
-
-
-_make_step = _fast_step_factory()
-
-
-def run_prepared(
-    prepared: PreparedMessages, config: GglibConfig
-) -> tuple[tuple[Step, ...], FirstRefusal | None]:
-    """The state machines of §2.6 and §2.10 over prepared data; equal to :func:`replay_messages`.
-
-    Only integers are compared here. A step whose varying fields equal those of the previous
-    run on the same prepared data is reused rather than rebuilt, so re-running with other
-    thresholds mostly costs the state machine itself.
-    """
+def _classes(config: GglibConfig) -> dict[tuple[bool, bool], tuple[int, int | None, str]]:
+    """Per class (observation, costly): effective_max, ceiling (None when exempt), class name."""
     S = config.max_repeated_batch_steps
     O = config.max_observation_steps  # noqa: E741 - the spec's name
-    M = config.max_stagnation_steps
-    window = max(M * WINDOW_FACTOR, 1)
-    obs_flags = prepared.observation_flags(config.observation_tools)
-    psteps = prepared.steps
-    n_steps = len(psteps)
-    last = prepared._last
-    if len(last) != n_steps:
-        last[:] = [(None, None)] * n_steps
-
-    # Per class (observation, costly): effective_max, ceiling (None when exempt), class name.
     observation_max = O if O is not None else S
     ceiling_value = max(observation_max, S)
     classes: dict[tuple[bool, bool], tuple[int, int | None, str]] = {}
@@ -522,153 +692,239 @@ def run_prepared(
                 None if exempt else ceiling_value,
                 batch_class_of(obs, costly),
             )
+    return classes
 
-    make = _make_step
-    extras = prepared._extras
-    if len(extras) > 100_000:
-        extras.clear()
-    run_sig = -2
-    run_count = 0
-    run_total = 0
-    run_last = -1
-    recent: deque[int] = deque()
-    counts: dict[int, int] = {}
-    first: FirstRefusal | None = None
-    after = False
-    out: list[Step] = []
-    append = out.append
 
-    for idx in prepared.program:
-        if idx == _BREAK:
-            run_sig = -2
-            if recent:
-                recent.clear()
-                counts.clear()
-            continue
-        s = psteps[idx]
-        if type(s) is _PBatch:
-            eff, ceil, cls = classes[(obs_flags[idx], s.costly)]
-            sid = s.sig_id
-            if sid == run_sig:
-                run_count += 1
-                run_total += 1
+def _rows(p: PreparedMessages, config: GglibConfig) -> list[_Row]:
+    """Every step's varying values under ``config`` (the walk described above)."""
+    classes = _classes(config)
+    obs = p.observation_flags(config.observation_tools)
+    M = config.max_stagnation_steps
+    stag_counts = p.stagnation(M)[0] if p.prose_steps else []
+    prose_steps = p.prose_steps
+    n_prose = len(prose_steps)
+    pi = 0
+    count, total, outcome, run, costly = p.count, p.total, p.outcome, p.run, p.costly
+    current_run = -1
+    base: int | None = None
+    rows: list[_Row] = []
+    append = rows.append
+    for k, is_batch in enumerate(p.batch):
+        if is_batch:
+            eff, ceil, cls = classes[(obs[k], costly[k])]
+            if run[k] != current_run:
+                current_run = run[k]
+                base = None
+            t = total[k]
+            if base is None:
+                c = count[k]
+                if c > eff or (ceil is not None and t > ceil):
+                    base = c - t
+            if base is not None:
+                c = base + t
+                append((k, True, c, eff, ceil, cls, "strike" if c > eff else "ceiling"))
             else:
-                run_sig = sid
-                run_count = 1
-                run_total = 1
-                run_last = -1
-            rid = s.results_id
-            if run_count > eff or (ceil is not None and run_total > ceil):
-                rule = "strike" if run_count > eff else "ceiling"
-                row: tuple[Any, ...] = (after, True, run_count, run_total, eff, ceil, cls, rule)
-                prev_row, step = last[idx]
-                if row != prev_row:
-                    ekey = (row, s.identical, s.not_evaluated, rid != -1)
-                    extra = extras.get(ekey)
-                    if extra is None:
-                        extra = extras[ekey] = {
-                            "kind": "batch",
-                            "total": run_total,
-                            "effective_max": eff,
-                            "ceiling": ceil,
-                            "batch_class": cls,
-                            "rule": rule,
-                            "outcome": None,
-                            "rescued": False,
-                            "identical": s.identical,
-                            "not_evaluated": s.not_evaluated,
-                            "answers_joined": rid != -1,
-                            "max_steps": None,
-                            "window": None,
-                            "text_hash": None,
-                        }
-                    step = make(
-                        s.turn, s.call, s.tools, s.signature, "refuse", "loop", run_count, after,
-                        extra,
-                    )
-                    last[idx] = (row, step)
-                if first is None:
-                    first = FirstRefusal(s.turn, s.call, "loop")
-                    after = True
-            else:
-                count = run_count
-                if run_last != -1 and rid != -1:
-                    if run_last != rid:
-                        run_count = 1
-                        outcome = _OUTCOME_CHANGED
-                    else:
-                        outcome = _OUTCOME_REPEATED
-                else:
-                    outcome = _OUTCOME_NC
-                run_last = rid
-                row = (after, False, count, run_total, eff, ceil, cls, outcome)
-                prev_row, step = last[idx]
-                if row != prev_row:
-                    ekey = (row, s.identical, s.not_evaluated, rid != -1)
-                    extra = extras.get(ekey)
-                    if extra is None:
-                        extra = extras[ekey] = {
-                            "kind": "batch",
-                            "total": run_total,
-                            "effective_max": eff,
-                            "ceiling": ceil,
-                            "batch_class": cls,
-                            "rule": None,
-                            "outcome": outcome,
-                            "rescued": run_total > eff,
-                            "identical": s.identical,
-                            "not_evaluated": s.not_evaluated,
-                            "answers_joined": rid != -1,
-                            "max_steps": None,
-                            "window": None,
-                            "text_hash": None,
-                        }
-                    step = make(
-                        s.turn, s.call, s.tools, s.signature, "pass", None, count, after, extra
-                    )
-                    last[idx] = (row, step)
+                append((k, False, count[k], eff, ceil, cls, outcome[k]))
+        elif pi < n_prose and prose_steps[pi] == k:
+            c = stag_counts[pi]
+            pi += 1
+            append((k, c > M, c, None, None, None, None))
         else:
-            assert type(s) is _PProse
-            tid = s.text_id
-            if tid == -1:
-                c: int | None = None
-                refuse = False
+            append((k, False, None, None, None, None, None))
+    return rows
+
+
+def _step_of(p: PreparedMessages, row: _Row, after: bool, M: int, window: int) -> Step:
+    k, refused, c, eff, ceil, cls, note = row
+    if cls is None:
+        return _make_step(
+            k, None, (), None, "refuse" if refused else "pass",
+            "stagnation" if refused else None, c, after,
+            {
+                "kind": "prose",
+                "total": None,
+                "effective_max": None,
+                "ceiling": None,
+                "batch_class": None,
+                "rule": None,
+                "outcome": None,
+                "rescued": False,
+                "identical": False,
+                "not_evaluated": False,
+                "answers_joined": None,
+                "max_steps": M,
+                "window": window,
+                "text_hash": p.text_hash[k],
+            },
+        )
+    t = p.total[k]
+    assert eff is not None
+    return _make_step(
+        k, p.call[k], p.tools[k], p.signature[k], "refuse" if refused else "pass",
+        "loop" if refused else None, c, after,
+        {
+            "kind": "batch",
+            "total": t,
+            "effective_max": eff,
+            "ceiling": ceil,
+            "batch_class": cls,
+            "rule": note if refused else None,
+            "outcome": None if refused else note,
+            "rescued": False if refused else t > eff,
+            "identical": p.identical[k],
+            "not_evaluated": p.not_evaluated[k],
+            "answers_joined": p.joined[k],
+            "max_steps": None,
+            "window": None,
+            "text_hash": None,
+        },
+    )
+
+
+class _Detail:
+    """The steps of one prepared session under one configuration, built on demand."""
+
+    __slots__ = ("config", "first", "prepared")
+
+    def __init__(self, prepared: PreparedMessages, config: GglibConfig, first: int) -> None:
+        self.prepared = prepared
+        self.config = config
+        self.first = first
+
+    def steps(self) -> tuple[Step, ...]:
+        p, first = self.prepared, self.first
+        M = self.config.max_stagnation_steps
+        window = max(M * WINDOW_FACTOR, 1)
+        return tuple(_step_of(p, row, row[0] > first, M, window) for row in _rows(p, self.config))
+
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        p, first = self.prepared, self.first
+        if first == NO_REFUSAL:
+            return ()
+        M = self.config.max_stagnation_steps
+        window = max(M * WINDOW_FACTOR, 1)
+        calls = p.call
+        return tuple(
+            FlaggedStep(row[0], calls[row[0]], _step_of(p, row, row[0] > first, M, window))
+            for row in _rows(p, self.config) if row[1]
+        )
+
+    def markers(self) -> tuple[Marker, ...]:
+        """The refused steps in brief: the walk of :func:`_rows`, over batch steps only until
+        a run refuses, and without building any step."""
+        p, first, config = self.prepared, self.first, self.config
+        if first == NO_REFUSAL:  # gglib never warns: no refusal, no marker
+            return ()
+        out: list[Marker] = []
+        classes = _classes(config)
+        obs = p.observation_flags(config.observation_tools)
+        count, total, run, costly, call = p.count, p.total, p.run, p.costly, p.call
+        current_run = -1
+        base: int | None = None
+        eff, ceil = 0, None
+        for k in range(first, len(count)):
+            r = run[k]
+            if r < 0:
+                continue
+            if r != current_run:
+                current_run = r
+                base = None
+                eff, ceil, _ = classes[(obs[k], costly[k])]
+            if base is None:
+                c = count[k]
+                t = total[k]
+                if c > eff or (ceil is not None and t > ceil):
+                    base = c - t
+                else:
+                    continue
+            out.append(Marker(k, k, call[k], call[k], "refuse", "loop", base + total[k]))
+        if p.prose_steps:
+            M = config.max_stagnation_steps
+            counts = p.stagnation(M)[0]
+            prose = [Marker(k, k, None, call[k], "refuse", "stagnation", c)
+                     for k, c in zip(p.prose_steps, counts, strict=True) if c > M]
+            if prose:
+                out = sorted(out + prose)
+        return tuple(out)
+
+    def step_json(self) -> list[dict[str, Any]]:
+        p, first = self.prepared, self.first
+        M = self.config.max_stagnation_steps
+        window = max(M * WINDOW_FACTOR, 1)
+        call, tools, signature, total = p.call, p.tools, p.signature, p.total
+        identical, not_evaluated, joined, text_hash = (
+            p.identical, p.not_evaluated, p.joined, p.text_hash)
+        out: list[dict[str, Any]] = []
+        append = out.append
+        for k, refused, c, eff, ceil, cls, note in _rows(p, self.config):
+            if cls is None:
+                append({
+                    "turn": k,
+                    "call": None,
+                    "tools": [],
+                    "signature": None,
+                    "verdict": "refuse" if refused else "pass",
+                    "detector": "stagnation" if refused else None,
+                    "count": c,
+                    "after_divergence": k > first,
+                    "kind": "prose",
+                    "total": None,
+                    "effective_max": None,
+                    "ceiling": None,
+                    "batch_class": None,
+                    "rule": None,
+                    "outcome": None,
+                    "rescued": False,
+                    "identical": False,
+                    "not_evaluated": False,
+                    "answers_joined": None,
+                    "max_steps": M,
+                    "window": window,
+                    "text_hash": text_hash[k],
+                })
             else:
-                recent.append(tid)
-                counts[tid] = counts.get(tid, 0) + 1
-                while len(recent) > window:
-                    counts[recent.popleft()] -= 1
-                c = counts[tid]
-                refuse = c > M
-            row = (after, refuse, c, M)
-            prev_row, step = last[idx]
-            if row != prev_row:
-                pkey = (M, s.text_hash)
-                extra = extras.get(pkey)
-                if extra is None:
-                    extra = extras[pkey] = {
-                        "kind": "prose",
-                        "total": None,
-                        "effective_max": None,
-                        "ceiling": None,
-                        "batch_class": None,
-                        "rule": None,
-                        "outcome": None,
-                        "rescued": False,
-                        "identical": False,
-                        "not_evaluated": False,
-                        "answers_joined": None,
-                        "max_steps": M,
-                        "window": window,
-                        "text_hash": s.text_hash,
-                    }
-                step = make(
-                    s.turn, None, (), None, "refuse" if refuse else "pass",
-                    "stagnation" if refuse else None, c, after, extra,
-                )
-                last[idx] = (row, step)
-            if refuse and first is None:
-                first = FirstRefusal(s.turn, None, "stagnation")
-                after = True
-        append(step)
-    return tuple(out), first
+                t = total[k]
+                assert eff is not None
+                append({
+                    "turn": k,
+                    "call": call[k],
+                    "tools": list(tools[k]),
+                    "signature": signature[k],
+                    "verdict": "refuse" if refused else "pass",
+                    "detector": "loop" if refused else None,
+                    "count": c,
+                    "after_divergence": k > first,
+                    "kind": "batch",
+                    "total": t,
+                    "effective_max": eff,
+                    "ceiling": ceil,
+                    "batch_class": cls,
+                    "rule": note if refused else None,
+                    "outcome": None if refused else note,
+                    "rescued": False if refused else t > eff,
+                    "identical": identical[k],
+                    "not_evaluated": not_evaluated[k],
+                    "answers_joined": joined[k],
+                    "max_steps": None,
+                    "window": None,
+                    "text_hash": None,
+                })
+        return out
+
+
+def run_lazy(
+    prepared: PreparedMessages, config: GglibConfig, *, session: str = "", source: str = "",
+    format: str = "openai_chat", engine: str = "gglib",
+) -> SessionReplay:
+    """The fast path: first refusal by table look-ups, steps built only when read."""
+    first = prepared.first_refusal_index(config)
+    return SessionReplay.lazy(session, source, format, engine, prepared.first_refusal_at(first),
+                              False, _Detail(prepared, config, first))
+
+
+def run_prepared(
+    prepared: PreparedMessages, config: GglibConfig
+) -> tuple[tuple[Step, ...], FirstRefusal | None]:
+    """``(steps, first_refusal)`` over prepared data; equal to :func:`replay_messages`."""
+    first = prepared.first_refusal_index(config)
+    return _Detail(prepared, config, first).steps(), prepared.first_refusal_at(first)

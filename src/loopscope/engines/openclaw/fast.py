@@ -3,26 +3,41 @@
 In shadow mode every call is recorded and its own outcome attached right after it, so the
 history before call ``i`` is simply the calls ``max(0, i - historySize) .. i - 1``, and the
 run-scoped history is the part of that window inside ``i``'s run (runs are contiguous). Every
-count of §3.2 therefore depends only on the session and ``historySize``:
+count of §3.2 therefore depends only on the session and ``historySize``, and a call's verdict
+never depends on the verdicts before it:
 
 * :func:`prepare` hashes each call once (argsHash, resultHash, unknown-tool name, poll flag, run)
   and integer-codes the hashes;
 * :meth:`PreparedSession.counters` computes, once per ``historySize``, the no-progress streak,
   the recent count, the unknown-tool streak and the ping-pong count/evidence of every call with
-  incremental walks (no re-hashing, no re-stringifying);
-* :func:`run` only selects among those counts (§3.3), runs the guard's small state machine and
-  builds the steps.
+  incremental walks (no re-hashing, no re-stringifying), and orders the calls by their largest
+  count;
+* :func:`run` evaluates §3.3's precedence only for the calls whose largest count reaches the
+  lowest threshold (plus the guard's aborts), which gives the first refusal and whether any
+  step warns. The steps themselves (messages, warning keys, the warning de-duplication, every
+  pass step) are built only when read (:attr:`SessionReplay.steps`).
 
-``run(prepare(s), c) == replay(s, c)`` is a property test.
+``run(prepare(s), c) == replay(s, c)`` is a property test, for every field of every step.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from dataclasses import dataclass, field, replace
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from hashlib import sha256
+from itertools import compress
 from typing import Any
 
-from loopscope.engines.base import FirstRefusal, SessionReplay, Step
+import orjson
+
+from loopscope.engines.base import (
+    FirstRefusal,
+    FlaggedStep,
+    Marker,
+    SessionReplay,
+    Step,
+    new_step,
+)
 from loopscope.engines.openclaw.config import OpenClawConfig
 from loopscope.engines.openclaw.detection import (
     GENERIC_REPEAT,
@@ -44,25 +59,31 @@ from loopscope.engines.openclaw.detection import (
     unknown_tool_message,
 )
 from loopscope.engines.openclaw.hashing import (
-    hash_tool_call,
+    extract_unknown_tool_name,
     hash_tool_outcome,
     is_known_poll_call,
+    is_loop_veto,
+    is_mapping,
 )
+from loopscope.engines.openclaw.jsvalue import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.engines.openclaw.replay import (
-    COMPACTION,
+    BLOCK_MARKERS,
     ENGINE_NAME,
-    USER,
-    CallInput,
-    make_step,
-    session_ops,
+    OPENCLAW_FORMAT,
 )
-from loopscope.model import Session
+from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
 
 _USER_OP = -1
 _COMPACTION_OP = -2
+_NO_ABORTS: dict[int, int] = {}
+
+# Tools whose outcome hash may look at params or details beyond ``{details, text}`` (§4.3).
+_SPECIAL_OUTCOME_TOOLS = frozenset({"exec", "process", "message", "sessions_send"})
+_TEXT_RESULT_HEAD = b'{"details":{},"text":'
+_EMPTY_OBJECT_DIGEST = digest({})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Counters:
     """Per-call counts of §3.2 for one ``historySize`` (lists indexed by call position)."""
 
@@ -81,6 +102,10 @@ class Counters:
     keys: dict[tuple[int, str, str], str] = field(default_factory=dict)
     """Memo of warning keys (they depend on the window, not on thresholds)."""
 
+    def reaching(self, floor: int) -> list[int]:
+        """Positions (ascending) of the calls whose largest count is at least ``floor``."""
+        return list(compress(range(len(self.peak)), map(floor.__le__, self.peak)))
+
 
 @dataclass(eq=False)
 class PreparedSession:
@@ -89,8 +114,13 @@ class PreparedSession:
     session: str
     source: str
     format: str
-    calls: list[CallInput]
-    """Light call descriptions (params and results dropped after hashing)."""
+    turn: list[int]
+    call: list[int]
+    """The call's index among all calls of the session (the step's ``call``)."""
+    tool_name: list[str]
+    run: list[int]
+    """``k`` of the run id ``run-<k>``."""
+    recorded_block: list[bool]
     args_hash: list[str]
     result_hash: list[str | None]
     unknown_tool: list[str | None]
@@ -108,16 +138,13 @@ class PreparedSession:
     compaction; without one the guard never acts)."""
     unknown_names: list[str] = field(default_factory=list)
     result_hashes: list[str] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
     _counters: dict[int, Counters] = field(default_factory=dict, repr=False)
     _guard: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
-    run_ids: list[str] = field(default_factory=list)
-    _pass_steps: list[tuple[Step, ...] | None] = field(default_factory=lambda: [None, None],
-                                                       repr=False)
-    _verdict_steps: dict[tuple[Any, ...], Step] = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
-        return len(self.calls)
+        return len(self.args_hash)
 
     def counters(self, history_size: int) -> Counters:
         found = self._counters.get(history_size)
@@ -132,98 +159,210 @@ class PreparedSession:
             found = self._guard[window_size] = _compute_guard(self, window_size)
         return found
 
-    def pass_steps(self, after_divergence: bool) -> tuple[Step, ...]:
-        """Every call's pass step (built once; the two variants share their ``extra``)."""
-        index = 1 if after_divergence else 0
-        found = self._pass_steps[index]
-        if found is None:
-            if after_divergence:
-                found = tuple(replace(step, after_divergence=True)
-                              for step in self.pass_steps(False))
-            else:
-                found = tuple(
-                    make_step(c, self.args_hash[i], result_hash=self.result_hash[i],
-                              unknown_tool=self.unknown_tool[i])
-                    for i, c in enumerate(self.calls))
-            self._pass_steps[index] = found
-        return found
 
-    def verdict_step(self, ctr: Counters, i: int, level: str | None, detector: str | None,
-                     count: int, abort: int | None, emitted: bool | None, diverged: bool,
-                     window_size: int) -> Step:
-        """A warn or refuse step, cached by everything it shows."""
-        key = (i, level, detector, count, abort, emitted, diverged,
-               window_size if abort is not None else 0,
-               ctr.ping_pong_last[i] if detector == PING_PONG else -1,
-               ctr.latest_result[i], ctr.unknown_name[i])
-        step = self._verdict_steps.get(key)
-        if step is None:
-            if len(self._verdict_steps) > 8 * self.n + 64:
-                self._verdict_steps.clear()
-            step = self._verdict_steps[key] = _detector_step(
-                self, ctr, i, level, detector, count, abort, emitted, diverged, window_size)
-        return step
+def _digest_text_result(text: str) -> str:
+    """``digest({"details": {}, "text": text})``: the outcome hash of a plain text result."""
+    try:
+        body = orjson.dumps(text)  # = JSON.stringify(text) for every string without a surrogate
+    except TypeError:
+        return digest({"details": {}, "text": text})
+    return sha256(_TEXT_RESULT_HEAD + body + b"}").hexdigest()
 
 
-class _Codes:
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.values: list[str] = []
+def _digest_error(text: str) -> str:
+    """``digest(text)`` of an error string."""
+    try:
+        return sha256(orjson.dumps(text)).hexdigest()
+    except TypeError:
+        return digest(text)
 
-    def code(self, value: str | None) -> int:
-        if value is None:
-            return 0
-        found = self.codes.get(value)
-        if found is None:
-            self.values.append(value)
-            found = self.codes[value] = len(self.values)
-        return found
+
+def _paired(call: Any, turn_index: int, events: tuple[Any, ...],
+            results_by_id: dict[str, list[int]]) -> ToolResult | None:
+    """:func:`replay._paired_result`: a result paired by structure, else the first result after
+    the call's turn carrying its id."""
+    if call.result is not None:
+        paired = events[call.result]
+        if isinstance(paired, ToolResult) and paired.paired_by == "structure":
+            return paired
+    call_id = call.id
+    if call_id is None:
+        return None
+    candidates = results_by_id.get(call_id)
+    if not candidates:
+        return None
+    at = bisect_right(candidates, turn_index)
+    if at >= len(candidates):
+        return None
+    found = events[candidates[at]]
+    return found if isinstance(found, ToolResult) else None
 
 
 def prepare(session: Session) -> PreparedSession:
-    """Hash every call once and collect the threshold-independent facts (§7.8)."""
-    args_codes, result_codes, unknown_codes, tool_codes = _Codes(), _Codes(), _Codes(), _Codes()
-    calls: list[CallInput] = []
+    """Hash every call once and collect the threshold-independent facts (§7.8).
+
+    The same values as :func:`replay.session_ops` followed by ``hash_tool_call`` and
+    ``hash_tool_outcome`` on each call, computed without building the intermediate objects:
+    params are parsed and hashed once per distinct argument text, and a plain text result
+    is hashed from its JSON string directly.
+    """
+    events = session.events
+    results_by_id: dict[str, list[int]] = {}
+    for event in events:
+        if isinstance(event, ToolResult):
+            call_id = event.call_id
+            if call_id is not None:
+                found = results_by_id.get(call_id)
+                if found is None:
+                    results_by_id[call_id] = [event.index]
+                else:
+                    found.append(event.index)
+    openclaw = session.format == OPENCLAW_FORMAT
+    marker_a, marker_b, marker_c = BLOCK_MARKERS
+    # raw JSON argument text -> (params, sha256 hex of stableStringify(params))
+    parsed: dict[str, tuple[Any, str]] = {}
+    args_codes: dict[str, int] = {}
+    result_codes: dict[str, int] = {}
+    unknown_codes: dict[str, int] = {}
+    tool_codes: dict[str, int] = {}
+    result_hashes: list[str] = []
+    unknown_names: list[str] = []
+    turn: list[int] = []
+    call_index: list[int] = []
+    tool_name: list[str] = []
+    run_of: list[int] = []
+    recorded_block: list[bool] = []
     args_hash: list[str] = []
+    args_code: list[int] = []
     result_hash: list[str | None] = []
+    result_code: list[int] = []
     unknown_tool: list[str | None] = []
+    unknown_code: list[int] = []
+    tool_code: list[int] = []
     poll: list[bool] = []
     run_start: list[int] = []
     ops: list[int] = []
     has_compaction = False
     current_run_start = 0
-    for op in session_ops(session):
-        if op == USER:
-            current_run_start = len(calls)
+    run = 0
+    for event in events:
+        if isinstance(event, AssistantTurn):
+            tool_calls = event.tool_calls
+            if not tool_calls:
+                continue
+            for c in tool_calls:
+                name = c.name
+                raw = c.raw_arguments
+                if raw is None:
+                    params: Any = {}
+                    params_digest = _EMPTY_OBJECT_DIGEST
+                elif type(raw) is str and c.arguments_kind == "json_text":
+                    entry = parsed.get(raw)
+                    if entry is None:
+                        ok, value = fast_json_parse(raw)
+                        value = value if ok else raw
+                        entry = parsed[raw] = (value, digest(value))
+                    params, params_digest = entry
+                else:
+                    params = raw
+                    params_digest = digest(raw)
+                position = len(args_hash)
+                ops.append(position)
+                h = name + ":" + params_digest
+                args_hash.append(h)
+                code = args_codes.get(h)
+                if code is None:
+                    code = args_codes[h] = len(args_codes) + 1
+                args_code.append(code)
+                paired = _paired(c, event.index, events, results_by_id)
+                blocked = False
+                outcome_hash: str | None = None
+                unknown: str | None = None
+                if paired is not None:
+                    text = paired.text
+                    lowered = text.lower()
+                    blocked = marker_a in lowered or marker_b in lowered or marker_c in lowered
+                    if paired.is_error:
+                        outcome_hash = "error:" + _digest_error(text)
+                        unknown = extract_unknown_tool_name(text)
+                    elif openclaw:
+                        raw_details = paired.details
+                        details = raw_details if is_mapping(raw_details) else {}
+                        blocked = blocked or is_loop_veto(details)
+                        if not details and name not in _SPECIAL_OUTCOME_TOOLS:
+                            outcome_hash = _digest_text_result(_content_text(paired.content))
+                        else:
+                            outcome_hash, unknown = hash_tool_outcome(
+                                name, params, {"content": paired.content, "details": details},
+                                UNDEFINED)
+                    elif name not in _SPECIAL_OUTCOME_TOOLS:
+                        outcome_hash = _digest_text_result(js_trim(text))
+                    else:
+                        outcome_hash, unknown = hash_tool_outcome(
+                            name, params,
+                            {"content": [{"type": "text", "text": text}], "details": {}},
+                            UNDEFINED)
+                if outcome_hash:
+                    code = result_codes.get(outcome_hash)
+                    if code is None:
+                        result_hashes.append(outcome_hash)
+                        code = result_codes[outcome_hash] = len(result_hashes)
+                    result_hash.append(outcome_hash)
+                    result_code.append(code)
+                    if unknown is not None:
+                        code = unknown_codes.get(unknown)
+                        if code is None:
+                            unknown_names.append(unknown)
+                            code = unknown_codes[unknown] = len(unknown_names)
+                        unknown_code.append(code)
+                    else:
+                        unknown_code.append(0)
+                else:
+                    unknown = None
+                    result_hash.append(None)
+                    result_code.append(0)
+                    unknown_code.append(0)
+                unknown_tool.append(unknown)
+                code = tool_codes.get(name)
+                if code is None:
+                    code = tool_codes[name] = len(tool_codes) + 1
+                tool_code.append(code)
+                turn.append(event.turn)
+                call_index.append(c.index)
+                tool_name.append(name)
+                run_of.append(run)
+                recorded_block.append(blocked)
+                poll.append(name == "command_status" or (
+                    name == "process" and is_known_poll_call(name, params)))
+                run_start.append(current_run_start)
+        elif isinstance(event, UserMessage):
+            run += 1
+            current_run_start = len(args_hash)
             ops.append(_USER_OP)
-            continue
-        if op == COMPACTION:
+        elif isinstance(event, Compaction):
             has_compaction = True
             ops.append(_COMPACTION_OP)
-            continue
-        assert isinstance(op, CallInput)
-        ops.append(len(calls))
-        args_hash.append(hash_tool_call(op.name, op.params))
-        outcome_hash, unknown = hash_tool_outcome(op.name, op.params, op.result, op.error)
-        result_hash.append(outcome_hash or None)
-        unknown_tool.append(unknown if outcome_hash else None)
-        poll.append(is_known_poll_call(op.name, op.params))
-        run_start.append(current_run_start)
-        calls.append(CallInput(op.turn, op.call, op.name, None, op.tool_call_id, op.run,
-                               recorded_block=op.recorded_block))
     return PreparedSession(
-        session=session.id, source=session.source, format=session.format, calls=calls,
+        session=session.id, source=session.source, format=session.format, turn=turn,
+        call=call_index, tool_name=tool_name, run=run_of, recorded_block=recorded_block,
         args_hash=args_hash, result_hash=result_hash, unknown_tool=unknown_tool,
-        args_code=[args_codes.code(h) for h in args_hash],
-        result_code=[result_codes.code(h) for h in result_hash],
-        unknown_code=[unknown_codes.code(u) for u in unknown_tool],
-        tool_code=[tool_codes.code(c.name) for c in calls],
-        tool_empty=[c.name == "" for c in calls],
+        args_code=args_code, result_code=result_code, unknown_code=unknown_code,
+        tool_code=tool_code, tool_empty=[name == "" for name in tool_name],
         poll=poll, run_start=run_start, ops=ops if has_compaction else [],
-        unknown_names=unknown_codes.values, result_hashes=result_codes.values,
-        run_ids=[c.run_id for c in calls],
+        unknown_names=unknown_names, result_hashes=result_hashes,
+        run_ids=[f"run-{k}" for k in run_of],
     )
 
+
+def _content_text(content: Any) -> str:
+    """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`)."""
+    if not isinstance(content, list):
+        return ""
+    return js_trim("\n".join(
+        entry["text"] for entry in content
+        if is_mapping(entry) and isinstance(entry.get("type"), str)
+        and isinstance(entry.get("text"), str)
+    ))
 
 def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
     n = p.n
@@ -344,36 +483,36 @@ def _compute_guard(p: PreparedSession, window_size: int) -> dict[int, int]:
     return aborts
 
 
-def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
-    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4).
+# A verdict: (call position, level or None, detector or None, count, guard abort count or None)
+_Verdict = tuple[int, str | None, str | None, int, int | None]
 
-    Only calls whose largest count reaches the lowest threshold are evaluated; every other step
-    is a cached pass step. Non-pass steps are cached too, keyed by everything they show.
+
+def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
+              aborts: dict[int, int], complete: bool) -> tuple[list[_Verdict], int, bool, bool]:
+    """§3.3's precedence over the calls that can be flagged.
+
+    Returns ``(verdicts, first refusal position or -1, any warn step, verdicts complete)``.
+    Unless ``complete``, stops as soon as the first refusal and a warn step are both known
+    (all a sweep or an overview needs); the steps then re-evaluate in full.
     """
     r = config.resolved
-    detection = r.detection_on
-    aborts = p.guard_aborts(r.guard_window_size) if r.guard_enabled and p.ops else {}
-    if not detection and not aborts:
-        return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, p.pass_steps(False),
-                             None)
-    ctr = p.counters(r.history_size)
-    if detection:
-        floor = min(r.warning_threshold, r.unknown_tool_threshold)
-        indices = [i for i, peak in enumerate(ctr.peak) if peak >= floor]
-        if aborts:
-            indices = sorted(set(indices).union(aborts))
-    else:
-        indices = sorted(aborts)
-    np_counts, recent, unk_counts = ctr.no_progress, ctr.recent, ctr.unknown_streak
-    pings, evidence = ctr.ping_pong, ctr.ping_pong_evidence
-    poll = p.poll
+    detection = ctr is not None
     warning, critical = r.warning_threshold, r.critical_threshold
     breaker, unknown = r.global_circuit_breaker_threshold, r.unknown_tool_threshold
+    if ctr is not None:
+        indices = ctr.reaching(warning if warning < unknown else unknown)
+        if aborts:
+            indices = sorted(set(indices).union(aborts))
+        np_counts, recent, unk_counts = ctr.no_progress, ctr.recent, ctr.unknown_streak
+        pings, evidence = ctr.ping_pong, ctr.ping_pong_evidence
+    else:
+        indices = sorted(aborts)
+    poll = p.poll
     poll_on, ping_on, generic_on = (r.known_poll_no_progress_on, r.ping_pong_on,
                                     r.generic_repeat_on)
-    deduper: WarningDeduper | None = None
-    verdicts: list[tuple[int, str | None, str | None, int, int | None, bool | None]] = []
+    verdicts: list[_Verdict] = []
     first = -1
+    warned = False
     for i in indices:
         level = detector = None
         count = 0
@@ -399,31 +538,172 @@ def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
         abort = aborts.get(i) if aborts else None
         if detector is None and abort is None:
             continue
-        emitted: bool | None = None
-        if level == "warning":
-            # Logged (and de-duplicated) before the call runs, even if the guard then aborts.
-            if deduper is None:
-                deduper = WarningDeduper()
-            assert detector is not None
-            emitted = deduper.should_emit(_warning_key(p, ctr, i, detector, "warning"),
-                                          detector, p.calls[i].name, count, p.run_ids[i])
-        if first < 0 and (level == "critical" or abort is not None):
-            first = i
-        verdicts.append((i, level, detector, count, abort, emitted))
-    if first < 0:
-        steps = list(p.pass_steps(False))
+        verdicts.append((i, level, detector, count, abort))
+        if level == "critical" or abort is not None:
+            if first < 0:
+                first = i
+                if warned and not complete:
+                    return verdicts, first, warned, False
+        elif not warned:
+            warned = True
+            if first >= 0 and not complete:
+                return verdicts, first, warned, False
+    return verdicts, first, warned, True
+
+
+def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
+    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4).
+
+    Only calls whose largest count reaches the lowest threshold, and the guard's aborts, are
+    evaluated, and only until the first refusal and the first warning are known; every other
+    call passes. The steps are built when read.
+    """
+    r = config.resolved
+    aborts = p.guard_aborts(r.guard_window_size) if r.guard_enabled and p.ops else _NO_ABORTS
+    if not r.detection_on:
+        if not aborts:
+            return SessionReplay.lazy(p.session, p.source, p.format, ENGINE_NAME, None, False,
+                                      _Detail(p, config, None, _NO_ABORTS, [], -1))
+        ctr = None
     else:
-        steps = [*p.pass_steps(False)[:first + 1], *p.pass_steps(True)[first + 1:]]
-    window = r.guard_window_size
-    for i, level, detector, count, abort, emitted in verdicts:
-        steps[i] = p.verdict_step(ctr, i, level, detector, count, abort, emitted, i > first >= 0,
-                                  window)
+        ctr = p.counters(r.history_size)
+    verdicts, first, warned, complete = _evaluate(p, config, ctr, aborts, False)
     first_refusal = None
     if first >= 0:
-        refused = steps[first]
-        assert refused.detector is not None
-        first_refusal = FirstRefusal(refused.turn, refused.call, refused.detector)
-    return SessionReplay(p.session, p.source, p.format, ENGINE_NAME, tuple(steps), first_refusal)
+        v = verdicts[-1] if verdicts[-1][0] == first else next(v for v in verdicts
+                                                              if v[0] == first)
+        detector = v[2] if v[1] == "critical" else POST_COMPACTION_GUARD
+        assert detector is not None
+        first_refusal = FirstRefusal(p.turn[first], p.call[first], detector)
+    return SessionReplay.lazy(p.session, p.source, p.format, ENGINE_NAME, first_refusal, warned,
+                              _Detail(p, config, ctr, aborts, verdicts if complete else None,
+                                      first))
+
+
+class _Detail:
+    """The steps of one prepared session under one configuration, built when read."""
+
+    __slots__ = ("aborts", "config", "counters", "first", "prepared", "verdicts")
+
+    def __init__(self, prepared: PreparedSession, config: OpenClawConfig,
+                 counters: Counters | None, aborts: dict[int, int],
+                 verdicts: list[_Verdict] | None, first: int) -> None:
+        self.prepared = prepared
+        self.config = config
+        self.counters = counters
+        self.aborts = aborts
+        self.verdicts = verdicts
+        """Every verdict, or None when ``run`` stopped early."""
+        self.first = first
+
+    def _flagged_steps(self) -> list[tuple[int, Step]]:
+        """``(position, step)`` of every warn/refuse step, warning de-duplication included."""
+        p, ctr, first = self.prepared, self.counters, self.first
+        window = self.config.resolved.guard_window_size
+        verdicts = self.verdicts
+        if verdicts is None:
+            verdicts = _evaluate(p, self.config, ctr, self.aborts, True)[0]
+        deduper: WarningDeduper | None = None
+        out: list[tuple[int, Step]] = []
+        for i, level, detector, count, abort in verdicts:
+            emitted: bool | None = None
+            if level == "warning":
+                # Logged (and de-duplicated) before the call runs, even if the guard then aborts.
+                if deduper is None:
+                    deduper = WarningDeduper()
+                assert detector is not None and ctr is not None
+                emitted = deduper.should_emit(_warning_key(p, ctr, i, detector, "warning"),
+                                              detector, p.tool_name[i], count, p.run_ids[i])
+            out.append((i, _detector_step(p, ctr, i, level, detector, count, abort, emitted,
+                                          i > first >= 0, window)))
+        return out
+
+    def steps(self) -> tuple[Step, ...]:
+        p, first = self.prepared, self.first
+        flagged = dict(self._flagged_steps())
+        out: list[Step] = []
+        append = out.append
+        turn, call, tool_name, args_hash, result_hash, unknown_tool, run_ids, blocked = (
+            p.turn, p.call, p.tool_name, p.args_hash, p.result_hash, p.unknown_tool, p.run_ids,
+            p.recorded_block)
+        for i in range(p.n):
+            step = flagged.get(i)
+            if step is None:
+                step = new_step(turn[i], call[i], (tool_name[i],), args_hash[i], "pass", None, None,
+                                i > first >= 0, {
+                                    "level": None,
+                                    "message": None,
+                                    "warning_key": None,
+                                    "paired_tool": None,
+                                    "args_hash": args_hash[i],
+                                    "result_hash": result_hash[i],
+                                    "run_id": run_ids[i],
+                                    "guard_abort": False,
+                                    "unknown_tool": unknown_tool[i],
+                                    "warning_emitted": None,
+                                    "recorded_block": blocked[i],
+                                })
+            append(step)
+        return tuple(out)
+
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        call = self.prepared.call
+        return tuple(FlaggedStep(i, call[i], step) for i, step in self._flagged_steps())
+
+    def markers(self) -> tuple[Marker, ...]:
+        p = self.prepared
+        verdicts = self.verdicts
+        if verdicts is None:
+            verdicts = _evaluate(p, self.config, self.counters, self.aborts, True)[0]
+        turn, call = p.turn, p.call
+        out: list[Marker] = []
+        for i, level, detector, count, abort in verdicts:
+            if level == "critical":
+                assert detector is not None
+                out.append(Marker(i, turn[i], call[i], call[i], "refuse", detector, count))
+            elif abort is not None:
+                out.append(Marker(i, turn[i], call[i], call[i], "refuse", POST_COMPACTION_GUARD,
+                                  abort))
+            else:
+                assert detector is not None
+                out.append(Marker(i, turn[i], call[i], call[i], "warn", detector, count))
+        return tuple(out)
+
+    def step_json(self) -> list[dict[str, Any]]:
+        p, first = self.prepared, self.first
+        flagged = dict(self._flagged_steps())
+        out: list[dict[str, Any]] = []
+        append = out.append
+        turn, call, tool_name, args_hash, result_hash, unknown_tool, run_ids, blocked = (
+            p.turn, p.call, p.tool_name, p.args_hash, p.result_hash, p.unknown_tool, p.run_ids,
+            p.recorded_block)
+        for i in range(p.n):
+            step = flagged.get(i)
+            if step is not None:
+                append(step.to_json())
+                continue
+            append({
+                "turn": turn[i],
+                "call": call[i],
+                "tools": [tool_name[i]],
+                "signature": args_hash[i],
+                "verdict": "pass",
+                "detector": None,
+                "count": None,
+                "after_divergence": i > first >= 0,
+                "level": None,
+                "message": None,
+                "warning_key": None,
+                "paired_tool": None,
+                "args_hash": args_hash[i],
+                "result_hash": result_hash[i],
+                "run_id": run_ids[i],
+                "guard_abort": False,
+                "unknown_tool": unknown_tool[i],
+                "warning_emitted": None,
+                "recorded_block": blocked[i],
+            })
+        return out
 
 
 def _warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str) -> str:
@@ -436,7 +716,7 @@ def _warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str, level
 
 def _compute_warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str,
                          level: str) -> str:
-    tool = p.calls[i].name
+    tool = p.tool_name[i]
     current = p.args_hash[i]
     if detector == UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
@@ -454,7 +734,7 @@ def _compute_warning_key(p: PreparedSession, ctr: Counters, i: int, detector: st
 
 def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str,
              count: int) -> str:
-    tool = p.calls[i].name
+    tool = p.tool_name[i]
     if detector == UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
         return unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
@@ -468,29 +748,43 @@ def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: st
     return (generic_critical_message if critical else generic_warning_message)(tool, count)
 
 
-def _detector_step(p: PreparedSession, ctr: Counters, i: int, level: str | None,
+def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count: int | None,
+          diverged: bool, level: str | None, message: str | None, warning_key: str | None,
+          paired_tool: str | None, guard_abort: bool, warning_emitted: bool | None) -> Step:
+    """The step of call ``i`` with the §7.5 fields (as :func:`replay.make_step` builds it)."""
+    args_hash = p.args_hash[i]
+    return new_step(p.turn[i], p.call[i], (p.tool_name[i],), args_hash, verdict, detector, count,
+                    diverged, {
+                        "level": level,
+                        "message": message,
+                        "warning_key": warning_key,
+                        "paired_tool": paired_tool,
+                        "args_hash": args_hash,
+                        "result_hash": p.result_hash[i],
+                        "run_id": p.run_ids[i],
+                        "guard_abort": guard_abort,
+                        "unknown_tool": p.unknown_tool[i],
+                        "warning_emitted": warning_emitted,
+                        "recorded_block": p.recorded_block[i],
+                    })
+
+
+def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str | None,
                    detector: str | None, count: int, abort: int | None,
                    emitted: bool | None, diverged: bool, window_size: int) -> Step:
-    c = p.calls[i]
-    common: dict[str, Any] = {
-        "after_divergence": diverged, "result_hash": p.result_hash[i],
-        "unknown_tool": p.unknown_tool[i], "guard_abort": abort is not None,
-    }
     if detector is not None and level == "critical":
-        return make_step(
-            c, p.args_hash[i], verdict="refuse", detector=detector, count=count,
-            level="critical", message=_message(p, ctr, i, detector, level, count),
-            warning_key=_warning_key(p, ctr, i, detector, level),
-            paired_tool=p.calls[ctr.ping_pong_last[i]].name if detector == PING_PONG else None,
-            **common)
+        assert ctr is not None
+        return _step(p, i, "refuse", detector, count, diverged, "critical",
+                     _message(p, ctr, i, detector, level, count),
+                     _warning_key(p, ctr, i, detector, level),
+                     p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
+                     abort is not None, None)
     if abort is not None:
-        return make_step(c, p.args_hash[i], verdict="refuse", detector=POST_COMPACTION_GUARD,
-                         count=abort, level="critical",
-                         message=guard_message(c.name, abort, window_size), **common)
-    assert detector is not None and level is not None
-    return make_step(
-        c, p.args_hash[i], verdict="warn", detector=detector, count=count, level="warning",
-        message=_message(p, ctr, i, detector, level, count),
-        warning_key=_warning_key(p, ctr, i, detector, level),
-        paired_tool=p.calls[ctr.ping_pong_last[i]].name if detector == PING_PONG else None,
-        warning_emitted=emitted, **common)
+        return _step(p, i, "refuse", POST_COMPACTION_GUARD, abort, diverged, "critical",
+                     guard_message(p.tool_name[i], abort, window_size), None, None, True, None)
+    assert detector is not None and level is not None and ctr is not None
+    return _step(p, i, "warn", detector, count, diverged, "warning",
+                 _message(p, ctr, i, detector, level, count),
+                 _warning_key(p, ctr, i, detector, level),
+                 p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
+                 False, emitted)

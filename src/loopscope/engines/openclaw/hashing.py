@@ -41,6 +41,11 @@ _UNKNOWN_TOOL_PATTERNS: Final = (
 )
 
 
+def is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, answering plain dicts without the ABC machinery."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def hash_tool_call(tool_name: str, params: Any) -> str:
     """argsHash: ``"<tool>:<sha256 hex of stableStringify(params)>"`` (§4.2)."""
     return f"{tool_name}:{digest(params)}"
@@ -50,7 +55,7 @@ def is_known_poll_call(tool_name: str, params: Any) -> bool:
     """``command_status`` with any params, or ``process`` with ``action`` ``poll``/``log``."""
     if tool_name == "command_status":
         return True
-    if tool_name != "process" or not isinstance(params, Mapping):
+    if tool_name != "process" or not is_mapping(params):
         return False
     action = params.get("action", UNDEFINED)
     return isinstance(action, str) and action in KNOWN_POLL_ACTIONS
@@ -97,7 +102,7 @@ def result_text(result: Mapping[str, Any]) -> str:
         return ""
     return js_trim("\n".join(
         entry["text"] for entry in content
-        if isinstance(entry, Mapping) and isinstance(entry.get("type"), str)
+        if is_mapping(entry) and isinstance(entry.get("type"), str)
         and isinstance(entry.get("text"), str)
     ))
 
@@ -159,7 +164,7 @@ def strip_volatile_send_ids(value: Any) -> Any:
     """Drop message/file/poll ids, receipts and timestamps at any depth (§4.3 step 6)."""
     if isinstance(value, list | tuple):
         return [strip_volatile_send_ids(v) for v in value]
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         return value
     drop_id = _is_message_delivery_object(value)
     return {
@@ -175,7 +180,7 @@ def is_volatile_send_result(tool_name: str, params: Any) -> bool:
     if tool_name == "sessions_send":
         return True
     if tool_name == "message":
-        action = params.get("action") if isinstance(params, Mapping) else None
+        action = params.get("action") if is_mapping(params) else None
         return isinstance(action, str) and action in SEND_LIKE_MESSAGE_ACTIONS
     return False
 
@@ -191,10 +196,10 @@ def hash_tool_outcome(
     """
     if error is not UNDEFINED:
         return "error:" + digest(format_error_for_hash(error)), extract_unknown_tool_name(error)
-    if not isinstance(result, Mapping):
+    if not is_mapping(result):
         return (None if result is UNDEFINED else digest(result)), None
     raw_details = result.get("details")
-    details: Mapping[str, Any] = raw_details if isinstance(raw_details, Mapping) else {}
+    details: Mapping[str, Any] = raw_details if is_mapping(raw_details) else {}
     text = result_text(result)
     if is_loop_veto(details):
         return None, None
@@ -202,7 +207,7 @@ def hash_tool_outcome(
         exec_hash = _hash_exec_outcome(details, text)
         if exec_hash is not None:
             return exec_hash, None
-    if tool_name == "process" and isinstance(params, Mapping):
+    if tool_name == "process" and is_mapping(params):
         action = params.get("action")
         if action == "poll":
             return digest({

@@ -8,9 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from loopscope.ui import charts, state, views
-from loopscope.ui.pages import page_for
 
 VIEW_OPTIONS = {"both": "Both engines", "gglib": "gglib", "openclaw": "OpenClaw"}
+ROW_LIMITS: list[int | str] = [25, 50, 100, 200, 500, 1000, "all"]
+DEFAULT_ROWS = 50
+"""Drawing is the browser's cost (SVG: ~1 s per 10,000 markers in headless Chromium), so the
+timeline starts with the first 50 sessions in the chosen order; the table shows them all."""
 
 
 def render() -> None:
@@ -42,7 +45,7 @@ def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
 
 @st.fragment
 def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
-    c1, c2 = st.columns([1, 1])
+    c1, c2, c3 = st.columns([1, 1, 0.6])
     with c1:
         view = st.segmented_control(
             "Show", options=list(VIEW_OPTIONS), format_func=lambda k: VIEW_OPTIONS[k],
@@ -56,16 +59,30 @@ def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
             help="Refusals: refused sessions first, most refusals first. Label: real loops, then "
             "good work, then unlabelled.",
         )
+    with c3:
+        limit = st.selectbox(
+            "Rows shown", options=ROW_LIMITS, index=ROW_LIMITS.index(DEFAULT_ROWS), key="rows",
+            bind="query-params",
+            help="The timeline shows the first sessions in the chosen order; the table below and "
+            "the counts above always cover every session.",
+        )
     engines = list(state.ENGINES) if view in (None, "both") else [str(view)]
     st.caption(
         "One row per session; x is the tool call. Markers: filled = refused, hollow = warned; "
         "each detector has its own shape and colour. Hatched grey: after the first refusal "
-        "(would not have happened). Click a marker to open the session."
+        "(would not have happened). Click a marker for a link to that session."
     )
     rows = charts.sort_rows(views.overview_rows(corpus, results), sort or "refusals", engines)
-    fig = charts.overview_figure(rows, engines)
+    if limit != "all" and len(rows) > int(limit):
+        st.caption(f"Showing the first {limit} of {len(rows)} sessions in this order.")
+        rows = rows[: int(limit)]
+    fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 250 else 16)
+    refused = {e: sum(1 for r in rows if r.replays[e].refused) for e in engines}
+    alt = (f"Timeline of {len(rows)} sessions, one row each, with a marker at every refusal and "
+           "warning. " + "; ".join(f"{state.ENGINE_TITLES[e]} refuses {n}" for e, n in refused.items())
+           + ". The table below lists the same verdicts.")
     event = st.plotly_chart(
-        fig, key="overview_chart", on_select="rerun", selection_mode="points", theme=None,
+        fig, key="overview_chart", on_select="rerun", selection_mode="points", theme=None, alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": "loopscope-overview"}},
     )
     _open_selected(event, rows)
@@ -78,10 +95,9 @@ def _open_selected(event: Any, rows: list[charts.OverviewRow]) -> None:
     for p in points:
         y = p.get("y") if isinstance(p, dict) else None
         if isinstance(y, int | float) and 0 <= int(y) < len(rows):
-            st.session_state["session"] = next(iter(rows[int(y)].replays.values())).source
-            target = page_for("session")
-            if target is not None:
-                st.switch_page(target)
+            custom = p.get("customdata") if isinstance(p, dict) else None
+            turn = int(custom[0]) if isinstance(custom, list | tuple) and custom else None
+            views.session_link(next(iter(rows[int(y)].replays.values())).source, turn)
             return
 
 
@@ -112,11 +128,9 @@ def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
     )
     selected = getattr(getattr(event, "selection", None), "rows", None) or []
     if selected:
-        st.session_state["session"] = corpus.sessions[selected[0]].source
-        target = page_for("session")
-        if target is not None:
-            st.switch_page(target)
-    st.caption("Select a row to open the session.")
+        views.session_link(corpus.sessions[selected[0]].source)
+    else:
+        st.caption("Select a row for a link to the session.")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from loopscope.engines.base import SessionReplay
-from loopscope.model import Session
+from loopscope.model import Session, escape_for_display
 from loopscope.ui import charts, explain_view, state, views
 
 LAYOUTS = {"side": "Side by side", "stacked": "Stacked (aligned calls)"}
@@ -123,7 +123,7 @@ def _body() -> None:
         left, right = st.columns([3, 2])
         with left:
             for name in state.ENGINES:
-                _chart(name, figs[name], session.source)
+                _chart(name, figs[name], session.source, replays[name])
         with right:
             _transcript(session, replays, turn)
         _explanations(session, replays, configs, label)
@@ -131,7 +131,7 @@ def _body() -> None:
         cols = st.columns([2, 2, 1.6])
         for col, name in zip(cols[:2], state.ENGINES, strict=True):
             with col:
-                _chart(name, figs[name], session.source)
+                _chart(name, figs[name], session.source, replays[name])
         with cols[2]:
             _transcript(session, replays, turn)
         _explanations(session, replays, configs, label)
@@ -174,11 +174,15 @@ def _figure(
     )
 
 
-def _chart(name: str, fig: Any, source: str) -> None:
+def _chart(name: str, fig: Any, source: str, replay: SessionReplay) -> None:
     key = f"detail_{name}"
+    fr = replay.first_refusal
+    alt = (f"{state.ENGINE_TITLES[name]} timeline: each tool on its own lane, and the repeat count "
+           "against the thresholds. " + (f"First refusal at turn {fr.turn} ({fr.detector})."
+                                         if fr else "Never refused."))
     st.plotly_chart(
         fig, key=key, on_select=lambda: _pick_turn_from_chart(key, name, source),
-        selection_mode="points", theme=None,
+        selection_mode="points", theme=None, alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
 
@@ -203,15 +207,20 @@ def _explanations(
     for col, name in zip(cols, state.ENGINES, strict=True):
         with col:
             st.subheader(state.ENGINE_TITLES[name], anchor=False)
-            explain_view.render_engine_explanations(
-                name,
-                session,
-                replays[name],
-                configs[name],
-                corpus.prepared[name][idx],
-                label=label,
-                from_turn=views.label_from_turn(corpus, session.source),
-            )
+            try:
+                explain_view.render_engine_explanations(
+                    name,
+                    session,
+                    replays[name],
+                    configs[name],
+                    corpus.prepared[name][idx],
+                    label=label,
+                    from_turn=views.label_from_turn(corpus, session.source),
+                )
+            except Exception as exc:  # an explanation bug must not hide the verdicts
+                st.warning(f"The explanation could not be built ({type(exc).__name__}: "
+                           f"{escape_for_display(str(exc), 200)}). The verdicts above are unaffected.",
+                           icon=":material/warning:")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

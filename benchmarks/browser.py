@@ -1,0 +1,198 @@
+"""The dashboard in a real browser: slider move → updated chart, and the app's peak memory.
+
+    python benchmarks/browser.py FOLDER [--moves 6]
+
+Starts ``streamlit run app.py`` on a free local port with ``LOOPSCOPE_ALLOWED_ROOTS=FOLDER``,
+opens ``/?source=folder&folder=FOLDER`` in Debian's Chromium (Playwright), waits for the corpus
+to load and the overview chart to draw, then moves threshold sliders with the keyboard (as a
+person would) and times each move in the page itself: from the key press to the moment the
+overview chart shows the new replay (its markers changed and Streamlit has finished the run).
+The server's peak resident memory (``VmHWM``, and psutil samples) covers loading, preparing and
+every move. :func:`slider_to_chart` is what ``benchmarks/bench.py`` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+# (slider label, key) pairs moved in turn; each move changes what the overview shows on the
+# benchmark corpus. The labels are the dashboard's (loopscope.ui.state.FIELDS).
+MOVES = [
+    ("Warn after this many repeats", "ArrowLeft"),  # OpenClaw warningThreshold 10 → 9
+    ("Repeats allowed for tools that change things", "ArrowRight"),  # gglib 2 → 3
+    ("Block after this many repeats", "ArrowLeft"),  # OpenClaw criticalThreshold 20 → 19
+    ("Warn after this many repeats", "ArrowLeft"),
+    ("Repeats allowed for tools that change things", "ArrowRight"),
+    ("Block after this many repeats", "ArrowLeft"),
+]
+
+# A fingerprint of what the overview chart shows: every marker trace's name, length and the
+# sum of its x values (Plotly's full data holds the decoded arrays).
+CHART_SIGNATURE_JS = """() => {
+    const gd = document.querySelector('.js-plotly-plot');
+    if (!gd || !gd._fullData) return null;
+    return gd._fullData.map(t => {
+        const x = t.x || [];
+        let s = 0;
+        for (let i = 0; i < x.length; i++) s += +x[i] || 0;
+        return `${t.name}:${t._length || 0}:${s}`;
+    }).join('|');
+}"""
+
+IDLE_JS = """() => !document.querySelector("[data-testid='stStatusWidget'] [data-testid='stStatusWidgetRunningIcon']")
+    && !document.querySelector("[data-stale='true']")"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _vm_hwm_mb(pid: int) -> float | None:
+    """The process's peak resident set (Linux ``VmHWM``), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+class _RssSampler(threading.Thread):
+    """Samples the server's resident memory (psutil) every 100 ms; keeps the peak."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        import psutil
+
+        self.process = psutil.Process(pid)
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.peak = max(self.peak, self.process.memory_info().rss)
+            except Exception:
+                return
+            self.stop.wait(0.1)
+
+
+def _start_server(folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "LOOPSCOPE_ALLOWED_ROOTS": str(folder)}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("streamlit did not start:\n" + log.read_text(errors="replace"))
+        time.sleep(0.3)
+
+
+def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES)) -> dict[str, Any]:
+    """``{"slider_to_chart_ms" (median), "slider_to_chart_max_ms", "app_load_s",
+    "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder``."""
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(corpus_folder).resolve()
+    log = Path(tempfile.mkdtemp(prefix="loopscope-bench-app-")) / "streamlit.log"
+    proc, url = _start_server(folder, log)
+    sampler = _RssSampler(proc.pid)
+    sampler.start()
+    times: list[float] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+            page.set_default_timeout(300_000)
+            started = time.perf_counter()
+            page.goto(f"{url}/?source=folder&folder={quote(str(folder))}")
+            page.wait_for_function(f"() => ({CHART_SIGNATURE_JS})() !== null")
+            page.wait_for_function(IDLE_JS)
+            load_s = time.perf_counter() - started
+            sessions_caption = page.get_by_text(re.compile(r"\d+\s+sessions from")).first.inner_text()
+            for label, key in (MOVES * (1 + moves // len(MOVES)))[:moves]:
+                page.wait_for_timeout(300)
+                page.wait_for_function(IDLE_JS)
+                before = page.evaluate(CHART_SIGNATURE_JS)
+                handle = (page.get_by_test_id("stSlider").filter(has_text=label)
+                          .get_by_role("slider"))
+                handle.focus()
+                page.evaluate("() => { window.__lsT0 = performance.now(); }")
+                page.keyboard.press(key)
+                page.wait_for_function(
+                    f"""(before) => {{
+                        const sig = ({CHART_SIGNATURE_JS})();
+                        if (sig === null || sig === before || !({IDLE_JS})()) return false;
+                        window.__lsT1 = performance.now();
+                        return true;
+                    }}""", arg=before, polling="raf")
+                times.append(page.evaluate("() => window.__lsT1 - window.__lsT0"))
+            browser.close()
+    finally:
+        hwm = _vm_hwm_mb(proc.pid)
+        sampler.stop.set()
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    peak = max(hwm or 0.0, sampler.peak / 2**20)
+    return {
+        "slider_to_chart_ms": statistics.median(times),
+        "slider_to_chart_max_ms": max(times),
+        "slider_to_chart_all_ms": [round(t) for t in times],
+        "app_load_s": load_s,
+        "app_sessions": sessions_caption.strip(),
+        "app_peak_rss_mb": peak,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--moves", type=int, default=len(MOVES))
+    args = parser.parse_args()
+    print(json.dumps(slider_to_chart(args.folder, args.moves), indent=2))
+
+
+if __name__ == "__main__":
+    main()
