@@ -10,6 +10,7 @@ lines): call indices are assigned at ``build`` time, in turn order then position
 from __future__ import annotations
 
 import contextvars
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,16 +136,20 @@ class SessionBuilder:
         self._turns: list[TurnDraft] = []
         self._parse_json_text = json_text_parser or _default_json_text_parser
         self.timestamps: list[str] = []
-        self._max_events = max_events if max_events is not None else MAX_EVENTS.get()
+        cap = max_events if max_events is not None else MAX_EVENTS.get()
+        self._cap = sys.maxsize if cap is None else cap
         self.dropped_events = 0
         """Events refused because the session reached ``max_events_per_session``."""
 
-    def _full(self) -> bool:
-        """True (and counts a dropped event) when the session may take no more events."""
-        if self._max_events is not None and len(self._events) >= self._max_events:
+    def _admit(self, timestamp: str | None) -> bool:
+        """Whether the session takes one more event (else the event is counted as dropped);
+        notes the event's time. One call per event: this runs for every message."""
+        if len(self._events) >= self._cap:
             self.dropped_events += 1
-            return True
-        return False
+            return False
+        if timestamp is not None:
+            self.timestamps.append(timestamp)
+        return True
 
     # ----------------------------------------------------------------- adding events
 
@@ -156,31 +161,24 @@ class SessionBuilder:
     def call_count(self) -> int:
         return sum(len(t.calls) for t in self._turns)
 
-    def _stamp(self, timestamp: str | None) -> None:
-        if timestamp is not None:
-            self.timestamps.append(timestamp)
-
     def user(self, text: str, content: Any = None, *, recorded_role: str = "user",
              timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
-        if self._full():
+        if not self._admit(timestamp):
             return
-        self._stamp(timestamp)
         self._events.append(_new_user(len(self._events), text, content, recorded_role, timestamp,
                                       origin, "user"))
 
     def system(self, text: str, content: Any = None, *, recorded_role: str = "system",
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
-        if self._full():
+        if not self._admit(timestamp):
             return
-        self._stamp(timestamp)
         self._events.append(_new_system(len(self._events), text, content, recorded_role,
                                         timestamp, origin, "system"))
 
     def other(self, role: str | None, text: str, content: Any = None, *,
               timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
-        if self._full():
+        if not self._admit(timestamp):
             return
-        self._stamp(timestamp)
         self._events.append(_new_other(len(self._events), role, text, content, timestamp, origin,
                                        "other"))
 
@@ -188,12 +186,10 @@ class SessionBuilder:
                   model: str | None = None, stop_reason: str | None = None,
                   error: str | None = None, synthetic: bool = False,
                   timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> TurnDraft:
-        full = self._full()
-        if not full:
-            self._stamp(timestamp)
+        admitted = self._admit(timestamp)
         turn = TurnDraft(len(self._events), text, thinking, content, model, stop_reason, error,
                          synthetic, timestamp, origin)
-        if full:
+        if not admitted:
             return turn  # detached: calls added to it are dropped with it
         self._events.append(turn)
         self._turns.append(turn)
@@ -214,9 +210,8 @@ class SessionBuilder:
                name: str | None = None, structure_call: CallDraft | None = None,
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
         """Add a tool result. ``structure_call`` pairs it by structure (sessions spec §1.7)."""
-        if self._full():
+        if not self._admit(timestamp):
             return
-        self._stamp(timestamp)
         self._events.append(ResultDraft(
             len(self._events), call_id if isinstance(call_id, str) else None, content, text,
             is_error, details, meta, name, structure_call, timestamp, origin,
@@ -225,9 +220,8 @@ class SessionBuilder:
     def compaction(self, summary: str = "", *, tokens_before: int | None = None,
                    trigger: str | None = None, first_kept: str | None = None,
                    timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
-        if self._full():
+        if not self._admit(timestamp):
             return
-        self._stamp(timestamp)
         self._events.append(_new_compaction(len(self._events), summary, tokens_before, trigger,
                                             first_kept, timestamp, origin, "compaction"))
 

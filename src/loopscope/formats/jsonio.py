@@ -237,8 +237,9 @@ _WRAP_WITHOUT_COUNTING = 32 * 1024
 """From this length on, a text is parsed wrapped without counting its brackets first."""
 _NOT_PARSED: Any = object()
 _MINUS_BEFORE_ZERO = re.compile(rb"-(?=0)")
-"""The pre-check for :func:`has_negative_zero`: a regex finds ``-`` with ``memchr`` and is
-several times faster than ``b"-0" in data`` (about as slow as orjson's whole parse)."""
+"""The pre-check for :func:`has_negative_zero` (after ``b"-" in data``, a ``memchr``): this
+regex is several times faster than ``b"-0" in data``, which is about as slow as orjson's
+whole parse."""
 
 
 def _loads_within_depth(data: bytes | str, max_depth: int) -> Any:
@@ -276,12 +277,14 @@ def loads(data: bytes | str, limits: ImportLimits,
     ``on_truncate(pointer)`` is called for each string cut to ``max_value_chars``.
     """
     max_depth = min(limits.max_json_depth, ORJSON_MAX_DEPTH)
-    # Nesting needs a check when the text has more brackets than max_depth (a text of n
-    # characters holds at most n: short texts, most JSONL lines, skip it). Counting costs two
-    # passes over the text, more than the wrapped parse costs a long text: that is tried first.
+    # Nesting needs a check when the text has more brackets than max_depth. Valid JSON nested
+    # deeper than max_depth holds at least 2 × (max_depth + 1) of them (every level opens and
+    # closes), and nesting only matters for a text that parses: shorter texts, most JSONL lines,
+    # skip the check. Counting costs two passes over the text, more than the wrapped parse
+    # costs a long text: that is tried first.
     value: Any = _NOT_PARSED
     check_depth = False
-    if len(data) > max_depth:
+    if len(data) >= 2 * (max_depth + 1):
         if _DEPTH_BY_WRAPPING and len(data) >= _WRAP_WITHOUT_COUNTING:
             value = _loads_within_depth(data, max_depth)
             if value is _NOT_PARSED:
@@ -309,7 +312,7 @@ def loads(data: bytes | str, limits: ImportLimits,
         value = _slow_loads(text)
     else:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        if _MINUS_BEFORE_ZERO.search(raw) and has_negative_zero(raw):
+        if b"-" in raw and _MINUS_BEFORE_ZERO.search(raw) and has_negative_zero(raw):
             if check_depth:
                 _walk(value, max_depth, None, None)  # fail before the recursive path
             text = data.decode("utf-8") if isinstance(data, bytes) else data

@@ -16,6 +16,7 @@ import gc
 import importlib
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
@@ -134,6 +135,9 @@ def detect_format(path: str | os.PathLike[str], limits: ImportLimits | None = No
 
 def _module(format_id: str) -> ModuleType | None:
     name = f"loopscope.formats.{format_id}"
+    module = sys.modules.get(name)
+    if module is not None:  # (import_module's machinery costs more than a file's header)
+        return module
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -377,13 +381,16 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
 
     problems = [dataclasses.replace(p, source=source_of(c)) for c, p in ctx.problems]
     problems = _aggregate(problems, path, limits.max_warnings_per_code)
+    by_source: dict[str, list[Problem]] = {}  # (one pass, not one per session)
+    for p in problems:
+        by_source.setdefault(p.source, []).append(p)
     sessions: list[Session] = []
     for n, session in found:
         source = source_of(n)
         sid = session.id if isinstance(session.id, str) and session.id else (
             f"{stem}#{n}" if several else stem)
         title = session.title or sid
-        mine = tuple(p for p in problems if p.source == source)
+        mine = tuple(by_source.get(source, ()))
         sessions.append(dataclasses.replace(session, id=sid, source=source, title=title,
                                             problems=mine))
     return FileImport(path, detection, sessions, problems)

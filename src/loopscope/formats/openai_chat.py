@@ -58,10 +58,6 @@ def tool_names(tools: Any) -> list[str]:
     return names
 
 
-def _is_true(value: Any) -> bool:
-    return value is True
-
-
 def session_from_messages(
     messages: Sequence[Any],
     ctx: ImportContext,
@@ -127,7 +123,7 @@ def session_from_messages(
         elif role == "tool":
             builder.result(
                 message.get("tool_call_id"), content, openai_tool_result_text(content),
-                is_error=(_is_true(message.get("is_error")) or _is_true(message.get("isError"))
+                is_error=(message.get("is_error") is True or message.get("isError") is True
                           or message.get("status") == "error"),
                 name=message.get("name") if isinstance(message.get("name"), str) else None,
                 timestamp=timestamp, origin=origin,

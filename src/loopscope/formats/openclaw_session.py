@@ -39,11 +39,11 @@ def tool_result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
+        return "\n".join([
             entry["text"] for entry in content
             if isinstance(entry, dict) and isinstance(entry.get("type"), str)
             and isinstance(entry.get("text"), str)
-        )
+        ])
     return ""
 
 
@@ -72,12 +72,12 @@ class _Importer:
     # ------------------------------------------------------------------ the branch
 
     def active_branch(self, entries: list[Record]) -> list[Record]:
-        if any(not isinstance(r.value.get("id"), str) for r in entries):
-            return entries  # legacy v1: no tree, file order
         by_id: dict[str, Record] = {}
         duplicates = 0
         for record in entries:
-            entry_id = record.value["id"]
+            entry_id = record.value.get("id")
+            if not isinstance(entry_id, str):
+                return entries  # legacy v1: no tree, file order
             if entry_id in by_id:
                 duplicates += 1
                 continue
@@ -86,7 +86,7 @@ class _Importer:
             self.report("info", "duplicates_skipped",
                         f"{duplicates} entries repeat an id seen earlier; the later copies were "
                         "ignored", count=duplicates)
-        position = {id(r): n for n, r in enumerate(entries)}
+        position: dict[int, int] | None = None  # built when a parent is missing (rare)
         path: list[Record] = []
         seen: set[int] = set()
         current: Record | None = entries[-1]
@@ -105,6 +105,8 @@ class _Importer:
             if found is not None:
                 current = found
                 continue
+            if position is None:
+                position = {id(r): n for n, r in enumerate(entries)}
             if (current.line - 1) in self.ctx.skipped_lines and position[id(current)] > 0:
                 previous = entries[position[id(current)] - 1]
                 self.report("warning", "broken_parent_link",

@@ -145,11 +145,11 @@ def openai_assistant_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        return "".join([
             part["text"] for part in content
             if isinstance(part, dict) and part.get("type") == "text"
             and isinstance(part.get("text"), str)
-        )
+        ])
     return ""
 
 
@@ -160,10 +160,10 @@ def openai_tool_result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
+        return "\n".join([
             part["text"] for part in content
             if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
+        ])
     return ""
 
 

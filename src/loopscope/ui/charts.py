@@ -334,6 +334,8 @@ class CallInfo:
 
 
 PROSE_LANE = "(reply without tools)"
+LANE_MARGIN = 175
+"""Left margin of the session chart, in pixels: room for a 24-character lane name."""
 
 
 def openclaw_counters(steps: Sequence[Step], history_size: int) -> tuple[list[int], list[int]]:
@@ -499,7 +501,9 @@ def session_figure(
         _openclaw_count_traces(fig, steps, xs, thresholds or {}, history_size or 30)
 
     # ---- divergence, first refusal, breaks, selection
-    end = max(len(calls) - 0.5, (max(xs) + 0.5) if xs else 0.5)
+    # The same end for both engines (a prose step sits at most half a call after the last
+    # call), so stacked charts share the call axis.
+    end = max(float(len(calls)), (max(xs) + 0.5) if xs else 0.5)
     first = divergence_x(replay, xs)
     if first is not None:
         fig.add_vrect(
@@ -551,17 +555,20 @@ def session_figure(
         fig.add_vline(x=xs[selected_step], line_dash="dot", line_color="#1f1f1f", line_width=1.5)
 
     n_lanes = max(len(lanes), 1)
+    # A fixed left margin (lane names shortened to fit) keeps the call axis of two engines'
+    # charts aligned when they are stacked.
     fig.update_yaxes(
-        tickmode="array", tickvals=list(lanes.values()), ticktext=[_esc(t, 28) for t in lanes],
+        tickmode="array", tickvals=list(lanes.values()), ticktext=[_esc(t, 24) for t in lanes],
         range=[n_lanes - 0.5, -1.2], showgrid=True, gridcolor="#eeeeee", row=1, col=1,
-        automargin=True, tickfont={"color": "#1f1f1f"},
+        automargin=False, tickfont={"color": "#1f1f1f", "size": 12},
     )
-    fig.update_yaxes(title="count", rangemode="tozero", gridcolor="#e6e6e6", row=2, col=1)
-    fig.update_xaxes(title="tool call", gridcolor="#eeeeee", row=2, col=1, range=[-1, end + 0.5])
+    fig.update_yaxes(title={"text": "count", "standoff": 4}, rangemode="tozero",
+                     gridcolor="#e6e6e6", automargin=False, row=2, col=1)
+    fig.update_xaxes(title="tool call", gridcolor="#eeeeee", row=2, col=1, range=[-0.6, end + 0.5])
     fig.update_layout(
         title=title,
         height=max(420, 200 + 34 * n_lanes + 220),
-        margin={"l": 10, "r": 10, "t": 60 if title else 30, "b": 40},
+        margin={"l": LANE_MARGIN, "r": 10, "t": 60 if title else 30, "b": 40},
         legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0, "font": {"size": 12}},
         template="plotly_white",
         hovermode="closest",

@@ -200,10 +200,19 @@ class Corpus:
     label_problems: list[Problem] = field(default_factory=list)
     load_seconds: float = 0.0
     prepare_errors: list[Problem] = field(default_factory=list)
+    label_stamp: tuple[int, int] | None = None
+    """(mtime, size) of :attr:`label_file` when the labels were read."""
 
     def refresh_labels(self) -> None:
         """Re-read the labels sidecars (after a labelling change was saved)."""
         self.labels, self.label_problems, self.label_file = _load_labels(self.root)
+        self.label_stamp = _file_stamp(self.label_file)
+
+    def refresh_labels_if_changed(self) -> None:
+        """Pick up a ``labels.csv`` edited outside the app, without re-importing sessions."""
+        sidecar = _load_label_file_name(self.root)
+        if sidecar != self.label_file or _file_stamp(sidecar) != self.label_stamp:
+            self.refresh_labels()
 
     def display(self, source: str) -> str:
         """A session source or file path as a person should see it (uploads by their name)."""
@@ -312,6 +321,7 @@ def build_corpus(
         labels=labels,
         label_file=label_file,
         label_problems=label_problems,
+        label_stamp=_file_stamp(label_file),
         load_seconds=time.perf_counter() - started,
         prepare_errors=prepare_errors,
     )
@@ -329,6 +339,22 @@ def _load_one(load_file: Callable[..., FileImport], path: str, explicit: bool) -
             [],
             [Problem(path, None, None, "error", "internal_error", f"the importer failed: {exc!r}")],
         )
+
+
+def _file_stamp(path: str | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    try:
+        st_ = os.stat(path)
+    except OSError:
+        return None
+    return (st_.st_mtime_ns, st_.st_size)
+
+
+def _load_label_file_name(root: str | None) -> str | None:
+    from loopscope.labels import find_label_file
+
+    return find_label_file(root) if root else None
 
 
 def _load_labels(root: str | None) -> tuple[Mapping[str, Any], list[Problem], str | None]:
@@ -350,14 +376,13 @@ def _load_labels(root: str | None) -> tuple[Mapping[str, Any], list[Problem], st
 def load_folder(folder: Path, origin: str, progress: Progress | None = None) -> Corpus:
     roots = allowed_roots()
     targets, ignored = scan_files(folder, roots)
-    from loopscope.labels import find_label_file
-
-    sidecar = find_label_file(folder)
-    fp = fingerprint_files([p for p, _ in targets] + ([sidecar] if sidecar else []),
-                           extra=f"{origin}:{folder}")
+    # The labels sidecar is not part of the fingerprint: a label saved from the app must not
+    # re-import and re-prepare every session; a cache hit re-reads only a changed sidecar.
+    fp = fingerprint_files([p for p, _ in targets], extra=f"{origin}:{folder}")
     store = corpus_store()
     cached = store.get(fp)
     if cached is not None:
+        cached.refresh_labels_if_changed()
         return cached
     corpus = build_corpus(
         [(p, not scanned) for p, scanned in targets],

@@ -14,8 +14,7 @@ import streamlit as st
 from loopscope.engines.base import FirstRefusal
 from loopscope.experiments.compare import CompareResult, compare_replays
 from loopscope.experiments.metrics import compute_metrics
-from loopscope.ui import labelling, metrics_panel, state
-from loopscope.ui.pages import page_for
+from loopscope.ui import labelling, metrics_panel, state, views
 
 ENGINE_KEY = "compare.engine"
 SIDES = ("a", "b")
@@ -88,14 +87,6 @@ def _where(fr: FirstRefusal | None) -> str:
         return "not refused"
     call = f", call {fr.call}" if fr.call is not None else ""
     return f"turn {fr.turn}{call} · {fr.detector}"
-
-
-def _open_session(source: str) -> None:
-    st.session_state["session"] = source
-    st.session_state.pop("turn", None)
-    target = page_for("session")
-    if target is not None:
-        st.switch_page(target)
 
 
 def render() -> None:
@@ -213,8 +204,8 @@ def _changes(result: CompareResult, engine: str) -> None:
     suggested = change.b.turn if change.b is not None else (change.a.turn if change.a else None)
     labelling.label_editor(source, key="compare.label", turns=len(session.turns),
                            suggested_turn=suggested, corpus=corpus)
-    if st.button("Open in session detail", icon=":material/timeline:", key="compare.open"):
-        _open_session(source)
+    # A page link, not st.switch_page: switching pages from code drops the settings in the URL.
+    views.session_link(source, suggested)
 
 
 if __name__ == "__main__":  # run as a Streamlit page

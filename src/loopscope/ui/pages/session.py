@@ -9,7 +9,7 @@ import streamlit as st
 
 from loopscope.engines.base import SessionReplay
 from loopscope.model import Session, escape_for_display
-from loopscope.ui import charts, explain_view, state, views
+from loopscope.ui import charts, explain_view, labelling, state, views
 
 LAYOUTS = {"side": "Side by side", "stacked": "Stacked (aligned calls)"}
 SESSION_KEY = "session"
@@ -107,6 +107,10 @@ def _body() -> None:
     if label:
         facts.append("labelled **real loop**" if label == "loop" else "labelled **good work**")
     st.caption(" · ".join(facts))
+    with st.expander("Label this session", icon=":material/label:"):
+        # The turn open in the timeline fills the loop start when it is first marked a loop.
+        labelling.label_editor(session.source, key="session.label", turns=n_turns,
+                               suggested_turn=turn, corpus=corpus)
 
     jump_options = _jump_options(replays)
     if jump_options:
