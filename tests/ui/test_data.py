@@ -153,3 +153,23 @@ def test_a_document_for_neither_engine_is_refused() -> None:
 def test_patterns_text_round_trip() -> None:
     pats = ("read_file", "", "a,b")
     assert state.patterns_from_text(state.patterns_to_text(pats)) == pats
+
+
+def test_an_edited_labels_file_is_reread_without_reimporting_the_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    folder = tmp_path / "samples"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    first = data.load_folder(folder, "folder")
+    name = "write_loop_refused_at_third_batch.json"
+    source = next(s.source for s in first.sessions if s.source.endswith(name))
+    assert first.labels[source].label == "loop"
+    labels_csv = folder / "labels.csv"
+    labels_csv.write_text(labels_csv.read_text().replace(f"{name},loop,2", f"{name},ok,"))
+    os.utime(labels_csv, ns=(10**18, 10**18))
+    second = data.load_folder(folder, "folder")
+    assert second is first, "a label change must not re-import and re-prepare the corpus"
+    assert second.labels[source].label == "ok"
