@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from tests.conftest import REFERENCE, SAMPLES
 
 from loopscope.cli import main
-from tests.conftest import REFERENCE, SAMPLES
 
 PARITY = REFERENCE / "parity"
 

@@ -4,6 +4,7 @@ thresholds, and hash invariances."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -224,44 +225,51 @@ def test_prepare_hashes_like_the_reference_on_generated_sessions() -> None:
         assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session)
 
 
-def _edge_session(openclaw: bool) -> Any:
-    """Texts and arguments that take prepare's fast paths to their edges."""
+EDGE_TEXTS = ["plain", "", "  padded \n", "lone \ud800 surrogate", "astral \U0001F600 é ü",
+              "ctl \x00\x1f\x7f \u2028 \ufeff", 'quote " back \\ slash',
+              "Session Execution BLOCKED to prevent runaway loops", "COMPACTION_LOOP_PERSISTED",
+              "session execution blocked by global circuit breaker", "\u212a kelvin \u0130 dot",
+              "Unknown tool: Web.Search", "tool gog not found", "x" * 5000]
+EDGE_ARGS: list[Any] = ['{"a":1}', '{"b":[1,2.5,-0,1e400]}', "{not json", '"\\ud800"',
+                        '{"\\ud83d\\ude00":1,"\\uffff":2}', "9" * 400, '\ufeff{"a":1}', "[]",
+                        '{"action":"poll","sessionId":"s"}', '{"action":"log"}', "null", "",
+                        '{"action":"send","text":"hi"}', '{"action":7}']
+EDGE_NAMES = ["read", "process", "exec", "message", "sessions_send", "command_status", "", "gog"]
+EDGE_DETAILS: list[dict[str, Any]] = [{}, {"status": "running", "tail": "t"},
+                                      {"status": "blocked", "deniedReason": "tool-loop"},
+                                      {"ok": True}, {"status": "completed", "exitCode": 0}]
+
+
+def _edge_session(openclaw: bool, texts: list[str]) -> Any:
+    """Every tool name × argument text × details × error flag, for each text: prepare's fast
+    paths (plain results, process polls and logs, errors, block markers) at their edges."""
     b = SessionBuilder()
     b.user("start")
-    texts = ["plain", "", "  padded \n", "lone \ud800 surrogate", "astral \U0001F600 é ü",
-             "ctl \x00\x1f\x7f \u2028 \ufeff", 'quote " back \\ slash',
-             "Session Execution BLOCKED to prevent runaway loops", "COMPACTION_LOOP_PERSISTED",
-             "session execution blocked by global circuit breaker", "\u212a kelvin \u0130 dot",
-             "Unknown tool: Web.Search", "tool gog not found", "x" * 5000]
-    args: list[Any] = ['{"a":1}', '{"b":[1,2.5,-0,1e400]}', "{not json", '"\\ud800"',
-                       '{"\\ud83d\\ude00":1,"\\uffff":2}', "9" * 400, '\ufeff{"a":1}', "[]",
-                       '{"action":"poll","sessionId":"s"}', '{"action":"log"}', "null", ""]
-    names = ["read", "process", "exec", "message", "sessions_send", "command_status", "", "gog"]
     n = 0
     for text in texts:
-        for name in names:
+        for name, raw, details, error in itertools.product(
+                EDGE_NAMES, EDGE_ARGS, EDGE_DETAILS if openclaw else [{}], (False, True)):
             n += 1
             turn = b.assistant("")
-            raw: Any = args[n % len(args)]
             if openclaw:
                 ok, value = js_json_parse(raw)
                 b.call(turn, name, value if ok else raw, "value", id=f"c{n}")
+                b.result(f"c{n}", [{"type": "text", "text": text}], text, is_error=error,
+                         details=details)
             else:
                 b.call(turn, name, raw, "json_text", id=f"c{n}")
-            details: dict[str, Any] = [{}, {"status": "running", "tail": text},
-                                       {"status": "blocked", "deniedReason": "tool-loop"},
-                                       {"ok": True}][n % 4]
-            b.result(f"c{n}", [{"type": "text", "text": text}], text, is_error=n % 5 == 0,
-                     details=details if openclaw else None)
-            if n % 7 == 0:
+                b.result(f"c{n}", text, text, is_error=error)
+            if n % 97 == 0:
                 b.user("next")
     return b.build(id="edge", source="edge", format="openclaw_session" if openclaw else "openai_chat")
 
 
 def test_prepare_hashes_like_the_reference_on_edge_cases() -> None:
     for openclaw in (False, True):
-        session = _edge_session(openclaw)
-        assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session)
+        for texts in ([t] for t in EDGE_TEXTS):
+            session = _edge_session(openclaw, texts)
+            assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session), texts
+        session = _edge_session(openclaw, EDGE_TEXTS[:3])
         config = OpenClawConfig.from_block({"warningThreshold": 1, "criticalThreshold": 2})
         assert_lazy_equals(ENGINE.prepare(session), config, ENGINE.replay(session, config))
 

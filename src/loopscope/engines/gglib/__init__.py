@@ -44,6 +44,7 @@ from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 from loopscope.engines.gglib.replay import (
     STEP_FIELDS,
     PreparedMessages,
+    prepare_events,
     prepare_messages,
     replay_messages,
     run_lazy,
@@ -91,6 +92,7 @@ __all__ = [
     "loads_file_level",
     "parse_json_serde",
     "parse_serde_json",
+    "prepare_events",
     "prepare_messages",
     "render_float",
     "replay_messages",

@@ -10,11 +10,12 @@ from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.gglib.config import GglibConfig, resolve_config
 from loopscope.engines.gglib.replay import (
     PreparedMessages,
+    prepare_events,
     prepare_messages,
     replay_messages,
     run_lazy,
 )
-from loopscope.model import Session, _chat_view_of_events
+from loopscope.model import Session
 
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
@@ -46,9 +47,15 @@ class GglibEngine:
         return resolve_config(file_settings, overrides, agent)
 
     def prepare(self, session: Session) -> PreparedSession:
-        return PreparedSession(
-            session.id, session.source, session.format, prepare_messages(_chat_messages(session))
-        )
+        if not isinstance(session, Session):
+            messages = prepare_messages(session.chat_view())
+        elif session.chat_messages is not None:
+            messages = prepare_messages(session.chat_messages)  # what chat_view() gives
+        else:
+            # Straight from the events: the same as preparing the chat view, without building
+            # (and caching on the session) a dict per message.
+            messages = prepare_events(session.events)
+        return PreparedSession(session.id, session.source, session.format, messages)
 
     def run(self, prepared: PreparedSession, config: GglibConfig) -> SessionReplay:
         return run_lazy(prepared.messages, config, session=prepared.session,
@@ -76,21 +83,6 @@ class GglibEngine:
     ) -> SessionReplay:
         steps, first = replay_messages(messages, config)
         return SessionReplay(session, source, format, self.name, steps, first)
-
-
-def _chat_messages(session: Session) -> Sequence[Any]:
-    """``session.chat_view()``, without caching the view on the session.
-
-    A loaded corpus is kept for as long as it is shown; a cached chat view (a dict per message
-    of every non-chat session) would double its size and give the garbage collector millions
-    more objects to walk, while ``prepare`` needs the view only once.
-    """
-    if isinstance(session, Session):
-        if session.chat_messages is not None:
-            return session.chat_messages
-        if "_chat_view" not in session.__dict__:
-            return _chat_view_of_events(session.events)
-    return session.chat_view()
 
 
 ENGINE = GglibEngine()

@@ -16,7 +16,7 @@ Two paths with identical output:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,10 +50,19 @@ from loopscope.engines.gglib.core import (
     turn_results_hash,
 )
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.model import (
+    AssistantTurn,
+    Compaction,
+    OtherMessage,
+    SystemMessage,
+    ToolResult,
+    UserMessage,
+)
 
 __all__ = [
     "STEP_FIELDS",
     "PreparedMessages",
+    "prepare_events",
     "prepare_messages",
     "replay_messages",
     "run_lazy",
@@ -459,40 +468,42 @@ class PreparedMessages:
         return found
 
 
-def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int, n: int) -> Any:
-    """:func:`core.turn_results_hash` with the results keys already computed.
+_SHARED_ARGS: dict[str, tuple[str, str]] = {}
+"""Argument text → (``"\\0"`` + canonical rendering, ``":"`` + its hex FNV), shared by every
+session: agents repeat the same short arguments across sessions (``{"path": "src/app.py"}``,
+``{"command": "git status"}``), and the rendering is a pure function of the text."""
+_SHARED_ARGS_MAX = 50_000
+_SHARED_ARGS_MAX_TEXT = 512
 
-    Answers are encoded injectively but not necessarily as :func:`core.hash_result_content`
-    does (only equality matters): a string as ``(0, text)``; another value as ``(1, orjson
-    with sorted keys)`` when orjson can write it, else ``(2, compact_json)``. Equal values take
-    the same branch, and orjson's and ``compact_json``'s writings agree on what is equal (key
-    order ignored; ``1`` ≠ ``1.0`` ≠ ``true``; non-finite numbers as ``null``).
-    """
-    answers: dict[str, Any] = {}
-    j = start
-    while j < n:
-        m = messages[j]
-        if not isinstance(m, dict) or m.get("role") != "tool":
-            break
-        j += 1
-        tcid = m.get("tool_call_id")
-        if not isinstance(tcid, str):
-            continue
-        if tcid in answers:
+
+def _encode_answer(content: Any) -> Any:
+    """An injective encoding of a tool answer, for equality only (not :func:`core.hash_result_
+    content`'s): a string as ``(0, text)``; another value as ``(1, orjson with sorted keys)``
+    when orjson can write it, else ``(2, compact_json)``. Equal values take the same branch, and
+    orjson's and ``compact_json``'s writings agree on what is equal (key order ignored;
+    ``1`` ≠ ``1.0`` ≠ ``true``; non-finite numbers as ``null``)."""
+    if isinstance(content, str):
+        return (0, content)
+    try:
+        return (1, orjson.dumps(content, option=orjson.OPT_SORT_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return (2, compact_json(content))
+
+
+def _join(ids: list[str], keys: list[str], answers: list[tuple[str, Any]]) -> Any:
+    """:func:`core.turn_results_hash` with the results keys already computed. ``answers``:
+    ``(tool_call_id, content)`` of the contiguous tool messages after the batch that carry a
+    string id, in order."""
+    joined: dict[str, Any] = {}
+    for tcid, content in answers:
+        if tcid in joined:
             return None
-        content = m.get("content")
-        if isinstance(content, str):
-            answers[tcid] = (0, content)
-        else:
-            try:
-                answers[tcid] = (1, orjson.dumps(content, option=orjson.OPT_SORT_KEYS))
-            except (TypeError, orjson.JSONEncodeError):
-                answers[tcid] = (2, compact_json(content))
+        joined[tcid] = _encode_answer(content)
     if len(ids) > 1 and len(set(ids)) != len(ids):
         return None
     pairs = []
     for call_id, key in zip(ids, keys, strict=True):
-        a = answers.get(call_id)
+        a = joined.get(call_id)
         if a is None:
             return None
         pairs.append((key, a))
@@ -501,11 +512,110 @@ def _join(ids: list[str], keys: list[str], messages: Sequence[Any], start: int, 
     return tuple(pairs)
 
 
+# What a reader yields per assistant message (a step), and for a run break:
+#   (calls, answers) for a batch: calls = [(id, name, raw arguments)], answers as for _join;
+#   (text,) for a prose step; _BREAK for a user/system/other message.
+_BREAK: tuple[Any, ...] = ()
+
+
+def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """The steps of an OpenAI-chat message list (§4.2–§4.4)."""
+    n = len(messages)
+    for i in range(n):
+        m = messages[i]
+        role = m.get("role") if isinstance(m, dict) else None
+        if not isinstance(role, str):
+            role = None
+        if role == "tool":
+            continue
+        if role != "assistant":
+            yield _BREAK
+            continue
+        assert isinstance(m, dict)
+        tool_calls = m.get("tool_calls")
+        if isinstance(tool_calls, list) and tool_calls:
+            calls: list[tuple[str, str, Any]] = []
+            for element in tool_calls:
+                call_id = ""
+                name = ""
+                raw: Any = None
+                if isinstance(element, dict):
+                    i_ = element.get("id")
+                    if isinstance(i_, str):
+                        call_id = i_
+                    f = element.get("function")
+                    if isinstance(f, dict):
+                        nm = f.get("name")
+                        if isinstance(nm, str):
+                            name = nm
+                        raw = f.get("arguments")
+                calls.append((call_id, name, raw))
+            answers: list[tuple[str, Any]] = []
+            j = i + 1
+            while j < n:
+                t = messages[j]
+                if not isinstance(t, dict) or t.get("role") != "tool":
+                    break
+                j += 1
+                tcid = t.get("tool_call_id")
+                if isinstance(tcid, str):
+                    answers.append((tcid, t.get("content")))
+            yield (calls, answers)
+        else:
+            yield (extract_text(m.get("content")),)
+
+
+def _event_items(events: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """The steps of a normalized session's events: exactly :func:`_message_items` of its chat
+    view (``Session.chat_view``, sessions spec §1.10) without building the view's dicts.
+
+    User, system and other messages break runs; a compaction is no message at all (it neither
+    breaks a run nor ends a batch's answers); each tool result is a tool message carrying its
+    call id when it has one; free-text arguments are the JSON string of the text.
+    """
+    n = len(events)
+    for i in range(n):
+        e = events[i]
+        if isinstance(e, AssistantTurn):
+            if e.tool_calls:
+                calls: list[tuple[str, str, Any]] = []
+                for c in e.tool_calls:
+                    raw = c.raw_arguments
+                    if c.arguments_kind == "free_text":
+                        raw = orjson.dumps(raw).decode()
+                    calls.append((c.id if isinstance(c.id, str) else "",
+                                  c.name if isinstance(c.name, str) else "", raw))
+                answers: list[tuple[str, Any]] = []
+                j = i + 1
+                while j < n:
+                    t = events[j]
+                    j += 1
+                    if isinstance(t, ToolResult):
+                        if isinstance(t.call_id, str):
+                            answers.append((t.call_id, t.content))
+                    elif not isinstance(t, Compaction):
+                        break
+                yield (calls, answers)
+            else:
+                yield (e.text if isinstance(e.text, str) else extract_text(e.text),)
+        elif isinstance(e, UserMessage | SystemMessage | OtherMessage):
+            yield _BREAK
+
+
 def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
-    """Everything threshold-independent about ``messages``, computed once."""
+    """Everything threshold-independent about an OpenAI-chat message list, computed once."""
     if not isinstance(messages, list | tuple):
         messages = list(messages)
-    n = len(messages)
+    return _prepare(_message_items(messages), len(messages))
+
+
+def prepare_events(events: Sequence[Any]) -> PreparedMessages:
+    """:func:`prepare_messages` of a normalized session's chat view, from its events."""
+    n_messages = sum(1 for e in events if not isinstance(e, Compaction))
+    return _prepare(_event_items(events), n_messages)
+
+
+def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessages:
     sig_ids: dict[str, int] = {}
     results_ids: dict[Any, int] = {}
     text_ids: dict[int, int] = {}
@@ -537,43 +647,30 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
     run_count = 0
     run_total = 0
     run_last = -1
-    for i in range(n):
-        m = messages[i]
-        role = m.get("role") if isinstance(m, dict) else None
-        if role == "tool" and isinstance(role, str):
-            continue
-        if role != "assistant" or not isinstance(role, str):
+    for item in items:
+        if not item:  # _BREAK
             segment += 1
             run_sig = -1
             continue
-        assert isinstance(m, dict)
-        tool_calls = m.get("tool_calls")
-        if isinstance(tool_calls, list) and tool_calls:
+        if len(item) == 2:
+            calls, answers = item
             ids: list[str] = []
             names: list[str] = []
             keys: list[str] = []
             sigs: list[str] = []
-            for element in tool_calls:
-                call_id = ""
-                name = ""
-                raw: Any = None
-                if isinstance(element, dict):
-                    i_ = element.get("id")
-                    if isinstance(i_, str):
-                        call_id = i_
-                    f = element.get("function")
-                    if isinstance(f, dict):
-                        nm = f.get("name")
-                        if isinstance(nm, str):
-                            name = nm
-                        raw = f.get("arguments")
+            for call_id, name, raw in calls:
                 if isinstance(raw, str):
                     entry = arg_cache.get(raw)
                     if entry is None:
-                        canonical = stable_repr(read_arguments(raw))
-                        entry = arg_cache[raw] = (
-                            "\x00" + canonical, ":" + hex16(fnv1a_64(canonical))
-                        )
+                        entry = _SHARED_ARGS.get(raw)
+                        if entry is None:
+                            canonical = stable_repr(read_arguments(raw))
+                            entry = ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
+                            if len(raw) <= _SHARED_ARGS_MAX_TEXT:
+                                if len(_SHARED_ARGS) >= _SHARED_ARGS_MAX:
+                                    _SHARED_ARGS.clear()
+                                _SHARED_ARGS[raw] = entry
+                        arg_cache[raw] = entry
                 else:
                     canonical = stable_repr(raw)
                     entry = ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
@@ -581,7 +678,7 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
                 names.append(name)
                 keys.append(name + entry[0])
                 sigs.append(name + entry[1])
-            results = _join(ids, keys, messages, i + 1, n)
+            results = _join(ids, keys, answers)
             sig = "|".join(sorted(sigs)) if len(sigs) > 1 else sigs[0]
             sid = sig_ids.get(sig)
             if sid is None:
@@ -635,7 +732,7 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
                 outcome.append(_OUTCOME_NC)
             run_last = rid
             text_hash.append(None)
-            next_call += len(tool_calls)
+            next_call += len(calls)
         else:
             k = len(batch)
             batch.append(False)
@@ -651,7 +748,7 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
             total.append(0)
             outcome.append(None)
             run.append(-1)
-            text = extract_text(m.get("content"))
+            text = item[0]
             if text:
                 h = fnv1a_64(text)
                 tid = text_ids.get(h)
@@ -664,8 +761,8 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
             else:
                 text_hash.append(None)
     return PreparedMessages(
-        n, batch, calls_before, tools_of, signature, identical, not_evaluated, joined, costly,
-        names_lower, count, total, outcome, run, text_hash, prose_steps, prose_text,
+        n_messages, batch, calls_before, tools_of, signature, identical, not_evaluated, joined,
+        costly, names_lower, count, total, outcome, run, text_hash, prose_steps, prose_text,
         prose_segment,
     )
 

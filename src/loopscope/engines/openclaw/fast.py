@@ -160,6 +160,14 @@ class PreparedSession:
         return found
 
 
+_SHARED_PARAMS: dict[str, tuple[Any, str]] = {}
+"""JSON argument text → (params, sha256 of their stableStringify), shared by every session
+(agents repeat short arguments across sessions; both are pure functions of the text). The
+params are only ever read."""
+_SHARED_PARAMS_MAX = 50_000
+_SHARED_PARAMS_MAX_TEXT = 512
+
+
 def _digest_text_result(text: str) -> str:
     """``digest({"details": {}, "text": text})``: the outcome hash of a plain text result."""
     try:
@@ -167,6 +175,32 @@ def _digest_text_result(text: str) -> str:
     except TypeError:
         return digest({"details": {}, "text": text})
     return sha256(_TEXT_RESULT_HEAD + body + b"}").hexdigest()
+
+
+# ``hash_tool_outcome`` of a ``process`` poll/log with empty details hashes these objects, with
+# ``status`` undefined and the other fields null; written here in stableStringify's key order.
+_POLL_HEAD = (b'{"action":"poll","aggregated":null,"exitCode":null,"exitSignal":null,'
+              b'"status":undefined,"text":')
+_LOG_HEAD = b'{"action":"log","exitCode":null,"exitSignal":null,"status":undefined,"text":'
+_LOG_TAIL = b',"totalChars":null,"totalLines":null,"truncated":null}'
+
+
+def _digest_process_result(params: Any, text: str) -> str:
+    """The outcome hash of a ``process`` call whose result has empty details (§4.3)."""
+    action = params.get("action") if is_mapping(params) else None
+    if type(action) is str and action in ("poll", "log"):
+        try:
+            body = orjson.dumps(text)
+        except TypeError:  # a surrogate: let the reference path write it
+            return hash_tool_outcome("process", params, {"content": [{"type": "text", "text": text}],
+                                                         "details": {}}, UNDEFINED)[0] or ""
+        if action == "poll":
+            return sha256(_POLL_HEAD + body + b"}").hexdigest()
+        return sha256(_LOG_HEAD + body + _LOG_TAIL).hexdigest()
+    if action == "poll" or action == "log":  # a str subclass: take no chances
+        return hash_tool_outcome("process", params, {"content": [{"type": "text", "text": text}],
+                                                     "details": {}}, UNDEFINED)[0] or ""
+    return _digest_text_result(text)
 
 
 def _digest_error(text: str) -> str:
@@ -259,9 +293,16 @@ def prepare(session: Session) -> PreparedSession:
                 elif type(raw) is str and c.arguments_kind == "json_text":
                     entry = parsed.get(raw)
                     if entry is None:
-                        ok, value = fast_json_parse(raw)
-                        value = value if ok else raw
-                        entry = parsed[raw] = (value, digest(value))
+                        entry = _SHARED_PARAMS.get(raw)
+                        if entry is None:
+                            ok, value = fast_json_parse(raw)
+                            value = value if ok else raw
+                            entry = (value, digest(value))
+                            if len(raw) <= _SHARED_PARAMS_MAX_TEXT:
+                                if len(_SHARED_PARAMS) >= _SHARED_PARAMS_MAX:
+                                    _SHARED_PARAMS.clear()
+                                _SHARED_PARAMS[raw] = entry
+                        parsed[raw] = entry
                     params, params_digest = entry
                 else:
                     params = raw
@@ -291,12 +332,17 @@ def prepare(session: Session) -> PreparedSession:
                         blocked = blocked or is_loop_veto(details)
                         if not details and name not in _SPECIAL_OUTCOME_TOOLS:
                             outcome_hash = _digest_text_result(_content_text(paired.content))
+                        elif not details and name == "process":
+                            outcome_hash = _digest_process_result(
+                                params, _content_text(paired.content))
                         else:
                             outcome_hash, unknown = hash_tool_outcome(
                                 name, params, {"content": paired.content, "details": details},
                                 UNDEFINED)
                     elif name not in _SPECIAL_OUTCOME_TOOLS:
                         outcome_hash = _digest_text_result(js_trim(text))
+                    elif name == "process":
+                        outcome_hash = _digest_process_result(params, js_trim(text))
                     else:
                         outcome_hash, unknown = hash_tool_outcome(
                             name, params,
