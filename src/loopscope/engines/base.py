@@ -14,8 +14,10 @@ Engines split their work in two so that a threshold change stays cheap:
 proven equal to (property tests).
 
 A fast ``run`` returns a :class:`SessionReplay` that knows its first refusal and whether it
-warned, and builds its steps only when someone reads them (:meth:`SessionReplay.lazy`); the
-flagged (warn/refuse) steps alone are available more cheaply (:attr:`SessionReplay.flagged`).
+warned, and builds its steps only when someone reads them (:meth:`SessionReplay.lazy`). What a
+corpus overview needs is cheaper still: :attr:`SessionReplay.markers` (every warn/refuse step in
+brief, no :class:`Step` built), :attr:`~SessionReplay.refusal_count` and
+:attr:`~SessionReplay.warning_count`; :attr:`SessionReplay.flagged` gives those steps in full.
 """
 
 from __future__ import annotations

@@ -445,8 +445,7 @@ def _looks_like_jsonl(path: str, encoding: str, limits: ImportLimits,
                       data: bytes | None = None) -> bool:
     """At least two of the first 20 non-empty lines parse alone as JSON objects."""
     good = seen = 0
-    for raw in jsonio.iter_lines(jsonio.open_chunks(path, encoding, data=data),
-                                 limits.max_line_bytes):
+    for raw in jsonio.file_lines(path, encoding, limits.max_line_bytes, data):
         if raw.data is not None and not raw.data.strip():
             continue
         seen += 1
@@ -542,8 +541,7 @@ def _os_reason(exc: OSError) -> str:
 def _layout(path: str, limits: ImportLimits, encoding: str,
             notes: list[tuple[str, str, str, int | None]], size: int,
             data: bytes | None = None) -> Probe:
-    lines = jsonio.iter_lines(jsonio.open_chunks(path, encoding, data=data),
-                              limits.max_line_bytes)
+    lines = jsonio.file_lines(path, encoding, limits.max_line_bytes, data)
     first = None
     follows = False
     for raw in lines:

@@ -40,6 +40,7 @@ __all__ = [
     "ParsedLine",
     "RawLine",
     "available_memory",
+    "file_lines",
     "iter_lines",
     "iter_records",
     "loads",
@@ -120,6 +121,11 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float,
 _JSON_WS = b" \t\n\r"
 
 
+_MINUS_ZERO_THEN_END = re.compile(rb"-(?=0[ \t\n\r]*(?:[,\]}]|\Z))")
+"""``-0`` followed by JSON whitespace and the end or a delimiter. The literal ``-`` lets the
+regex engine skip ahead with ``memchr``; the lookahead drops dates and such (``-05``) in C."""
+
+
 def has_negative_zero(data: bytes) -> bool:
     """Whether ``data`` may hold the integer token ``-0`` (outside strings, usually).
 
@@ -127,19 +133,12 @@ def has_negative_zero(data: bytes) -> bool:
     or ``,``) and a delimiter after it. A match inside a string is a harmless false positive
     (it only selects the slower exact path).
     """
-    start = data.find(b"-0")
-    n = len(data)
-    while start != -1:
-        j = start + 2
-        while j < n and data[j] in _JSON_WS:
-            j += 1
-        if j == n or data[j] in b",]}":
-            i = start - 1
-            while i >= 0 and data[i] in _JSON_WS:
-                i -= 1
-            if i < 0 or data[i] in b"[:,":
-                return True
-        start = data.find(b"-0", start + 2)
+    for match in _MINUS_ZERO_THEN_END.finditer(data):
+        i = match.start() - 1
+        while i >= 0 and data[i] in _JSON_WS:
+            i -= 1
+        if i < 0 or data[i] in b"[:,":
+            return True
     return False
 
 
@@ -236,10 +235,6 @@ _DEPTH_BY_WRAPPING = _orjson_depth_limit_is(ORJSON_MAX_DEPTH)
 _WRAP_WITHOUT_COUNTING = 32 * 1024
 """From this length on, a text is parsed wrapped without counting its brackets first."""
 _NOT_PARSED: Any = object()
-_MINUS_BEFORE_ZERO = re.compile(rb"-(?=0)")
-"""The pre-check for :func:`has_negative_zero` (after ``b"-" in data``, a ``memchr``): this
-regex is several times faster than ``b"-0" in data``, which is about as slow as orjson's
-whole parse."""
 
 
 def _loads_within_depth(data: bytes | str, max_depth: int) -> Any:
@@ -312,7 +307,8 @@ def loads(data: bytes | str, limits: ImportLimits,
         value = _slow_loads(text)
     else:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        if b"-" in raw and _MINUS_BEFORE_ZERO.search(raw) and has_negative_zero(raw):
+        # ``b"-" in raw`` first: a memchr that rules out most lines at once.
+        if b"-" in raw and has_negative_zero(raw):
             if check_depth:
                 _walk(value, max_depth, None, None)  # fail before the recursive path
             text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -400,6 +396,44 @@ def iter_lines(chunks: Iterator[bytes], max_line_bytes: int) -> Iterator[RawLine
     ``max_line_bytes`` are yielded with ``data=None`` and never held whole in memory."""
     for number, data, final, length in _split_lines(chunks, max_line_bytes):
         yield RawLine(number, data, final, length)
+
+
+def file_lines(path: str, encoding: str, max_line_bytes: int,
+               data: bytes | None = None) -> Iterator[RawLine]:
+    """:func:`iter_lines` of a file (``data``: its content when already read)."""
+    for number, line, final, length in _lines(path, encoding, max_line_bytes, data):
+        yield RawLine(number, line, final, length)
+
+
+def _lines(path: str, encoding: str, max_line_bytes: int,
+           data: bytes | None) -> Iterator[tuple[int, bytes | None, bool, int]]:
+    if data is not None and encoding in ("utf-8", "utf-8-sig"):
+        return _memory_lines(data[3:] if encoding == "utf-8-sig" else data, max_line_bytes)
+    return _split_lines(open_chunks(path, encoding, data=data), max_line_bytes)
+
+
+def _memory_lines(content: bytes,
+                  max_line_bytes: int) -> Iterator[tuple[int, bytes | None, bool, int]]:
+    """:func:`_split_lines` for content held in memory: the same lines, found one at a time
+    (detection reads only the first lines of a file; splitting it all at once, three times,
+    cost more than finding them)."""
+    find = content.find
+    end = len(content)
+    start = 0
+    number = 1
+    while start < end:
+        newline = find(b"\n", start)
+        final = newline < 0
+        stop = end if final else newline
+        if stop - start > max_line_bytes:
+            yield number, None, final, stop - start
+        else:
+            line = content[start:stop]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            yield number, line, final, len(line)
+        number += 1
+        start = stop + 1
 
 
 def _split_lines(chunks: Iterator[bytes],
@@ -520,8 +554,7 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
         if report:
             ctx.problem(severity, code, message, line=line)
 
-    for number, line, final, length in _split_lines(open_chunks(path, encoding, data=data),
-                                                    max_line_bytes):
+    for number, line, final, length in _lines(path, encoding, max_line_bytes, data):
         if line is None:
             ctx.skipped_lines[number] = "line_too_long"
             problem("warning", "line_too_long",

@@ -10,12 +10,12 @@ never depends on the verdicts before it:
   and integer-codes the hashes;
 * :meth:`PreparedSession.counters` computes, once per ``historySize``, the no-progress streak,
   the recent count, the unknown-tool streak and the ping-pong count/evidence of every call with
-  incremental walks (no re-hashing, no re-stringifying), and orders the calls by their largest
-  count;
+  incremental walks (no re-hashing, no re-stringifying), and each call's largest count;
 * :func:`run` evaluates §3.3's precedence only for the calls whose largest count reaches the
-  lowest threshold (plus the guard's aborts), which gives the first refusal and whether any
-  step warns. The steps themselves (messages, warning keys, the warning de-duplication, every
-  pass step) are built only when read (:attr:`SessionReplay.steps`).
+  lowest threshold (plus the guard's aborts), and only until the first refusal and the first
+  warn step are known: that is all a sweep or an overview needs. The steps themselves
+  (messages, warning keys, the warning de-duplication, every pass step) and the markers are
+  built only when read (:attr:`SessionReplay.steps`, :attr:`SessionReplay.markers`).
 
 ``run(prepare(s), c) == replay(s, c)`` is a property test, for every field of every step.
 """
@@ -83,7 +83,7 @@ _TEXT_RESULT_HEAD = b'{"details":{},"text":'
 _EMPTY_OBJECT_DIGEST = digest({})
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class Counters:
     """Per-call counts of §3.2 for one ``historySize`` (lists indexed by call position)."""
 
