@@ -119,11 +119,11 @@ SORT_TITLES = {
 
 
 def refusal_count(replay: SessionReplay) -> int:
-    return sum(1 for s in replay.steps if s.verdict == "refuse")
+    return replay.refusal_count
 
 
 def warning_count(replay: SessionReplay) -> int:
-    return sum(1 for s in replay.steps if s.verdict == "warn")
+    return replay.warning_count
 
 
 def sort_rows(
@@ -142,10 +142,10 @@ def sort_rows(
             any_refusal = False
             for x in reps(r):
                 any_refusal = any_refusal or x.first_refusal is not None
-                for s in x.steps:
-                    if s.verdict == "refuse":
+                for m in x.markers:  # warn/refuse steps in brief: builds no Step
+                    if m.verdict == "refuse":
                         refused += 1
-                    elif s.verdict == "warn":
+                    else:
                         warned += 1
             return (not any_refusal, -refused, -warned, r.name)
 
@@ -216,26 +216,17 @@ def overview_figure(
             replay = row.replays.get(engine)
             if replay is None:
                 continue
-            steps = replay.steps
-            prose_xs: list[float] | None = None  # only computed when a prose step is flagged
             first: float | None = None
-            for k, s in enumerate(steps):
-                if s.verdict == "pass":
-                    continue
-                if s.call is not None:
-                    x: float = s.call
-                else:
-                    if prose_xs is None:
-                        prose_xs = step_positions(steps)
-                    x = prose_xs[k]
-                if first is None and s.verdict == "refuse":
+            for m in replay.markers:  # the warn/refuse steps, without building any step
+                x = m.x
+                if first is None and m.verdict == "refuse":
                     first = x
-                g = groups[(s.detector or "", s.verdict)]
+                g = groups[(m.detector, m.verdict)]
                 g[0].append(x)
                 g[1].append(i)
-                g[2].append(s.turn)
-                g[3].append(-1 if s.call is None else s.call)
-                g[4].append(-1 if s.count is None else s.count)
+                g[2].append(m.turn)
+                g[3].append(-1 if m.call is None else m.call)
+                g[4].append(-1 if m.count is None else m.count)
             if first is not None:
                 div_y.append(i)
                 div_base.append(first + 0.5)
