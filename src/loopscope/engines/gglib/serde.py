@@ -123,7 +123,7 @@ def parse_json_serde(text: str) -> Any:
         value = _slow_loads(text)
         _check_depth_and_surrogates(value)
         return value
-    if _NEG_ZERO_TOKEN.search(text):
+    if "-0" in text and _NEG_ZERO_TOKEN.search(text):  # cheap literal test first (the regex has no prefix)
         value = _slow_loads(text)
         _check_depth_and_surrogates(value)
         return value
@@ -161,6 +161,6 @@ def loads_file_level(text: str | bytes) -> Any:
         value = orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError, ValueError):
         return _slow_loads(text)
-    if _NEG_ZERO_TOKEN.search(text):
+    if "-0" in text and _NEG_ZERO_TOKEN.search(text):
         return _slow_loads(text)
     return value
