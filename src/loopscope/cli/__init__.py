@@ -17,13 +17,10 @@ def main() -> None:
 
 
 def _register() -> None:
+    from loopscope.cli.experiments import compare, sweep
     from loopscope.cli.replay import replay
 
     main.add_command(replay)
-    try:
-        from loopscope.cli.experiments import compare, sweep
-    except ImportError:  # pragma: no cover - experiments not installed in this build
-        return
     main.add_command(sweep)
     main.add_command(compare)
 
