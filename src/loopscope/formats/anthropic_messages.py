@@ -10,6 +10,7 @@ The block rules (:func:`assistant_blocks`, :func:`user_blocks`) are shared with 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -257,31 +258,17 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         return
     if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
             and "role" not in first.value:
-        n = 0
-        previous = 0
-        for record in [first, *iterator]:
-            for line in ctx.skipped_between(previous, record.line):
-                ctx.problem("error", "session_failed",
-                            f"line {line} could not be read; this conversation was not "
-                            "imported", line=line, candidate=n)
+        for n, record in ctx.one_candidate_per_line(itertools.chain([first], iterator)):
+            if record is None:
                 yield None
-                n += 1
-            previous = record.line
-            if isinstance(record.value, dict) and isinstance(record.value.get("messages"),
-                                                             list):
+            elif isinstance(record.value, dict) and isinstance(record.value.get("messages"),
+                                                               list):
                 yield _body(record.value, ctx, n, "", line=record.line)
             else:
                 ctx.problem("error", "session_failed",
                             "line is not a conversation (no 'messages' list); it was skipped",
                             line=record.line, candidate=n)
                 yield None
-            n += 1
-        for line in ctx.skipped_between(previous, 1 << 62):
-            ctx.problem("error", "session_failed",
-                        f"line {line} could not be read; this conversation was not imported",
-                        line=line, candidate=n)
-            yield None
-            n += 1
         return
     values = [first.value]
     origins = [new_origin(first.line, None)]

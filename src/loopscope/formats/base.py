@@ -7,7 +7,8 @@ Every format module turns parsed records into sessions through
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,6 +96,31 @@ class ImportContext:
     def skipped_between(self, after_line: int, before_line: int) -> list[int]:
         """Lines skipped by the loader strictly between two physical lines, in order."""
         return sorted(n for n in self.skipped_lines if after_line < n < before_line)
+
+    def one_candidate_per_line(
+        self, records: Iterable[Record], what: str = "conversation"
+    ) -> Iterator[tuple[int, Record | None]]:
+        """Number the candidates of a one-session-per-line file (sessions spec §0.3).
+
+        Yields ``(n, record)`` per parsed line, and ``(n, None)`` for a line the loader skipped
+        (invalid JSON, too long, …): that line was a candidate too, so it keeps its number and
+        gets a ``session_failed`` problem here.
+        """
+        n = 0
+        previous_line = 0
+        for record in itertools.chain(records, [None]):  # streamed; None marks the end
+            until = (1 << 62) if record is None else record.line
+            for line in self.skipped_between(previous_line, until):
+                self.problem("error", "session_failed",
+                             f"line {line} could not be read; this {what} was not imported",
+                             line=line, candidate=n)
+                yield n, None
+                n += 1
+            if record is None:
+                return
+            previous_line = record.line
+            yield n, record
+            n += 1
 
     def internal_error(self, exc: BaseException, *, candidate: int | None = None,
                        line: int | None = None, pointer: str | None = None) -> None:

@@ -328,17 +328,10 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
 
 def _conversations(first: Record, rest: Iterator[Record],
                    ctx: ImportContext) -> Iterator[Session | None]:
-    n = 0
-    previous_line = 0
-    for record in _chain(first, rest):
-        # A skipped line (invalid JSON, too long, …) was a conversation too: it keeps its number.
-        for line in ctx.skipped_between(previous_line, record.line):
-            ctx.problem("error", "session_failed",
-                        f"line {line} could not be read; this conversation was not imported",
-                        line=line, candidate=n)
+    for n, record in ctx.one_candidate_per_line(_chain(first, rest)):
+        if record is None:
             yield None
-            n += 1
-        previous_line = record.line
+            continue
         value = record.value
         if isinstance(value, dict) and isinstance(value.get("messages"), list):
             try:
@@ -354,13 +347,6 @@ def _conversations(first: Record, rest: Iterator[Record],
                         "line is not a conversation (no 'messages' list); it was skipped",
                         line=record.line, candidate=n)
             yield None
-        n += 1
-    for line in ctx.skipped_between(previous_line, 1 << 62):
-        ctx.problem("error", "session_failed",
-                    f"line {line} could not be read; this conversation was not imported",
-                    line=line, candidate=n)
-        yield None
-        n += 1
 
 
 def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:

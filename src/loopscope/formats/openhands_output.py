@@ -77,25 +77,8 @@ def _instance(value: Any, ctx: ImportContext, n: int, line: int | None) -> Sessi
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    n = 0
-    previous_line = 0
-    for record in records:
-        # a line the loader skipped (invalid JSON, too long, …) was an instance too
-        for skipped_line in ctx.skipped_between(previous_line, record.line):
-            ctx.problem("error", "session_failed",
-                        f"line {skipped_line} could not be read; this instance was not imported",
-                        line=skipped_line, candidate=n)
-            yield None
-            n += 1
-        previous_line = record.line
-        yield _instance(record.value, ctx, n, record.line)
-        n += 1
-    for skipped_line in ctx.skipped_between(previous_line, 1 << 62):
-        ctx.problem("error", "session_failed",
-                    f"line {skipped_line} could not be read; this instance was not imported",
-                    line=skipped_line, candidate=n)
-        yield None
-        n += 1
+    for n, record in ctx.one_candidate_per_line(records, "instance"):
+        yield None if record is None else _instance(record.value, ctx, n, record.line)
 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
