@@ -669,26 +669,12 @@ class _Detail:
         flagged = dict(self._flagged_steps())
         out: list[Step] = []
         append = out.append
-        turn, call, tool_name, args_hash, result_hash, unknown_tool, run_ids, blocked = (
-            p.turn, p.call, p.tool_name, p.args_hash, p.result_hash, p.unknown_tool, p.run_ids,
-            p.recorded_block)
+        turn, call, tool_name, args_hash = p.turn, p.call, p.tool_name, p.args_hash
         for i in range(p.n):
             step = flagged.get(i)
             if step is None:
                 step = new_step(turn[i], call[i], (tool_name[i],), args_hash[i], "pass", None, None,
-                                i > first >= 0, {
-                                    "level": None,
-                                    "message": None,
-                                    "warning_key": None,
-                                    "paired_tool": None,
-                                    "args_hash": args_hash[i],
-                                    "result_hash": result_hash[i],
-                                    "run_id": run_ids[i],
-                                    "guard_abort": False,
-                                    "unknown_tool": unknown_tool[i],
-                                    "warning_emitted": None,
-                                    "recorded_block": blocked[i],
-                                })
+                                i > first >= 0, _pass_extra(p, i))
             append(step)
         return tuple(out)
 
@@ -720,9 +706,7 @@ class _Detail:
         flagged = dict(self._flagged_steps())
         out: list[dict[str, Any]] = []
         append = out.append
-        turn, call, tool_name, args_hash, result_hash, unknown_tool, run_ids, blocked = (
-            p.turn, p.call, p.tool_name, p.args_hash, p.result_hash, p.unknown_tool, p.run_ids,
-            p.recorded_block)
+        turn, call, tool_name, args_hash = p.turn, p.call, p.tool_name, p.args_hash
         for i in range(p.n):
             step = flagged.get(i)
             if step is not None:
@@ -737,19 +721,26 @@ class _Detail:
                 "detector": None,
                 "count": None,
                 "after_divergence": i > first >= 0,
-                "level": None,
-                "message": None,
-                "warning_key": None,
-                "paired_tool": None,
-                "args_hash": args_hash[i],
-                "result_hash": result_hash[i],
-                "run_id": run_ids[i],
-                "guard_abort": False,
-                "unknown_tool": unknown_tool[i],
-                "warning_emitted": None,
-                "recorded_block": blocked[i],
+                **_pass_extra(p, i),
             })
         return out
+
+
+def _pass_extra(p: PreparedSession, i: int) -> dict[str, Any]:
+    """The OpenClaw fields (§7.5) of a pass step, shared by the Step and the JSON paths."""
+    return {
+        "level": None,
+        "message": None,
+        "warning_key": None,
+        "paired_tool": None,
+        "args_hash": p.args_hash[i],
+        "result_hash": p.result_hash[i],
+        "run_id": p.run_ids[i],
+        "guard_abort": False,
+        "unknown_tool": p.unknown_tool[i],
+        "warning_emitted": None,
+        "recorded_block": p.recorded_block[i],
+    }
 
 
 def _warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str) -> str:
