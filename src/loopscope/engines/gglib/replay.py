@@ -831,51 +831,28 @@ def _rows(p: PreparedMessages, config: GglibConfig) -> list[_Row]:
     return rows
 
 
-def _step_of(p: PreparedMessages, row: _Row, after: bool, M: int, window: int) -> Step:
-    k, refused, c, eff, ceil, cls, note = row
+def _row_extra(p: PreparedMessages, row: _Row, M: int) -> dict[str, Any]:
+    """The gglib fields (§5.3) of one row of :func:`_rows`, for the Step and the JSON paths."""
+    k, refused, _c, eff, ceil, cls, note = row
     if cls is None:
-        return _make_step(
-            k, None, (), None, "refuse" if refused else "pass",
-            "stagnation" if refused else None, c, after,
-            {
-                "kind": "prose",
-                "total": None,
-                "effective_max": None,
-                "ceiling": None,
-                "batch_class": None,
-                "rule": None,
-                "outcome": None,
-                "rescued": False,
-                "identical": False,
-                "not_evaluated": False,
-                "answers_joined": None,
-                "max_steps": M,
-                "window": window,
-                "text_hash": p.text_hash[k],
-            },
-        )
+        return _prose_extra(M, p.text_hash[k])
     t = p.total[k]
     assert eff is not None
-    return _make_step(
-        k, p.call[k], p.tools[k], p.signature[k], "refuse" if refused else "pass",
-        "loop" if refused else None, c, after,
-        {
-            "kind": "batch",
-            "total": t,
-            "effective_max": eff,
-            "ceiling": ceil,
-            "batch_class": cls,
-            "rule": note if refused else None,
-            "outcome": None if refused else note,
-            "rescued": False if refused else t > eff,
-            "identical": p.identical[k],
-            "not_evaluated": p.not_evaluated[k],
-            "answers_joined": p.joined[k],
-            "max_steps": None,
-            "window": None,
-            "text_hash": None,
-        },
+    return _batch_extra(
+        total=t, effective_max=eff, ceiling=ceil, batch_class=cls,
+        rule=note if refused else None, outcome=None if refused else note,
+        rescued=False if refused else t > eff, identical=p.identical[k],
+        not_evaluated=p.not_evaluated[k], answers_joined=p.joined[k],
     )
+
+
+def _step_of(p: PreparedMessages, row: _Row, after: bool, M: int) -> Step:
+    k, refused, c, _eff, _ceil, cls, _note = row
+    if cls is None:
+        return _make_step(k, None, (), None, "refuse" if refused else "pass",
+                          "stagnation" if refused else None, c, after, _row_extra(p, row, M))
+    return _make_step(k, p.call[k], p.tools[k], p.signature[k], "refuse" if refused else "pass",
+                      "loop" if refused else None, c, after, _row_extra(p, row, M))
 
 
 class _Detail:
@@ -891,18 +868,16 @@ class _Detail:
     def steps(self) -> tuple[Step, ...]:
         p, first = self.prepared, self.first
         M = self.config.max_stagnation_steps
-        window = max(M * WINDOW_FACTOR, 1)
-        return tuple(_step_of(p, row, row[0] > first, M, window) for row in _rows(p, self.config))
+        return tuple(_step_of(p, row, row[0] > first, M) for row in _rows(p, self.config))
 
     def flagged(self) -> tuple[FlaggedStep, ...]:
         p, first = self.prepared, self.first
         if first == NO_REFUSAL:
             return ()
         M = self.config.max_stagnation_steps
-        window = max(M * WINDOW_FACTOR, 1)
         calls = p.call
         return tuple(
-            FlaggedStep(row[0], calls[row[0]], _step_of(p, row, row[0] > first, M, window))
+            FlaggedStep(row[0], calls[row[0]], _step_of(p, row, row[0] > first, M))
             for row in _rows(p, self.config) if row[1]
         )
 
@@ -947,65 +922,23 @@ class _Detail:
     def step_json(self) -> list[dict[str, Any]]:
         p, first = self.prepared, self.first
         M = self.config.max_stagnation_steps
-        window = max(M * WINDOW_FACTOR, 1)
-        call, tools, signature, total = p.call, p.tools, p.signature, p.total
-        identical, not_evaluated, joined, text_hash = (
-            p.identical, p.not_evaluated, p.joined, p.text_hash)
+        call, tools, signature = p.call, p.tools, p.signature
         out: list[dict[str, Any]] = []
         append = out.append
-        for k, refused, c, eff, ceil, cls, note in _rows(p, self.config):
-            if cls is None:
-                append({
-                    "turn": k,
-                    "call": None,
-                    "tools": [],
-                    "signature": None,
-                    "verdict": "refuse" if refused else "pass",
-                    "detector": "stagnation" if refused else None,
-                    "count": c,
-                    "after_divergence": k > first,
-                    "kind": "prose",
-                    "total": None,
-                    "effective_max": None,
-                    "ceiling": None,
-                    "batch_class": None,
-                    "rule": None,
-                    "outcome": None,
-                    "rescued": False,
-                    "identical": False,
-                    "not_evaluated": False,
-                    "answers_joined": None,
-                    "max_steps": M,
-                    "window": window,
-                    "text_hash": text_hash[k],
-                })
-            else:
-                t = total[k]
-                assert eff is not None
-                append({
-                    "turn": k,
-                    "call": call[k],
-                    "tools": list(tools[k]),
-                    "signature": signature[k],
-                    "verdict": "refuse" if refused else "pass",
-                    "detector": "loop" if refused else None,
-                    "count": c,
-                    "after_divergence": k > first,
-                    "kind": "batch",
-                    "total": t,
-                    "effective_max": eff,
-                    "ceiling": ceil,
-                    "batch_class": cls,
-                    "rule": note if refused else None,
-                    "outcome": None if refused else note,
-                    "rescued": False if refused else t > eff,
-                    "identical": identical[k],
-                    "not_evaluated": not_evaluated[k],
-                    "answers_joined": joined[k],
-                    "max_steps": None,
-                    "window": None,
-                    "text_hash": None,
-                })
+        for row in _rows(p, self.config):
+            k, refused, c, _eff, _ceil, cls, _note = row
+            prose = cls is None
+            append({
+                "turn": k,
+                "call": None if prose else call[k],
+                "tools": [] if prose else list(tools[k]),
+                "signature": None if prose else signature[k],
+                "verdict": "refuse" if refused else "pass",
+                "detector": ("stagnation" if prose else "loop") if refused else None,
+                "count": c,
+                "after_divergence": k > first,
+                **_row_extra(p, row, M),
+            })
         return out
 
 
