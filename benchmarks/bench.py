@@ -23,7 +23,8 @@ keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}`
   OpenAI-chat corpus of the reference size, against the reference implementations' times on
   this machine;
 - in a real browser (``benchmarks/browser.py``: Playwright + Debian's Chromium, the app on the
-  mixed corpus): slider move → updated chart, and the app's peak resident memory.
+  mixed corpus): slider move → updated chart (and → the whole page settled), and the app's
+  peak resident memory.
 
 Like the dashboard, the benchmark moves the loaded corpus out of the cyclic garbage
 collector's way (``gc.freeze()``), here right after loading and again after preparing. Targets and reference figures are in
@@ -336,6 +337,9 @@ def print_table(f: dict[str, Any]) -> None:
         rows.append(("slider → chart (browser)", f"{f['slider_to_chart_ms']:.0f} ms median, "
                                                  f"{f['slider_to_chart_max_ms']:.0f} ms max  "
                      + _vs(f["slider_to_chart_ms"], "slider_to_chart_ms", "≤")))
+        if "slider_to_settled_ms" in f:
+            rows.append(("slider → whole page settled (browser)",
+                         f"{f['slider_to_settled_ms']:.0f} ms median"))
         rows.append(("app: load folder (browser)", f"{f.get('app_load_s', 0):.1f} s"))
         rows.append(("app peak RSS", f"{f.get('app_peak_rss_mb', 0):.0f} MB  "
                      + _vs(f.get("app_peak_rss_mb", 1e9), "app_peak_rss_mb", "≤")))

@@ -5,8 +5,12 @@
 Starts ``streamlit run app.py`` on a free local port with ``LOOPSCOPE_ALLOWED_ROOTS=FOLDER``,
 opens ``/?source=folder&folder=FOLDER`` in Debian's Chromium (Playwright), waits for the corpus
 to load and the overview chart to draw, then moves threshold sliders with the keyboard (as a
-person would) and times each move in the page itself: from the key press to the moment the
-overview chart shows the new replay (its markers changed and Streamlit has finished the run).
+person would) and times each move in the page itself, from the key press to two moments:
+
+- *chart*: the overview chart shows the new replay (its markers changed) and is no longer
+  marked stale — what the person moving the slider is looking at;
+- *settled*: Streamlit has finished the whole run (the session table below the chart, which
+  is sent after it, included; no element stale, no "running" indicator).
 The server's peak resident memory (``VmHWM``, and psutil samples) covers loading, preparing and
 every move. :func:`slider_to_chart` is what ``benchmarks/bench.py`` calls.
 """
@@ -59,6 +63,15 @@ CHART_SIGNATURE_JS = """() => {
         return `${t.name}:${t._length || 0}:${s}`;
     }).join('|');
 }"""
+
+# The chart shows a replay other than ``before`` and its element is not stale (Streamlit fades
+# the elements of the previous run until the new run has redrawn them).
+CHART_UPDATED_JS = f"""(before) => {{
+    const sig = ({CHART_SIGNATURE_JS})();
+    if (sig === null || sig === before) return false;
+    const box = document.querySelector('.js-plotly-plot').closest('[data-stale]');
+    return !box || box.getAttribute('data-stale') !== 'true';
+}}"""
 
 IDLE_JS = """() => !document.querySelector("[data-testid='stStatusWidget'] [data-testid='stStatusWidgetRunningIcon']")
     && !document.querySelector("[data-stale='true']")"""
@@ -137,6 +150,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES)) -> dict[str, A
     sampler = _RssSampler(proc.pid)
     sampler.start()
     times: list[float] = []
+    settled: list[float] = []
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -156,15 +170,20 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES)) -> dict[str, A
                           .get_by_role("slider"))
                 handle.focus()
                 page.evaluate("() => { window.__lsT0 = performance.now(); }")
+                page.evaluate("() => { window.__lsChart = null; }")
                 page.keyboard.press(key)
                 page.wait_for_function(
                     f"""(before) => {{
-                        const sig = ({CHART_SIGNATURE_JS})();
-                        if (sig === null || sig === before || !({IDLE_JS})()) return false;
+                        if (window.__lsChart === null && ({CHART_UPDATED_JS})(before))
+                            window.__lsChart = performance.now();
+                        if (window.__lsChart === null || !({IDLE_JS})()) return false;
                         window.__lsT1 = performance.now();
                         return true;
                     }}""", arg=before, polling="raf")
-                times.append(page.evaluate("() => window.__lsT1 - window.__lsT0"))
+                chart_ms, settled_ms = page.evaluate(
+                    "() => [window.__lsChart - window.__lsT0, window.__lsT1 - window.__lsT0]")
+                times.append(chart_ms)
+                settled.append(settled_ms)
             browser.close()
     finally:
         hwm = _vm_hwm_mb(proc.pid)
@@ -179,6 +198,8 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES)) -> dict[str, A
         "slider_to_chart_ms": statistics.median(times),
         "slider_to_chart_max_ms": max(times),
         "slider_to_chart_all_ms": [round(t) for t in times],
+        "slider_to_settled_ms": statistics.median(settled),
+        "slider_to_settled_all_ms": [round(t) for t in settled],
         "app_load_s": load_s,
         "app_sessions": sessions_caption.strip(),
         "app_peak_rss_mb": peak,

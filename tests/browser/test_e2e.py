@@ -54,17 +54,18 @@ def slider(page: Any, label: str) -> Any:
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 
 
-# Filled (refusal) markers drawn in the overview chart. Plotly's full data holds the decoded
-# arrays (the figure itself ships numeric arrays base64-encoded).
+# Refused steps drawn in the overview chart: the vertices of the refusal run lines (NaN
+# separates runs). Plotly's full data holds the decoded arrays (the figure itself ships numeric
+# arrays base64-encoded).
 COUNT_REFUSALS_JS = """() => {
     const gd = document.querySelector('.js-plotly-plot');
     if (!gd || !gd._fullData) return -1;
-    return gd._fullData.filter(t => t.meta && t.meta.verdict === 'refuse')
-                       .reduce((n, t) => n + (t._length || 0), 0);
+    return gd._fullData.filter(t => t.meta && t.meta.verdict === 'refuse' && t.meta.role === 'run')
+                       .reduce((n, t) => n + Array.from(t.x || []).filter(Number.isFinite).length, 0);
 }"""
 
 
-def refusal_markers(page: Any) -> int:
+def refused_steps_drawn(page: Any) -> int:
     return int(page.evaluate(COUNT_REFUSALS_JS))
 
 
@@ -83,7 +84,7 @@ def test_the_app_loads_and_draws_the_timeline(page: Any, server: Any) -> None:
     page.wait_for_selector(".js-plotly-plot .main-svg")
     assert page.locator(".js-plotly-plot .scatterlayer path.point").count() > 0
     assert metric(page, "Sessions") >= 10
-    assert refusal_markers(page) > 0
+    assert refused_steps_drawn(page) > 0
     shot(page, "overview.png")
 
 
@@ -91,15 +92,15 @@ def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server:
     open_app(page, server.url)
     page.wait_for_selector(".js-plotly-plot .main-svg")
     refused_before = metric(page, "gglib: sessions refused")
-    markers_before = refusal_markers(page)
+    refused_before = refused_steps_drawn(page)
     s = slider(page, "Repeats allowed for tools that change things")
     s.focus()
     page.keyboard.press("ArrowRight")  # 2 → 3
-    page.wait_for_function(f"(n) => ({COUNT_REFUSALS_JS})() !== n", arg=markers_before)
+    page.wait_for_function(f"(n) => ({COUNT_REFUSALS_JS})() !== n", arg=refused_before)
     wait_idle(page)
     no_exception(page)
     assert metric(page, "gglib: sessions refused") < refused_before
-    assert refusal_markers(page) < markers_before
+    assert refused_steps_drawn(page) < refused_before
     # The URL now carries the setting, so the view can be shared.
     assert "gglib.max_repeated_batch_steps=3" in page.url
 

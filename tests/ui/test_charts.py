@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("plotly")
 
@@ -25,8 +28,23 @@ def replay(engine: str, steps: list[Step], name: str = "s") -> SessionReplay:
 
 
 def markers(fig: Any) -> list[Any]:
+    """The shaped markers: one per run of consecutive flagged steps."""
+    return [t for t in fig.data if (t.meta or {}).get("role") == "start"]
+
+
+def runs(fig: Any) -> list[Any]:
+    """The run lines: every flagged step is a vertex; NaN separates runs."""
+    return [t for t in fig.data if (t.meta or {}).get("role") == "run"]
+
+
+def detector_traces(fig: Any) -> list[Any]:
+    """The session figure's warn/refuse markers (one trace per detector × verdict)."""
     return [t for t in fig.data
             if t.type in ("scatter", "scattergl") and (t.meta or {}).get("detector") is not None]
+
+
+def vertices(trace: Any) -> list[tuple[float, int]]:
+    return [(float(x), int(y)) for x, y in zip(trace.x, trace.y, strict=True) if not math.isnan(x)]
 
 
 # --------------------------------------------------------------------------- positions
@@ -63,16 +81,69 @@ def _rows() -> list[charts.OverviewRow]:
     ]
 
 
-def test_overview_has_one_marker_trace_per_detector_and_verdict() -> None:
+def test_overview_has_a_run_line_and_a_start_marker_per_detector_and_verdict() -> None:
     fig = charts.overview_figure(_rows())
-    got = {(t.meta["engine"], t.meta["detector"], t.meta["verdict"]): len(t.x) for t in markers(fig)}
-    assert got == {
-        ("gglib", "loop", "refuse"): 2,
-        ("gglib", "stagnation", "refuse"): 1,
-        ("openclaw", "generic_repeat", "warn"): 1,
-        ("openclaw", "ping_pong", "warn"): 1,
-        ("openclaw", "ping_pong", "refuse"): 1,
+    key = lambda t: (t.meta["engine"], t.meta["detector"], t.meta["verdict"])  # noqa: E731
+    # Every flagged step is a vertex of its detector's run line ...
+    assert {key(t): vertices(t) for t in runs(fig)} == {
+        ("gglib", "loop", "refuse"): [(2.0, 0), (3.0, 0)],
+        ("gglib", "stagnation", "refuse"): [(-0.5, 1)],
+        ("openclaw", "generic_repeat", "warn"): [(0.0, 0)],
+        ("openclaw", "ping_pong", "warn"): [(1.0, 0)],
+        ("openclaw", "ping_pong", "refuse"): [(2.0, 0)],
     }
+    # ... and each run of consecutive steps gets one shaped marker where it starts, whose
+    # hover says how many steps the run has.
+    starts = {key(t): (list(t.x), [list(c) for c in t.customdata]) for t in markers(fig)}
+    # (turn, call, count, steps in the run, last call, last count)
+    assert starts[("gglib", "loop", "refuse")] == ([2.0], [[2, 2, 3, 2, 3, 4]])
+    assert starts[("openclaw", "ping_pong", "refuse")] == ([2.0], [[2, 2, 20, 1, 2, 20]])
+    assert len(starts) == 5
+    # Only the markers answer hovers and clicks: a lines-only trace cannot be selected, and
+    # would win the hover at a run's first step.
+    assert {t.hoverinfo for t in runs(fig)} == {"skip"}
+    assert all("customdata[5]" in t.hovertemplate for t in markers(fig))
+
+
+def test_a_run_breaks_at_a_pass_step_and_at_another_detector_or_verdict() -> None:
+    steps = [step(0, 0, "refuse", "loop", 3), step(1, 1, "refuse", "loop", 4),
+             step(2, 2),  # a pass step breaks the run
+             step(3, 3, "refuse", "loop", 3), step(4, None, "refuse", "stagnation", 5),
+             step(5, 5, "refuse", "loop", 4)]
+    oc = [step(0, 0, "warn", "generic_repeat", 10), step(1, 1, "refuse", "generic_repeat", 20),
+          step(2, 2, "refuse", "generic_repeat", 21)]
+    row = charts.OverviewRow("r", {"gglib": replay("gglib", steps), "openclaw": replay("openclaw", oc)}, 6)
+    fig = charts.overview_figure([row])
+    loop = next(t for t in markers(fig) if t.meta["detector"] == "loop")
+    assert list(loop.x) == [0.0, 3.0, 5.0]
+    assert [int(c[3]) for c in loop.customdata] == [2, 1, 1]
+    line = next(t for t in runs(fig) if t.meta["detector"] == "loop")
+    # Two points of the first run, then a gap, then single points (each followed by a gap).
+    assert [None if math.isnan(x) else x for x in line.x] == [0.0, 1.0, None, 3.0, None, 5.0, None]
+    refused = next(t for t in markers(fig) if t.meta["engine"] == "openclaw" and t.meta["verdict"] == "refuse")
+    assert list(refused.x) == [1.0] and int(refused.customdata[0][3]) == 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["pass", "warn", "refuse"]),
+                          st.sampled_from(["generic_repeat", "ping_pong"]),
+                          st.booleans()), max_size=40))
+def test_runs_and_starts_account_for_every_flagged_step(spec: list[tuple[str, str, bool]]) -> None:
+    steps = [step(i, i if has_call else None, verdict, None if verdict == "pass" else detector, 1)
+             for i, (verdict, detector, has_call) in enumerate(spec)]
+    r = replay("openclaw", steps)
+    fig = charts.overview_figure([charts.OverviewRow("r", {"openclaw": r}, len(steps))], ["openclaw"])
+    flagged = sorted((m.x, m.detector, m.verdict) for m in r.markers)
+    drawn = sorted((x, t.meta["detector"], t.meta["verdict"]) for t in runs(fig) for x, _ in vertices(t))
+    assert drawn == flagged
+    # Run lengths at the starts add up to the flagged steps, one start per run.
+    lengths = sum(int(c[3]) for t in markers(fig) for c in t.customdata)
+    assert lengths == len(flagged)
+    expected_runs = sum(1 for k, m in enumerate(r.markers)
+                        if k == 0 or (r.markers[k - 1].detector, r.markers[k - 1].verdict,
+                                      r.markers[k - 1].position + 1)
+                        != (m.detector, m.verdict, m.position))
+    assert sum(len(t.x) for t in markers(fig)) == expected_runs
 
 
 def test_markers_are_shaped_per_detector_and_hollow_for_warnings() -> None:
@@ -131,7 +202,8 @@ def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
     fig = charts.overview_figure(rows)
     elapsed = time.perf_counter() - t0
     assert len(fig.data) <= 10
-    assert sum(len(t.x) for t in markers(fig)) == 2000 * 52
+    assert sum(len(vertices(t)) for t in runs(fig)) == 2000 * 52  # every flagged step
+    assert sum(len(t.x) for t in markers(fig)) == 2000 * 2  # one run per row and engine
     assert elapsed < 5.0
     # So many rows make a chart too tall for a WebGL canvas: SVG markers.
     assert {t.type for t in markers(fig)} == {"scatter"}
@@ -140,8 +212,9 @@ def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
 def test_many_markers_in_a_short_chart_are_drawn_with_webgl(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "WEBGL_FROM_MARKERS", 3000)
     rows = [charts.OverviewRow(f"s{i}", {"gglib": replay(
-        "gglib", [step(k, k, "refuse", "loop", 3, after=k > 0) for k in range(40)])}, 40)
-        for i in range(100)]
+        "gglib", [step(k, k, "refuse" if k % 2 == 0 else "pass", "loop" if k % 2 == 0 else None, 3,
+                       after=k > 0) for k in range(80)])}, 80)
+        for i in range(100)]  # 40 separate runs per row: 4,000 markers
     fig = charts.overview_figure(rows, ["gglib"])
     assert {t.type for t in markers(fig)} == {"scattergl"}
     small = charts.overview_figure(rows[:2], ["gglib"])
@@ -173,7 +246,7 @@ def test_session_figure_puts_each_tool_on_its_lane_and_annotates_the_refusal() -
     calls = next(t for t in fig.data if t.name == "tool call")
     assert list(calls.x) == [0, 1, 2, 3, 4] and list(calls.y) == [0, 1, 0, 0, 2]
     assert "answer 3" in calls.text[3]
-    refused = [t for t in markers(fig) if t.meta["verdict"] == "refuse"]
+    refused = [t for t in detector_traces(fig) if t.meta["verdict"] == "refuse"]
     assert len(refused) == 1 and list(refused[0].x) == [3]
     assert any("refused" in (a.text or "") for a in fig.layout.annotations)
     assert any((t.meta or {}).get("role") == "divergence" for t in fig.data)  # legend entry
@@ -220,3 +293,14 @@ def test_openclaw_counters_follow_the_detector_walks() -> None:
     assert recents == [0, 0, 1, 2, 3, 4, 0]  # another run's records are invisible
     streaks, recents = charts.openclaw_counters(steps, history_size=2)
     assert recents[5] == 2
+
+
+def test_the_row_titles_get_a_left_margin_without_a_second_draw() -> None:
+    rows = [*_rows(), charts.OverviewRow("x" * 200, {"gglib": replay("gglib", [step(0, 0)])}, 1)]
+    fig = charts.overview_figure(rows, ["gglib"])
+    longest = max(len(t) for t in fig.layout.yaxis.ticktext)
+    assert longest <= 48 + 8  # long names are shortened from the left
+    assert fig.layout.yaxis.automargin is False  # automargin draws the chart twice
+    assert fig.layout.margin.l >= charts.ROW_TITLE_CHAR_PX * longest
+    short = charts.overview_figure(_rows()[:1], ["gglib"])
+    assert short.layout.margin.l < fig.layout.margin.l

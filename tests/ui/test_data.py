@@ -63,9 +63,13 @@ def test_a_scan_skips_files_whose_real_path_leaves_the_roots(tmp_path: Path) -> 
     secret.write_text('{"messages": []}')
     (root / "ok.json").write_text('{"messages": []}')
     (root / "escape.json").symlink_to(secret)
+    (root / "sub").mkdir()
+    (root / "sub" / "deep_escape.json").symlink_to(secret)
+    (root / "sub" / "alias.json").symlink_to(root / "ok.json")  # stays inside: kept
+    (root / "outside_dir").symlink_to(tmp_path, target_is_directory=True)  # never followed
     files, ignored = data.scan_files(root, [root])
-    assert [Path(p).name for p, _ in files] == ["ok.json"]
-    assert ignored >= 1
+    assert sorted(Path(p).relative_to(root).as_posix() for p, _ in files) == ["ok.json", "sub/alias.json"]
+    assert ignored >= 2
 
 
 def test_uploads_are_stored_under_generated_names_in_the_folder(tmp_path: Path) -> None:
@@ -173,3 +177,34 @@ def test_an_edited_labels_file_is_reread_without_reimporting_the_sessions(
     second = data.load_folder(folder, "folder")
     assert second is first, "a label change must not re-import and re-prepare the corpus"
     assert second.labels[source].label == "ok"
+
+
+def test_a_folder_is_rescanned_only_after_a_few_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slider moves rerun the script: the folder's scan and fingerprint are reused for
+    ``_SCAN_TTL_SECONDS``, and a file added to it shows up once they expire."""
+    import shutil
+
+    folder = tmp_path / "samples"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    clock = [1000.0]
+    monkeypatch.setattr(data.time, "monotonic", lambda: clock[0])
+    first = data.load_folder(folder, "folder")
+    shutil.copy(SAMPLES / "write_loop_refused_at_third_batch.json", folder / "added_copy.json")
+    clock[0] += data._SCAN_TTL_SECONDS - 1
+    assert data.load_folder(folder, "folder") is first
+    clock[0] += 2
+    later = data.load_folder(folder, "folder")
+    assert later is not first
+    assert len(later.sessions) == len(first.sessions) + 1
+
+
+def test_display_names_are_computed_once_per_source() -> None:
+    corpus = data.Corpus(fingerprint="t", origin="folder", root="/data", report=None,  # type: ignore[arg-type]
+                         sessions=[], prepared={})
+    shown = corpus.display("/data/sub/a\x1b.json#2")
+    assert shown == corpus.display("/data/sub/a\x1b.json#2")
+    assert "\x1b" not in shown and shown.startswith("sub/a") and shown.endswith("#2")
+    assert corpus._displayed == {"/data/sub/a\x1b.json#2": shown}

@@ -284,11 +284,15 @@ class SessionReplay:
     @property
     def refusal_count(self) -> int:
         """Number of ``refuse`` steps (the first refusal and every one after it)."""
+        if self.first_refusal is None:  # known without walking the steps
+            return 0
         return sum(1 for m in self.markers if m.verdict == "refuse")
 
     @property
     def warning_count(self) -> int:
         """Number of ``warn`` steps."""
+        if not self.warned:  # the fast paths know this without walking the steps
+            return 0
         return sum(1 for m in self.markers if m.verdict == "warn")
 
     def to_json(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from loopscope.ui import data, pages, settings, state
+from loopscope.ui import data, gc_policy, pages, settings, state
 
 LAST_RUN_KEY = "_loopscope_last_run_ms"
 """Server-side duration of the previous full run, in ms (shown in the sidebar)."""
@@ -40,3 +40,4 @@ def main() -> None:
             st.caption(f"Last full re-run on the server: {last:.0f} ms.")
     page.run()
     st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
+    gc_policy.after_run()

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from loopscope.engines.base import SessionReplay, Step
+from loopscope.engines.base import Marker, SessionReplay, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +138,11 @@ def sort_rows(
     if by == "refusals":
 
         def key(r: OverviewRow) -> tuple[bool, int, int, str]:
-            refused = warned = 0
-            any_refusal = False
-            for x in reps(r):
-                any_refusal = any_refusal or x.first_refusal is not None
-                for m in x.markers:  # warn/refuse steps in brief: builds no Step
-                    if m.verdict == "refuse":
-                        refused += 1
-                    else:
-                        warned += 1
+            replays = reps(r)
+            # The counts walk the markers only of replays that refused or warned.
+            refused = sum(x.refusal_count for x in replays)
+            warned = sum(x.warning_count for x in replays)
+            any_refusal = any(x.first_refusal is not None for x in replays)
             return (not any_refusal, -refused, -warned, r.name)
 
         return sorted(rows, key=key)
@@ -168,6 +164,18 @@ def sort_rows(
 LABEL_MARKS = {"loop": "loop", "ok": "good"}
 
 
+ROW_TITLE_CHAR_PX = 7.0
+"""Room per character of a row title (13 px sans-serif averages 6-7 px)."""
+
+
+def _row_title_margin(titles: Sequence[str]) -> int:
+    """The left margin that fits the longest row title.
+
+    Set here rather than with Plotly's ``automargin``, which measures every label after a first
+    draw and then draws the whole chart again: a third of the browser's time per update."""
+    return 16 + round(ROW_TITLE_CHAR_PX * max((len(t) for t in titles), default=0))
+
+
 def row_title(row: OverviewRow, limit: int = 48) -> str:
     name = row.name if len(row.name) <= limit else "…" + row.name[-(limit - 1):]
     mark = LABEL_MARKS.get(row.label or "")
@@ -187,121 +195,223 @@ def overview_figure(
     every warn/refuse.
 
     Per engine column, the traces are: session extents (bar), after-divergence shading
-    (hatched bar), then one marker trace per detector × verdict. Rows are shared across the
-    columns, so the same session sits on the same line for every engine.
+    (hatched bar), then per detector × verdict a line through every flagged call (one line per
+    run of consecutive flagged steps) and a shaped marker where each run starts. Rows are
+    shared across the columns, so the same session sits on the same line for every engine.
+
+    The figure is written as one plain spec and validated once by ``go.Figure``: building it
+    trace by trace through ``make_subplots``/``add_trace``/``update_*`` validated every
+    property again on each call and cost several times more, on every slider move.
     """
     n = len(rows)
     ys = np.arange(n, dtype=np.int32)
-    fig = make_subplots(
-        rows=1, cols=len(engines), shared_yaxes=True, horizontal_spacing=0.04,
-        subplot_titles=[ENGINE_TITLES.get(e, e) for e in engines],
-    )
     lengths = np.asarray([max(r.calls, 1) for r in rows], dtype=np.int32)
     bases = np.full(n, -0.5)
+    height = _overview_height(n, row_height)
+    gap = 0.04
+    width = (1 - gap * (len(engines) - 1)) / max(len(engines), 1)
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = {"annotations": []}
     for col, engine in enumerate(engines, start=1):
-        fig.add_trace(
-            go.Bar(
-                name="session (calls)", orientation="h", y=ys, x=lengths, base=bases,
-                marker={"color": SESSION_BAR, "line": {"width": 0}}, hoverinfo="skip",
-                showlegend=False, meta={"engine": engine, "role": "extent"},
-            ),
-            row=1, col=col,
-        )
+        suffix = "" if col == 1 else str(col)
+        axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+        left = (col - 1) * (width + gap)
+        layout[f"xaxis{suffix}"] = {
+            "anchor": f"y{suffix}", "domain": [left, left + width], "title": {"text": "tool call"},
+            "zeroline": False, "gridcolor": "#e6e6e6", "rangemode": "tozero",
+        }
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": [0.0, 1.0]}
+        if col > 1:  # rows are shared: one set of row names, on the left
+            layout[f"yaxis{suffix}"].update(matches="y", showticklabels=False)
+        layout["annotations"].append({
+            "text": ENGINE_TITLES.get(engine, engine), "x": left + width / 2, "y": 1.0,
+            "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
+            "showarrow": False, "font": {"size": 16},
+        })
+        data.append({
+            "type": "bar", "name": "session (calls)", "orientation": "h", "y": ys, "x": lengths,
+            "base": bases, "marker": {"color": SESSION_BAR, "line": {"width": 0}},
+            "hoverinfo": "skip", "showlegend": False, "meta": {"engine": engine, "role": "extent"},
+            **axes,
+        })
         div_y: list[int] = []
         div_base: list[float] = []
         div_len: list[float] = []
-        # Per detector × verdict: x, row, turn, call (-1 for none), count (-1 for none).
-        groups: dict[tuple[str, str], list[list[float]]] = defaultdict(lambda: [[], [], [], [], []])
+        groups: dict[tuple[str, str], _MarkerGroup] = defaultdict(_MarkerGroup)
         for i, row in enumerate(rows):
             replay = row.replays.get(engine)
             if replay is None:
                 continue
-            first: float | None = None
-            for m in replay.markers:  # the warn/refuse steps, without building any step
-                x = m.x
-                if first is None and m.verdict == "refuse":
-                    first = x
-                g = groups[(m.detector, m.verdict)]
-                g[0].append(x)
-                g[1].append(i)
-                g[2].append(m.turn)
-                g[3].append(-1 if m.call is None else m.call)
-                g[4].append(-1 if m.count is None else m.count)
+            first = _add_runs(groups, replay.markers, i)
             if first is not None:
                 div_y.append(i)
                 div_base.append(first + 0.5)
                 div_len.append(max(row.calls - 1 - first, 0.5))
-        fig.add_trace(
-            go.Bar(
-                name="after divergence (would not have happened)", orientation="h",
-                y=np.asarray(div_y, dtype=np.int32), x=np.asarray(div_len, dtype=np.float64),
-                base=np.asarray(div_base, dtype=np.float64),
-                marker={
-                    "color": DIVERGENCE_FILL,
-                    "line": {"color": DIVERGENCE_LINE, "width": 1},
-                    "pattern": {"shape": "/", "fgcolor": DIVERGENCE_LINE, "size": 6},
-                },
-                hoverinfo="skip", legendgroup="divergence", showlegend=col == 1,
-                meta={"engine": engine, "role": "divergence"},
-            ),
-            row=1, col=col,
-        )
-        total = sum(len(g[0]) for g in groups.values())
+        data.append({
+            "type": "bar", "name": "after divergence (would not have happened)",
+            "orientation": "h", "y": np.asarray(div_y, dtype=np.int32),
+            "x": np.asarray(div_len, dtype=np.float64),
+            "base": np.asarray(div_base, dtype=np.float64),
+            "marker": {
+                "color": DIVERGENCE_FILL,
+                "line": {"color": DIVERGENCE_LINE, "width": 1},
+                "pattern": {"shape": "/", "fgcolor": DIVERGENCE_LINE, "size": 6},
+            },
+            "hoverinfo": "skip", "legendgroup": "divergence", "showlegend": col == 1,
+            "meta": {"engine": engine, "role": "divergence"}, **axes,
+        })
+        starts_total = sum(len(g.starts) for g in groups.values())
         # Thousands of SVG markers make the browser the bottleneck; WebGL draws them in one
         # pass. A WebGL canvas has a size limit, so very tall charts stay SVG.
-        marker_trace: Any = go.Scattergl if (
-            total > WEBGL_FROM_MARKERS and _overview_height(n, row_height) <= WEBGL_MAX_HEIGHT
-        ) else go.Scatter
+        marker_type = "scattergl" if (
+            starts_total > WEBGL_FROM_MARKERS and height <= WEBGL_MAX_HEIGHT) else "scatter"
+        names = starts_total <= HOVER_NAMES_UP_TO
         for detector, verdict in _ordered_groups(groups):
             g = groups[(detector, verdict)]
-            st_ = style_of(detector)
-            custom = np.column_stack([np.asarray(g[k], dtype=np.int64) for k in (2, 3, 4)])
-            if total <= HOVER_NAMES_UP_TO:
-                text: Any = [f"{_esc(rows[int(r)].name, 80)}" for r in g[1]]
-                hover = "%{text}<br>turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
-            else:  # thousands of markers: numbers only (the row's name is on the axis)
-                text = None
-                hover = "row %{y}: turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
-            fig.add_trace(
-                marker_trace(
-                    name=f"{st_.title} — {'refused' if verdict == 'refuse' else 'warned'}",
-                    x=np.asarray(g[0], dtype=np.float64), y=np.asarray(g[1], dtype=np.int32),
-                    customdata=custom, text=text, mode="markers",
-                    hovertemplate=hover + "<extra>%{fullData.name}</extra>",
-                    marker={
-                        "symbol": marker_symbol(detector, verdict),
-                        "color": st_.color,
-                        "size": 11 if verdict == "refuse" else 9,
-                        "line": {"width": 1.5 if verdict == "warn" else 0.8,
-                                 "color": st_.color if verdict == "warn" else "#ffffff"},
-                    },
-                    meta={"engine": engine, "detector": detector, "verdict": verdict},
-                ),
-                row=1, col=col,
-            )
-        fig.update_xaxes(title="tool call", zeroline=False, gridcolor="#e6e6e6",
-                         rangemode="tozero", row=1, col=col)
-    height = _overview_height(n, row_height)
+            data.extend(_detector_traces(g, detector, verdict, engine, rows, names, marker_type,
+                                         axes))
+    titles = [row_title(r) for r in rows]
     # The legend sits above the column titles: lift it by ~30 px in paper units.
     plot_px = max(height - 30 - 40, 100)
-    fig.update_layout(
+    layout.update(
         barmode="overlay",
         height=height,
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
+        margin={"l": _row_title_margin(titles), "r": 10, "t": 30, "b": 40},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 30 / plot_px, "x": 0},
-        template="plotly_white",
+        # A white page with no template: validating (and copying) the full "plotly_white"
+        # template was half the cost of building this figure, on every slider move; the few
+        # things it gave are set here and on the axes.
+        template=_PLAIN,
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        hoverlabel={"align": "left"},
         hovermode="closest",
         font={"color": "#1f1f1f", "size": 13},
     )
-    fig.update_yaxes(
-        tickmode="array", tickvals=ys, ticktext=[row_title(r) for r in rows],
-        autorange="reversed", showgrid=False, automargin=True, tickfont={"color": "#1f1f1f"},
-    )
-    return fig
+    for suffix in ["", *(str(c) for c in range(2, len(engines) + 1))]:
+        layout[f"yaxis{suffix}"].update(
+            tickmode="array", tickvals=ys, autorange="reversed", showgrid=False,
+            zeroline=False, automargin=False, tickfont={"color": "#1f1f1f"},
+        )
+    layout["yaxis"]["ticktext"] = titles
+    return go.Figure({"data": data, "layout": layout})
+
+
+_PLAIN: dict[str, Any] = {}
+"""An empty template: keeps plotly.py from applying (and validating) its default one."""
+
+
+def _detector_traces(g: _MarkerGroup, detector: str, verdict: str, engine: str,
+                     rows: Sequence[OverviewRow], names: bool, marker_type: str,
+                     axes: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The two traces of one detector × verdict in one engine column."""
+    style = style_of(detector)
+    title = f"{style.title} — {'refused' if verdict == 'refuse' else 'warned'}"
+    refuse = verdict == "refuse"
+    meta = {"engine": engine, "detector": detector, "verdict": verdict}
+    # The run: every flagged call is a vertex of one line per run of consecutive steps (NaN
+    # breaks the line between runs): a single SVG path however many calls.
+    run = {
+        "type": "scatter", "name": title, "mode": "lines", "legendgroup": title,
+        "showlegend": False,
+        "x": np.asarray(g.x, dtype=np.float64), "y": np.asarray(g.y, dtype=np.float64),
+        # Not hoverable: a lines-only trace cannot be selected, and at a run's first step it
+        # would win the hover (and the click that opens the session) from the marker. The
+        # marker's hover tells where the run starts and ends.
+        "hoverinfo": "skip",
+        "line": {"color": style.color, "width": 5 if refuse else 2.5,
+                 "dash": "solid" if refuse else "dot"},
+        "meta": {**meta, "role": "run"}, **axes,
+    }
+    # The shaped marker where each run starts: the shape, not colour alone, says which
+    # detector; hollow = warned.
+    starts = g.starts
+    start = {
+        "type": marker_type, "name": title, "mode": "markers", "legendgroup": title,
+        "x": np.asarray([s[0] for s in starts], dtype=np.float64),
+        "y": np.asarray([s[1] for s in starts], dtype=np.int32),  # row numbers
+        "customdata": np.asarray([s[2:] for s in starts], dtype=np.int64).reshape(-1, 6),
+        "text": [_esc(rows[int(s[1])].name, 80) for s in starts] if names else None,
+        "hovertemplate": _hover(names) + "<extra>%{fullData.name}</extra>",
+        "marker": {
+            "symbol": marker_symbol(detector, verdict),
+            "color": style.color,
+            "size": 11 if refuse else 9,
+            "line": {"width": 0.8 if refuse else 1.5, "color": "#ffffff" if refuse else style.color},
+        },
+        "meta": {**meta, "role": "start"}, **axes,
+    }
+    return [run, start]
 
 
 def _overview_height(n_rows: int, row_height: int) -> int:
     return max(260, min(150 + row_height * n_rows, 60000))
+
+
+class _MarkerGroup:
+    """One detector × verdict of one engine column, gathered row by row: the vertices of the
+    run lines (NaN between runs) and one start per run."""
+
+    __slots__ = ("starts", "x", "y")
+
+    def __init__(self) -> None:
+        self.x: list[float] = []
+        self.y: list[float] = []
+        self.starts: list[list[float]] = []
+        """Per run: x, row, turn, call (-1: none), count (-1: none), run length, and the call
+        and count of its last step."""
+
+
+_NAN = float("nan")
+
+
+def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[Marker],
+              row: int) -> float | None:
+    """Add one row's markers to ``groups`` as runs — consecutive steps with the same detector
+    and verdict — and return the x of its first refusal (None: never refused).
+
+    A loop refused once is usually refused again at every later step, so a session of 40
+    refused calls becomes one line and one marker instead of 40 markers: the browser's cost
+    grows with the number of SVG markers, not with the length of a line."""
+    first: float | None = None
+    previous: tuple[str, str, int] | None = None
+    group: _MarkerGroup | None = None
+    start: list[float] = []
+    for m in markers:
+        x = m.x
+        if first is None and m.verdict == "refuse":
+            first = x
+        key = (m.detector, m.verdict)
+        if previous is None or previous != (*key, m.position - 1):
+            if group is not None:
+                _close_run(group, start)
+            group = groups[key]
+            start = [x, row, m.turn, -1 if m.call is None else m.call,
+                     -1 if m.count is None else m.count, 0, -1, -1]
+        assert group is not None
+        start[5] += 1
+        start[6:] = [-1 if m.call is None else m.call, -1 if m.count is None else m.count]
+        group.x.append(x)
+        group.y.append(row)
+        previous = (*key, m.position)
+    if group is not None:
+        _close_run(group, start)
+    return first
+
+
+def _close_run(group: _MarkerGroup, start: list[float]) -> None:
+    group.starts.append(start)
+    group.x.append(_NAN)  # the line breaks here
+    group.y.append(_NAN)
+
+
+def _hover(names: bool) -> str:
+    """The hover of a run's start marker, with the session's name (``names``) or its row
+    number: where the run starts and where it ends."""
+    where = "%{text}<br>" if names else "row %{y}: "
+    return (where + "turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
+            "<br>%{customdata[3]} step(s) in a row, the last at call %{customdata[4]} "
+            "(count %{customdata[5]})")
 
 
 def _ordered_groups(groups: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:

@@ -34,6 +34,7 @@ import streamlit as st
 from loopscope.engines import get_engine
 from loopscope.formats.base import FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
+from loopscope.ui import gc_policy
 from loopscope.ui.state import ENGINES
 
 # Candidates of a folder scan (sessions spec §3.6); uploads also accept zip archives.
@@ -115,14 +116,21 @@ def scan_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[
 
     roots = list(roots) if roots is not None else allowed_roots()
     targets, ignored = expand_paths([str(folder)])
+    # The scan follows no directory symlink, so below a folder inside the roots only a file
+    # that is itself a symlink can lead outside: resolve just those (resolving all 2,000 paths
+    # of a large folder cost more than a re-run of both engines).
+    folder_inside = _inside(folder.resolve(), roots)
     kept: list[tuple[str, bool]] = []
     for path, scanned in targets:
-        real = Path(path).resolve()
-        if any(real.is_relative_to(r) for r in roots):
+        if (folder_inside and not os.path.islink(path)) or _inside(Path(path).resolve(), roots):
             kept.append((path, scanned))
         else:
             ignored += 1
     return kept, ignored
+
+
+def _inside(real: Path, roots: Sequence[Path]) -> bool:
+    return any(real.is_relative_to(r) for r in roots)
 
 
 def fingerprint_files(files: Iterable[str | Path], extra: str = "") -> str:
@@ -202,6 +210,8 @@ class Corpus:
     prepare_errors: list[Problem] = field(default_factory=list)
     label_stamp: tuple[int, int] | None = None
     """(mtime, size) of :attr:`label_file` when the labels were read."""
+    _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """:meth:`display` results (asked for every session on every rerun)."""
 
     def refresh_labels(self) -> None:
         """Re-read the labels sidecars (after a labelling change was saved)."""
@@ -216,6 +226,12 @@ class Corpus:
 
     def display(self, source: str) -> str:
         """A session source or file path as a person should see it (uploads by their name)."""
+        shown = self._displayed.get(source)
+        if shown is None:
+            shown = self._displayed[source] = self._display(source)
+        return shown
+
+    def _display(self, source: str) -> str:
         base, sep, rest = source.partition("#")
         shown = self.display_names.get(base)
         if shown is None and self.root and base.startswith(self.root):
@@ -225,18 +241,6 @@ class Corpus:
 
 LARGE_CORPUS = 500
 """From this many sessions, the loaded corpus is moved out of the cyclic GC's way."""
-
-
-def _calm_the_gc() -> None:
-    """A large corpus is millions of long-lived objects. Without this, a full collection walks
-    them all every few slider moves (2-second stalls at 2,000 sessions on a busy machine);
-    freezing them and raising the first threshold (a re-run allocates ~10^5 short-lived step
-    objects) keeps each re-run at its steady cost.
-    """
-    gc.collect()
-    gc.freeze()
-    threshold0, threshold1, threshold2 = gc.get_threshold()
-    gc.set_threshold(max(threshold0, 50_000), max(threshold1, 20), max(threshold2, 20))
 
 
 class _CorpusStore:
@@ -312,7 +316,7 @@ def build_corpus(
         prepared[name] = out
     labels, label_problems, label_file = _load_labels(root)
     if len(sessions) >= LARGE_CORPUS:
-        _calm_the_gc()
+        gc_policy.calm_for_large_corpus()
     if progress:
         progress(1.0, f"Loaded {len(sessions)} sessions")
     return Corpus(
@@ -378,30 +382,35 @@ def _load_labels(root: str | None) -> tuple[Mapping[str, Any], list[Problem], st
 # --------------------------------------------------------------------------- entry points
 
 
-_SCAN_TTL_SECONDS = 3.0
-_recent_scans: dict[tuple[str, tuple[Path, ...]], tuple[float, Any]] = {}
+_SCAN_TTL_SECONDS = 10.0
+"""How long a folder's scan and fingerprint are trusted: changes to the files show up at the
+first interaction after this."""
+_recent_scans: dict[tuple[str, str, tuple[Path, ...]], tuple[float, Any]] = {}
 
 
-def _scan_recent(folder: Path, roots: list[Path]) -> Any:
-    """``scan_files``, reused for a few seconds: every slider move reruns the script, and
-    re-walking a 2,000-file folder each time costs more than the re-run itself."""
-    key = (str(folder), tuple(roots))
+def _folder_snapshot(folder: Path, origin: str,
+                     roots: list[Path]) -> tuple[list[tuple[str, bool]], int, str]:
+    """``scan_files`` and the fingerprint of what it found, reused for a few seconds.
+
+    Every slider move reruns the script; walking and ``stat``-ing a 2,000-file folder each time
+    cost more than re-running both engines over it, for a folder that almost never changes
+    between two moves."""
+    key = (str(folder), origin, tuple(roots))
     now = time.monotonic()
     hit = _recent_scans.get(key)
     if hit is not None and now - hit[0] < _SCAN_TTL_SECONDS:
         return hit[1]
-    result = scan_files(folder, roots)
-    _recent_scans.clear()
-    _recent_scans[key] = (now, result)
-    return result
-
-
-def load_folder(folder: Path, origin: str, progress: Progress | None = None) -> Corpus:
-    roots = allowed_roots()
-    targets, ignored = _scan_recent(folder, roots)
+    targets, ignored = scan_files(folder, roots)
     # The labels sidecar is not part of the fingerprint: a label saved from the app must not
     # re-import and re-prepare every session; a cache hit re-reads only a changed sidecar.
     fp = fingerprint_files([p for p, _ in targets], extra=f"{origin}:{folder}")
+    _recent_scans.clear()
+    _recent_scans[key] = (now, (targets, ignored, fp))
+    return targets, ignored, fp
+
+
+def load_folder(folder: Path, origin: str, progress: Progress | None = None) -> Corpus:
+    targets, ignored, fp = _folder_snapshot(folder, origin, allowed_roots())
     store = corpus_store()
     cached = store.get(fp)
     if cached is not None:

@@ -69,8 +69,9 @@ def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
     engines = list(state.ENGINES) if view in (None, "both") else [str(view)]
     st.caption(
         "One row per session; x is the tool call. Markers: filled = refused, hollow = warned; "
-        "each detector has its own shape and colour. Hatched grey: after the first refusal "
-        "(would not have happened). Click a marker for a link to that session."
+        "each detector has its own shape and colour. A line after a marker: the same verdict "
+        "again on each following step (solid = refused, dotted = warned). Hatched grey: after "
+        "the first refusal (would not have happened). Click a marker for a link to that session."
     )
     rows = charts.sort_rows(views.overview_rows(corpus, results), sort or "refusals", engines)
     if limit != "all" and len(rows) > int(limit):
@@ -101,36 +102,41 @@ def _open_selected(event: Any, rows: list[charts.OverviewRow]) -> None:
             return
 
 
+LABEL_TEXT = {"loop": "real loop", "ok": "good work"}
+
+
 def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
     st.header("Sessions", anchor=False)
-    records = []
-    for i, s in enumerate(corpus.sessions):
-        row: dict[str, Any] = {
-            "session": corpus.display(s.source),
-            "format": s.format,
-            "calls": len(s.calls),
-            "turns": len(s.turns),
-            "label": {"loop": "real loop", "ok": "good work"}.get(views.label_of(corpus, s.source) or "", ""),
-        }
-        for name in state.ENGINES:
-            r = results[name][i]
-            fr = r.first_refusal
-            row[f"{state.ENGINE_TITLES[name]} first refusal"] = (
-                f"call {fr.call} · {fr.detector}" if fr and fr.call is not None
-                else (f"turn {fr.turn} · {fr.detector}" if fr else "")
-            )
-            row[f"{state.ENGINE_TITLES[name]} warnings"] = charts.warning_count(r)
-        records.append(row)
-    frame = pd.DataFrame.from_records(records)
+    sessions = corpus.sessions
+    # Built column by column: one list per column is several times cheaper than a dict per
+    # row, and this table is rebuilt on every slider move.
+    columns: dict[str, list[Any]] = {
+        "session": [corpus.display(s.source) for s in sessions],
+        "format": [s.format for s in sessions],
+        "calls": [len(s.calls) for s in sessions],
+        "turns": [len(s.turns) for s in sessions],
+        "label": [LABEL_TEXT.get(views.label_of(corpus, s.source) or "", "") for s in sessions],
+    }
+    for name in state.ENGINES:
+        title = state.ENGINE_TITLES[name]
+        columns[f"{title} first refusal"] = [_refusal_text(r.first_refusal) for r in results[name]]
+        columns[f"{title} warnings"] = [charts.warning_count(r) for r in results[name]]
     event = st.dataframe(
-        frame, hide_index=True, on_select="rerun", selection_mode="single-row", key="session_table",
-        width="stretch",
+        pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-row",
+        key="session_table", width="stretch",
     )
     selected = getattr(getattr(event, "selection", None), "rows", None) or []
     if selected:
-        views.session_link(corpus.sessions[selected[0]].source)
+        views.session_link(sessions[selected[0]].source)
     else:
         st.caption("Select a row for a link to the session.")
+
+
+def _refusal_text(first: Any) -> str:
+    if first is None:
+        return ""
+    return f"call {first.call} · {first.detector}" if first.call is not None else (
+        f"turn {first.turn} · {first.detector}")
 
 
 if __name__ == "__main__":  # run as a Streamlit page
