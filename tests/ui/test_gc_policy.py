@@ -51,6 +51,17 @@ def test_a_user_who_never_pauses_still_gets_a_collection_every_few_runs() -> Non
     assert len(calls) == 3
 
 
+def test_a_run_that_starts_calls_off_the_waiting_collection() -> None:
+    collector, calls = _collector(0.1)
+    collector.after_run()
+    collector.before_run()  # the user moved a slider again before the app was idle
+    time.sleep(0.3)
+    assert calls == []
+    collector.after_run()
+    _wait_for(calls, 1)
+    assert len(calls) == 1
+
+
 def test_nothing_happens_until_a_large_corpus_turns_it_on() -> None:
     collector, calls = _collector(0.01)
     collector.enabled = False

@@ -19,6 +19,7 @@ LAST_RUN_KEY = "_loopscope_last_run_ms"
 
 def main() -> None:
     started = time.perf_counter()
+    gc_policy.before_run()
     st.set_page_config(
         page_title="loopscope",
         page_icon=":material/all_inclusive:",

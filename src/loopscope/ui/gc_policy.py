@@ -9,8 +9,9 @@ was a 130-190 ms pause inside most slider moves. So, once a large corpus is load
 - the young-generation threshold is raised (a re-run allocates ~10^5 short-lived objects) and
   automatic full collections are switched off;
 - full collections run while the user looks at the result instead: :func:`after_run` (called at
-  the end of every script run) schedules one ``IDLE_SECONDS`` after the last run, and forces one
-  after ``MAX_RUNS_WITHOUT_COLLECTION`` runs in a row without a pause, so memory stays bounded.
+  the end of every script run) schedules one ``IDLE_SECONDS`` after the last run,
+  :func:`before_run` calls it off when the user acts first, and one is forced after
+  ``MAX_RUNS_WITHOUT_COLLECTION`` runs in a row without a pause, so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import gc
 import threading
 from collections.abc import Callable
 
-IDLE_SECONDS = 1.0
+IDLE_SECONDS = 2.0
 MAX_RUNS_WITHOUT_COLLECTION = 20
 YOUNG_THRESHOLD = 50_000
 NO_AUTOMATIC_FULL_COLLECTION = 1_000_000
@@ -38,6 +39,13 @@ class IdleCollector:
         self._timer: threading.Timer | None = None
         self._runs = 0
         self.enabled = False
+
+    def before_run(self) -> None:
+        """A script run starts: a collection still waiting must not land inside it."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def after_run(self) -> None:
         """A script run has finished: collect soon, unless another run starts first."""
@@ -75,6 +83,11 @@ def calm_for_large_corpus() -> None:
     gc.set_threshold(max(threshold0, YOUNG_THRESHOLD), max(threshold1, 20),
                      NO_AUTOMATIC_FULL_COLLECTION)
     _collector.enabled = True
+
+
+def before_run() -> None:
+    """Call at the start of every script run."""
+    _collector.before_run()
 
 
 def after_run() -> None:
