@@ -190,7 +190,8 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
                 msg_model, str) else None, stop_reason=stop if isinstance(stop, str) else None,
                 origin=origin)
             pending = assistant_blocks(builder, turn, content, origin)
-            emit_server_results(builder, pending)
+            if pending:
+                emit_server_results(builder, pending)
         elif role == "user":
             user_blocks(builder, content, origin)
         elif role == "system":

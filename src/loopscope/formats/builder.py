@@ -21,7 +21,6 @@ from loopscope.model import (
     ArgumentsKind,
     AssistantTurn,
     Compaction,
-    Event,
     Origin,
     OtherMessage,
     PairedBy,
@@ -122,9 +121,6 @@ class ResultDraft:
     structure_call: CallDraft | None = None
     timestamp: str | None = None
     origin: Origin = NO_ORIGIN
-    paired_call: CallDraft | None = None
-    """Set by ``build`` (pairing, sessions spec §1.7)."""
-    paired_by: PairedBy | None = None
 
 
 class SessionBuilder:
@@ -263,65 +259,51 @@ class SessionBuilder:
                 sink.append((len(self._events), self.dropped_events))
 
         # Call indices: turn order, then position.
-        ordered_calls: list[CallDraft] = []
+        n_calls = 0
         for turn in self._turns:
             for call in turn.calls:
-                call.index = len(ordered_calls)
-                ordered_calls.append(call)
+                call.index = n_calls
+                n_calls += 1
 
-        self._pair(emit)
-
+        # Results are frozen as soon as they are paired; turns, once every result is known.
+        events: list[Any] = list(self._events)
+        self._pair_results(events, emit)
         parse = self._parse_json_text
-        events: list[Event] = []
-        turn_number = 0
         bad_arguments = 0
+        unanswered = 0
         first_bad: CallDraft | None = None
-        for item in self._events:
-            if isinstance(item, TurnDraft):
-                calls: list[ToolCall] = []
-                for call in item.calls:
-                    raw = call.raw_arguments
-                    arguments, error = raw, None
-                    # A format that promised text but gave something else: used as a value.
-                    if call.arguments_kind == "json_text" and isinstance(raw, str):
-                        ok, value = parse(raw)
-                        if ok:
-                            arguments = value
-                        else:
-                            error = str(value)
-                            bad_arguments += 1
-                            first_bad = first_bad or call
-                    calls.append(_new_call(
-                        call.index, turn_number, call.position, call.id, call.name, raw,
-                        call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
-                        call.result_event,
-                    ))
-                events.append(_new_turn(
-                    item.event, turn_number, item.text, tuple(calls), item.thinking,
-                    item.content, item.model, item.stop_reason, item.error, item.synthetic,
-                    item.timestamp, item.origin, "assistant",
+        for turn_number, item in enumerate(self._turns):
+            calls: list[ToolCall] = []
+            for call in item.calls:
+                raw = call.raw_arguments
+                arguments, error = raw, None
+                # A format that promised text but gave something else: used as a value.
+                if call.arguments_kind == "json_text" and isinstance(raw, str):
+                    ok, value = parse(raw)
+                    if ok:
+                        arguments = value
+                    else:
+                        error = str(value)
+                        bad_arguments += 1
+                        first_bad = first_bad or call
+                if call.result_event is None:
+                    unanswered += 1
+                calls.append(_new_call(
+                    call.index, turn_number, call.position, call.id, call.name, raw,
+                    call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
+                    call.result_event,
                 ))
-                turn_number += 1
-            elif isinstance(item, ResultDraft):
-                paired = item.paired_call
-                details = item.details
-                events.append(_new_result(
-                    item.event, item.call_id, item.text, item.content,
-                    None if paired is None else paired.index, item.paired_by, item.name,
-                    item.is_error,
-                    dict(details) if details is not None and (
-                        type(details) is dict or isinstance(details, Mapping)) else {},
-                    dict(item.meta or {}), item.timestamp, item.origin, "tool_result",
-                ))
-            else:
-                events.append(item)
+            events[item.event] = _new_turn(
+                item.event, turn_number, item.text, tuple(calls), item.thinking,
+                item.content, item.model, item.stop_reason, item.error, item.synthetic,
+                item.timestamp, item.origin, "assistant",
+            )
 
         if bad_arguments and first_bad is not None:
             emit("info", "bad_arguments",
                  f"{bad_arguments} tool call argument string(s) are not valid JSON; "
                  "the raw strings were kept as the arguments",
                  line=first_bad.origin.line, pointer=first_bad.origin.pointer, count=bad_arguments)
-        unanswered = sum(1 for c in ordered_calls if c.result_event is None)
         if unanswered:
             emit("info", "unanswered_calls", f"{unanswered} tool call(s) have no recorded result",
                  count=unanswered)
@@ -343,10 +325,9 @@ class SessionBuilder:
             problems=tuple(problems or ()),
         )
 
-    def _pair(self, emit: Callable[..., None]) -> None:
-        """Pair results with calls in event order (sessions spec §1.7); the outcome is kept
-        on each ``ResultDraft`` (``paired_call``, ``paired_by``) and ``CallDraft.result_event``.
-        """
+    def _pair_results(self, events: list[Any], emit: Callable[..., None]) -> None:
+        """Pair results with calls in event order (sessions spec §1.7) and freeze each result
+        into ``events``; the pairing is kept on each ``CallDraft.result_event``."""
         # By id: the latest unanswered call with that id among the turns already passed. Each
         # id keeps its calls in that order; answered ones are dropped from the top as met
         # (an answered call never becomes unanswered), so each lookup is O(1) amortised.
@@ -366,33 +347,45 @@ class SessionBuilder:
             if not isinstance(item, ResultDraft):
                 block_turn = None
                 continue
-            if item.structure_call is not None and item.structure_call.result_event is None:
-                item.structure_call.result_event = item.event
-                item.paired_call, item.paired_by = item.structure_call, "structure"
-                continue
-            match: CallDraft | None = None
-            if item.call_id is not None:
-                candidates = by_id.get(item.call_id)
-                while candidates and candidates[-1].result_event is not None:
-                    candidates.pop()
-                if candidates:
-                    match = candidates[-1]
-                    match.result_event = item.event
-                    item.paired_call, item.paired_by = match, "id"
-                    continue
-            if block_turn is not None:
-                match = next((c for c in block_turn.calls if c.result_event is None), None)
-                if match is not None:
-                    match.result_event = item.event
-                    item.paired_call, item.paired_by = match, "position"
-                    emit("warning", "positional_pairing",
-                         f"tool result id {_quote(item.call_id)} matches no call; paired by "
-                         f"position with call {_quote(match.id)} ({_quote(match.name)})",
-                         line=item.origin.line, pointer=item.origin.pointer)
-                    continue
-            emit("warning", "orphan_result",
-                 f"tool result id {_quote(item.call_id)} answers no tool call; it was kept as an orphan",
+            match, paired_by = _pair(item, by_id, block_turn, emit)
+            index = item.event
+            if match is not None:
+                match.result_event = index
+            details = item.details
+            meta = item.meta
+            events[index] = _new_result(
+                index, item.call_id, item.text, item.content,
+                None if match is None else match.index, paired_by, item.name, item.is_error,
+                dict(details) if details is not None and (
+                    type(details) is dict or isinstance(details, Mapping)) else {},
+                dict(meta) if meta else {}, item.timestamp, item.origin, "tool_result",
+            )
+
+
+def _pair(item: ResultDraft, by_id: dict[str, list[CallDraft]], block_turn: TurnDraft | None,
+          emit: Callable[..., None]) -> tuple[CallDraft | None, PairedBy | None]:
+    """The call a result answers and how it was found (``None, None``: an orphan)."""
+    structure = item.structure_call
+    if structure is not None and structure.result_event is None:
+        return structure, "structure"
+    if item.call_id is not None:
+        candidates = by_id.get(item.call_id)
+        while candidates and candidates[-1].result_event is not None:
+            candidates.pop()
+        if candidates:
+            return candidates[-1], "id"
+    if block_turn is not None:
+        match = next((c for c in block_turn.calls if c.result_event is None), None)
+        if match is not None:
+            emit("warning", "positional_pairing",
+                 f"tool result id {_quote(item.call_id)} matches no call; paired by "
+                 f"position with call {_quote(match.id)} ({_quote(match.name)})",
                  line=item.origin.line, pointer=item.origin.pointer)
+            return match, "position"
+    emit("warning", "orphan_result",
+         f"tool result id {_quote(item.call_id)} answers no tool call; it was kept as an orphan",
+         line=item.origin.line, pointer=item.origin.pointer)
+    return None, None
 
 
 def _quote(value: str | None) -> str:

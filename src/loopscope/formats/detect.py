@@ -141,6 +141,8 @@ def content_test(messages: Iterable[Any], top_level_system: bool = False) -> str
         if ("tool_calls" in message or "tool_call_id" in message or "function_call" in message
                 or message.get("role") in ("tool", "function")):
             return "openai_chat"
+        if anthropic:
+            continue  # decided unless a later message is OpenAI chat: its blocks cannot matter
         if type_of(message) in RESPONSES_ITEM_TYPES:
             responses = True
         content = message.get("content")
@@ -512,15 +514,17 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     if not content:
         return _fail("unknown", "empty_file", "the file holds only whitespace",
                      "empty file", size=size)
-    newline = content.find(b"\n")
-    first_line = content if newline < 0 else content[:newline]
-    # (The substring test spares decoding a long first line, such as a one-line document.)
-    if _MARKDOWN_HEADING_BYTES in first_line and first_line.decode(
-            "utf-8", "replace").strip() == MARKDOWN_HEADING:
-        return Probe(Detection("claude_code_markdown", "markdown",
-                               f'Markdown starting "{MARKDOWN_HEADING}"'),
-                     encoding=encoding, notes=notes, size=size, data=data)
+    # Content starting with a bracket is no Markdown heading: JSON skips the heading test, a
+    # search through the first line (the whole file, for a one-line document).
     if content[:1] not in (b"{", b"["):
+        newline = content.find(b"\n")
+        first_line = content if newline < 0 else content[:newline]
+        # (The substring test spares decoding a long first line.)
+        if _MARKDOWN_HEADING_BYTES in first_line and first_line.decode(
+                "utf-8", "replace").strip() == MARKDOWN_HEADING:
+            return Probe(Detection("claude_code_markdown", "markdown",
+                                   f'Markdown starting "{MARKDOWN_HEADING}"'),
+                         encoding=encoding, notes=notes, size=size, data=data)
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
                      f'not a recorded-session format (not JSON; starts with '

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import importlib
 import os
 import re
@@ -21,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
+from loopscope.bulk import CollectorPaused
 from loopscope.formats import jsonio
 from loopscope.formats.base import (
     Detection,
@@ -154,15 +154,10 @@ def load_file(path: str | os.PathLike[str], limits: ImportLimits | None = None,
     found in a folder scan: ``unknown_format`` is then a warning (an info for ``.md``).
     """
     limits = limits or ImportLimits()
-    # Parsed JSON holds no reference cycles; the cyclic collector only slows ingest down
-    # (several times over on large files), so it is paused while one file imports.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    # Parsed JSON holds no reference cycles: the cyclic collector only slowed ingest down
+    # (several times over on large files, and a corpus loaded file after file).
+    with CollectorPaused():
         return _load_file(os.fspath(path), limits, format, scanned)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _load_file(path_str: str, limits: ImportLimits, format: str | None,

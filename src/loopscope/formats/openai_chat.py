@@ -103,9 +103,14 @@ def session_from_messages(
         messages = messages[:cap]
     builder = SessionBuilder()
     unknown_roles: set[str] = set()
+    n = len(messages)
+    origin_at = (origins if origins is not None and len(origins) >= n
+                 else [origin_of(i) for i in range(n)])
+    time_at = ([None] * n if timestamps is None
+               else [timestamps[i] if i < len(timestamps) else None for i in range(n)])
     for i, message in enumerate(messages):
-        origin = origin_of(i)
-        timestamp = timestamps[i] if timestamps is not None and i < len(timestamps) else None
+        origin = origin_at[i]
+        timestamp = time_at[i]
         if not isinstance(message, dict):
             key = f"<{type(message).__name__}>"
             if key not in unknown_roles:
@@ -121,11 +126,12 @@ def session_from_messages(
         if role == "assistant":
             _assistant(builder, message, origin, timestamp, report)
         elif role == "tool":
+            name = message.get("name")
             builder.result(
                 message.get("tool_call_id"), content, openai_tool_result_text(content),
                 is_error=(message.get("is_error") is True or message.get("isError") is True
                           or message.get("status") == "error"),
-                name=message.get("name") if isinstance(message.get("name"), str) else None,
+                name=name if isinstance(name, str) else None,
                 timestamp=timestamp, origin=origin,
             )
         elif role == "user":
@@ -165,8 +171,9 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
         thinking = message.get("reasoning")
     model = message.get("model")
     stop = message.get("finish_reason")
+    content = message.get("content")
     turn = builder.assistant(
-        openai_assistant_text(message.get("content")), message.get("content"),
+        openai_assistant_text(content), content,
         thinking=thinking if isinstance(thinking, str) else "",
         model=model if isinstance(model, str) else None,
         stop_reason=stop if isinstance(stop, str) else None,
@@ -174,13 +181,15 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
     )
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
+        line, pointer = origin.line, origin.pointer
         for position, element in enumerate(tool_calls):
-            function = element.get("function") if isinstance(element, dict) else None
-            call_id = element.get("id") if isinstance(element, dict) else None
+            if isinstance(element, dict):
+                function = element.get("function")
+                call_id = element.get("id")
+            else:
+                function = call_id = None
             call_origin = new_origin(
-                origin.line,
-                None if origin.pointer is None else f"{origin.pointer}/tool_calls/{position}",
-            )
+                line, None if pointer is None else f"{pointer}/tool_calls/{position}")
             if not isinstance(function, dict):
                 what = ("not an object" if not isinstance(element, dict)
                         else "has no 'function' object")

@@ -74,6 +74,11 @@ class _Importer:
     def active_branch(self, entries: list[Record]) -> list[Record]:
         by_id: dict[str, Record] = {}
         duplicates = 0
+        # Whether each entry's parent is the entry before it (and the first is a root): the
+        # branch is then the whole file, as the walk below would find (an append-only session
+        # that never branched; most do not).
+        chained = True
+        previous_id: Any = None
         for record in entries:
             entry_id = record.value.get("id")
             if not isinstance(entry_id, str):
@@ -82,6 +87,13 @@ class _Importer:
                 duplicates += 1
                 continue
             by_id[entry_id] = record
+            if chained:
+                parent = record.value.get("parentId")
+                chained = (parent == previous_id if previous_id is not None
+                           else not isinstance(parent, str))
+                previous_id = entry_id
+        if chained and not duplicates:
+            return entries
         if duplicates:
             self.report("info", "duplicates_skipped",
                         f"{duplicates} entries repeat an id seen earlier; the later copies were "
@@ -148,13 +160,14 @@ class _Importer:
     def entry(self, record: Record) -> None:
         value = record.value
         kind = value.get("type")
-        if kind == "message" and self.pending_compaction is not None:
-            message = value.get("message")
-            if isinstance(message, dict) and message.get("role") == "compactionSummary":
-                self.flush_compaction(extract_text(message.get("content"), TEXT_JOINER)
-                                      if "content" in message else _summary_of(message))
-                return
-        self.flush_compaction()
+        if self.pending_compaction is not None:
+            if kind == "message":
+                message = value.get("message")
+                if isinstance(message, dict) and message.get("role") == "compactionSummary":
+                    self.flush_compaction(extract_text(message.get("content"), TEXT_JOINER)
+                                          if "content" in message else _summary_of(message))
+                    return
+            self.flush_compaction()
         if kind == "message":
             self.message(record)
         elif kind == "compaction":
@@ -211,23 +224,20 @@ class _Importer:
             self.models.append(name)
 
     def message(self, record: Record) -> None:
-        message = record.value.get("message")
+        value = record.value
+        message = value.get("message")
         if not isinstance(message, dict):
             self.report("warning", "invalid_record",
                         "a message entry has no message object; the entry was skipped",
                         line=record.line)
             return
         origin = new_origin(record.line, None)
-        timestamp = iso_timestamp(record.value.get("timestamp")) or iso_timestamp(
+        timestamp = iso_timestamp(value.get("timestamp")) or iso_timestamp(
             message.get("timestamp"))
         role = message.get("role")
         content = message.get("content")
-        if role == "user":
-            self.builder.user(extract_text(content, TEXT_JOINER), content,
-                              timestamp=timestamp, origin=origin)
-        elif role == "assistant":
-            self.assistant(message, timestamp, origin)
-        elif role == "toolResult":
+        # (the most frequent roles first)
+        if role == "toolResult":
             details = message.get("details")
             name = message.get("toolName")
             self.builder.result(
@@ -237,6 +247,11 @@ class _Importer:
                 name=name if isinstance(name, str) else None,
                 timestamp=timestamp, origin=origin,
             )
+        elif role == "assistant":
+            self.assistant(message, timestamp, origin)
+        elif role == "user":
+            self.builder.user(extract_text(content, TEXT_JOINER), content,
+                              timestamp=timestamp, origin=origin)
         elif role == "bashExecution":
             command = message.get("command")
             output = message.get("output")
@@ -261,19 +276,23 @@ class _Importer:
     def assistant(self, message: Mapping[str, Any], timestamp: str | None,
                   origin: Origin) -> None:
         content = message.get("content")
-        blocks = content if isinstance(content, list) else []
         texts: list[str] = []
         thinking: list[str] = []
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                thinking.append(block["thinking"])
-        text = ASSISTANT_JOINER.join(texts) if isinstance(content, list) else extract_text(
-            content, ASSISTANT_JOINER)
+        calls: list[dict[str, Any]] = []
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "toolCall":
+                    calls.append(block)
+                elif kind == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                    thinking.append(block["thinking"])
+            text = ASSISTANT_JOINER.join(texts)
+        else:
+            text = extract_text(content, ASSISTANT_JOINER)
         provider = message.get("provider")
         model = message.get("model")
         model_name: str | None = None
@@ -288,9 +307,7 @@ class _Importer:
             stop_reason=stop_reason if isinstance(stop_reason, str) else None,
             error=error if isinstance(error, str) else None, timestamp=timestamp, origin=origin,
         )
-        for block in blocks:
-            if not isinstance(block, dict) or block.get("type") != "toolCall":
-                continue
+        for block in calls:
             if "arguments" not in block and isinstance(block.get("partialJson"), str):
                 self.builder.call(turn, block.get("name"), block["partialJson"], "json_text",
                                   id=block.get("id"), origin=origin)

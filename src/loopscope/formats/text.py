@@ -125,6 +125,13 @@ def extract_text(value: Any, joiner: str = TEXT_JOINER) -> str:
             if isinstance(element, str):
                 pieces.append(element)
             elif isinstance(element, dict):
+                # The usual part, a text one, answered here: _part_text's first rule.
+                text = element.get("text")
+                ptype = element.get("type")
+                if isinstance(text, str) and (ptype is None or (
+                        isinstance(ptype, str) and ptype in _TEXT_PART_TYPES)):
+                    pieces.append(text)
+                    continue
                 piece = _part_text(element, joiner)
                 if piece is not None:
                     pieces.append(piece)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.engines.gglib._gglib_helpers import prefix_property
@@ -306,3 +308,52 @@ def test_run_does_not_build_steps() -> None:
     assert [f.position for f in r.flagged] == [2, 3, 4]
     assert r._steps is None
     assert [s.count for s in r.steps] == [1, 2, 3, 4, 5]
+
+
+# ------------------------------------------------------------------------- memoised arguments
+
+# Values whose JSON texts (the memo keys) collide or nearly do: NaN and ±Infinity are written
+# like null; 1, 1.0 and true differ; key order differs; integers beyond 64 bits and lone
+# surrogates have no key at all.
+TRICKY_VALUES: list[Any] = [
+    None, float("nan"), float("inf"), float("-inf"), 1, 1.0, True, 0, 0.0, -0.0, "1", [1],
+    {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": None}, {"a": float("nan")}, {"a": 1.0},
+    {"a": True}, 2**70, -(2**70), "\ud800", {"k": "\ud800"}, [[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]],
+]
+
+
+@PROFILE
+@given(st.lists(st.sampled_from(range(len(TRICKY_VALUES))), min_size=1, max_size=30),
+       st.sampled_from(range(len(TRICKY_VALUES))), config())
+def test_memoised_value_arguments_equal_the_reference(picks: list[int], first: int,
+                                                      cfg: GglibConfig) -> None:
+    """Arguments recorded as values are rendered once per JSON text, per session and across
+    sessions: a value never takes the rendering of another whose text collides with its own."""
+    messages: list[Any] = [{"role": "user", "content": "go"}]
+    for n, k in enumerate([first, *picks]):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": "read_file", "arguments": TRICKY_VALUES[k]}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "same"})
+    reference = replay_messages(messages, cfg)
+    assert run_prepared(prepare_messages(messages), cfg) == reference
+    # again, now that the values' renderings are shared across sessions
+    assert run_prepared(prepare_messages(messages), cfg) == reference
+    assert run_prepared(prepare_messages(list(reversed(messages))), cfg) == replay_messages(
+        list(reversed(messages)), cfg)
+
+
+def test_memoised_arguments_never_answer_for_another_type() -> None:
+    """A value orjson writes like an earlier one (a UUID like its string) is no JSON value: it
+    fails as on the reference path instead of taking the string's rendering."""
+    text = "12345678-1234-5678-1234-567812345678"
+    for arguments in ({"id": text}, {"id": uuid.UUID(text)}):
+        messages = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}]}]
+        if isinstance(arguments["id"], str):
+            prepare_messages(messages)
+            continue
+        with pytest.raises(TypeError):
+            replay_messages(messages, GglibConfig())
+        with pytest.raises(TypeError):
+            prepare_messages(messages)

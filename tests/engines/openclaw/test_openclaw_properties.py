@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.engines.openclaw._openclaw_gen import random_block, random_session
@@ -19,9 +21,10 @@ from loopscope.engines.openclaw import (
     hash_tool_call,
     hash_tool_outcome,
 )
+from loopscope.engines.openclaw.fast import _COMMON_PREFIX_AB
 from loopscope.engines.openclaw.hashing import is_known_poll_call
 from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, stable_stringify
-from loopscope.engines.openclaw.replay import CallInput, session_ops
+from loopscope.engines.openclaw.replay import BLOCK_MARKERS, CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
 
 SEEDS = range(60)
@@ -294,3 +297,83 @@ def test_digest_fast_path_equals_stable_stringify(value: Any) -> None:
     import hashlib
 
     assert digest(value) == hashlib.sha256(stable_stringify(value).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- memoised hashing
+
+# Argument values whose JSON texts (the memo keys) collide or nearly do: NaN and ±Infinity are
+# written like null but hash as "NaN"/"Infinity"; 1, 1.0 and true differ; key orders differ;
+# integers beyond 64 bits and lone surrogates have no key at all.
+TRICKY_VALUES: list[Any] = [
+    None, float("nan"), float("inf"), float("-inf"), 1, 1.0, True, 0, 0.0, -0.0, "1", [1],
+    {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": None}, {"a": float("nan")}, {"a": 1.0},
+    {"a": True}, 2**70, -(2**70), "\ud800", {"k": "\ud800"}, {"action": "poll"},
+    {"action": "log"}, {"action": "poll", "sessionId": "s"}, {},
+]
+REPEATED_TEXTS = ["same", "same", " same\n", "Session Execution BLOCKED to prevent runaway loops",
+                  "session execution blocked by global circuit breaker", "compaction_loop_persisted",
+                  "session execution blocked", "other", ""]
+
+
+def _memo_session(picks: list[tuple[int, int, int, bool]], openclaw: bool) -> Any:
+    b = SessionBuilder()
+    b.user("start")
+    for n, (value, name, text, error) in enumerate(picks):
+        turn = b.assistant("")
+        b.call(turn, EDGE_NAMES[name], TRICKY_VALUES[value], "value", id=f"c{n}")
+        content: Any = ([{"type": "text", "text": REPEATED_TEXTS[text]}] if openclaw
+                        else REPEATED_TEXTS[text])
+        b.result(f"c{n}", content, REPEATED_TEXTS[text], is_error=error)
+    return b.build(id="memo", source="memo",
+                   format="openclaw_session" if openclaw else "openai_chat")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(TRICKY_VALUES) - 1),
+                          st.integers(0, len(EDGE_NAMES) - 1),
+                          st.integers(0, len(REPEATED_TEXTS) - 1), st.booleans()),
+                min_size=1, max_size=25),
+       st.booleans())
+def test_memoised_hashes_equal_the_reference(picks: list[tuple[int, int, int, bool]],
+                                             openclaw: bool) -> None:
+    """Arguments recorded as values are hashed once per JSON text and results once per text,
+    per session and across sessions: no value or text ever takes another's hash (NaN is no
+    null, a poll no log, a text with a block marker no plain one)."""
+    session = _memo_session(picks, openclaw)
+    reference = _reference_hashes(session)
+    assert _prepared_hashes(ENGINE.prepare(session)) == reference
+    # again, now that the argument hashes are shared across sessions, and in another order
+    assert _prepared_hashes(ENGINE.prepare(session)) == reference
+    reordered = _memo_session(picks[::-1], openclaw)
+    assert _prepared_hashes(ENGINE.prepare(reordered)) == _reference_hashes(reordered)
+
+
+def test_memoised_hashes_on_every_combination() -> None:
+    """Each value × tool name × text twice over, in a fixed order, in one session."""
+    picks = [(value, name, text, False) for value in range(len(TRICKY_VALUES))
+             for name in range(len(EDGE_NAMES)) for text in range(len(REPEATED_TEXTS))]
+    for openclaw in (False, True):
+        session = _memo_session(picks + picks, openclaw)
+        assert _prepared_hashes(ENGINE.prepare(session)) == _reference_hashes(session)
+
+
+def test_memoised_arguments_never_answer_for_another_type() -> None:
+    """A value orjson writes like an earlier one (a UUID like its string) is no JSON value: it
+    fails as on the reference path instead of taking the string's hash."""
+    text = "12345678-1234-5678-1234-567812345678"
+    ENGINE.prepare(_session_with_arguments({"id": text}))
+    odd = _session_with_arguments({"id": uuid.UUID(text)})
+    with pytest.raises(TypeError):
+        _reference_hashes(odd)
+    with pytest.raises(TypeError):
+        ENGINE.prepare(odd)
+
+
+def _session_with_arguments(arguments: Any) -> Any:
+    b = SessionBuilder()
+    b.call(b.assistant(""), "read", arguments, "value", id="c")
+    return b.build(id="args", source="args", format="openclaw_session")
+
+
+def test_block_markers_searched_by_their_common_start() -> None:
+    assert all(marker.startswith(_COMMON_PREFIX_AB) for marker in BLOCK_MARKERS[:2])

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.gglib.config import GglibConfig, resolve_config
 from loopscope.engines.gglib.replay import (
@@ -47,6 +48,10 @@ class GglibEngine:
         return resolve_config(file_settings, overrides, agent)
 
     def prepare(self, session: Session) -> PreparedSession:
+        with CollectorPaused():  # (the prepared data holds no reference cycles)
+            return self._prepare(session)
+
+    def _prepare(self, session: Session) -> PreparedSession:
         if not isinstance(session, Session):
             messages = prepare_messages(session.chat_view())
         elif session.chat_messages is not None:

@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import orjson
 
+from loopscope.bulk import json_memo_key
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -474,6 +476,48 @@ session: agents repeat the same short arguments across sessions (``{"path": "src
 ``{"command": "git status"}``), and the rendering is a pure function of the text."""
 _SHARED_ARGS_MAX = 50_000
 _SHARED_ARGS_MAX_TEXT = 512
+_SHARED_VALUES: dict[bytes, tuple[Any, tuple[str, str]]] = {}
+"""The same for arguments recorded as values: their :func:`json_memo_key` → (the value, its
+entry)."""
+
+
+def _args_entry(canonical: str) -> tuple[str, str]:
+    """``("\\0" + canonical rendering, ":" + its hex FNV)``: a call's results key and signature
+    suffixes."""
+    return ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
+
+
+def _text_entry(text: str) -> tuple[str, str]:
+    """:func:`_args_entry` of an argument string (memoised across sessions when short)."""
+    entry = _SHARED_ARGS.get(text)
+    if entry is None:
+        entry = _args_entry(stable_repr(read_arguments(text)))
+        if len(text) <= _SHARED_ARGS_MAX_TEXT:
+            if len(_SHARED_ARGS) >= _SHARED_ARGS_MAX:
+                _SHARED_ARGS.clear()
+            _SHARED_ARGS[text] = entry
+    return entry
+
+
+def _value_entry(value: Any, memo: dict[bytes, tuple[Any, tuple[str, str]]]) -> tuple[str, str]:
+    """:func:`_args_entry` of arguments recorded as a value, memoised by their JSON text in
+    ``memo`` (the session's) and across sessions: agents repeat their arguments, in loops above
+    all, and rendering them took a quarter of ``prepare``."""
+    key = json_memo_key(value)
+    if key is None:
+        return _args_entry(stable_repr(value))
+    found = memo.get(key)
+    if found is None:
+        found = _SHARED_VALUES.get(key)
+        if found is None:
+            found = (value, _args_entry(stable_repr(value)))
+            if len(key) <= _SHARED_ARGS_MAX_TEXT:
+                if len(_SHARED_VALUES) >= _SHARED_ARGS_MAX:
+                    _SHARED_VALUES.clear()
+                _SHARED_VALUES[key] = found
+        memo[key] = found
+    # Equal keys are not always equal values (see json_memo_key): NaN is written as null.
+    return found[1] if found[0] == value else _args_entry(stable_repr(value))
 
 
 def _encode_answer(content: Any) -> Any:
@@ -490,15 +534,17 @@ def _encode_answer(content: Any) -> Any:
         return (2, compact_json(content))
 
 
-def _join(ids: list[str], keys: list[str], answers: list[tuple[str, Any]]) -> Any:
+def _join(ids: list[str], keys: list[tuple[str, str]], answers: list[tuple[str, Any]]) -> Any:
     """:func:`core.turn_results_hash` with the results keys already computed. ``answers``:
     ``(tool_call_id, content)`` of the contiguous tool messages after the batch that carry a
-    string id, in order."""
+    string id, in order. Each key is ``(name, "\\0" + canonical arguments)``: the name and the
+    canonical rendering (which holds no NUL), kept apart so that a repeated rendering is hashed
+    once."""
     joined: dict[str, Any] = {}
     for tcid, content in answers:
         if tcid in joined:
             return None
-        joined[tcid] = _encode_answer(content)
+        joined[tcid] = (0, content) if isinstance(content, str) else _encode_answer(content)
     if len(ids) > 1 and len(set(ids)) != len(ids):
         return None
     pairs = []
@@ -512,17 +558,29 @@ def _join(ids: list[str], keys: list[str], answers: list[tuple[str, Any]]) -> An
     return tuple(pairs)
 
 
+def _join_one(call_id: str, key: tuple[str, str], answers: list[tuple[str, Any]]) -> Any:
+    """:func:`_join` of a batch of one call (the usual batch)."""
+    if len(answers) == 1:  # and one answer
+        tcid, content = answers[0]
+        answer = (0, content) if isinstance(content, str) else _encode_answer(content)
+        return ((key, answer),) if tcid == call_id else None
+    return _join([call_id], [key], answers)
+
+
 # What a reader yields per assistant message (a step), and for a run break:
 #   (calls, answers) for a batch: calls = [(id, name, raw arguments)], answers as for _join;
 #   (text,) for a prose step; _BREAK for a user/system/other message.
 _BREAK: tuple[Any, ...] = ()
+_RUN_BREAKERS = (UserMessage, SystemMessage, OtherMessage)
 
 
 def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     """The steps of an OpenAI-chat message list (§4.2–§4.4)."""
     n = len(messages)
-    for i in range(n):
+    i = 0
+    while i < n:
         m = messages[i]
+        i += 1
         role = m.get("role") if isinstance(m, dict) else None
         if not isinstance(role, str):
             role = None
@@ -550,13 +608,13 @@ def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
                             name = nm
                         raw = f.get("arguments")
                 calls.append((call_id, name, raw))
+            # The tool messages right after: the batch's answers (the walk resumes after them).
             answers: list[tuple[str, Any]] = []
-            j = i + 1
-            while j < n:
-                t = messages[j]
+            while i < n:
+                t = messages[i]
                 if not isinstance(t, dict) or t.get("role") != "tool":
                     break
-                j += 1
+                i += 1
                 tcid = t.get("tool_call_id")
                 if isinstance(tcid, str):
                     answers.append((tcid, t.get("content")))
@@ -574,8 +632,10 @@ def _event_items(events: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     call id when it has one; free-text arguments are the JSON string of the text.
     """
     n = len(events)
-    for i in range(n):
+    i = 0
+    while i < n:
         e = events[i]
+        i += 1
         if isinstance(e, AssistantTurn):
             if e.tool_calls:
                 calls: list[tuple[str, str, Any]] = []
@@ -583,22 +643,26 @@ def _event_items(events: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
                     raw = c.raw_arguments
                     if c.arguments_kind == "free_text":
                         raw = orjson.dumps(raw).decode()
-                    calls.append((c.id if isinstance(c.id, str) else "",
-                                  c.name if isinstance(c.name, str) else "", raw))
+                    call_id = c.id
+                    name = c.name
+                    calls.append((call_id if isinstance(call_id, str) else "",
+                                  name if isinstance(name, str) else "", raw))
+                # The results right after: the batch's answers (the walk resumes after them;
+                # a compaction among them is no message).
                 answers: list[tuple[str, Any]] = []
-                j = i + 1
-                while j < n:
-                    t = events[j]
-                    j += 1
+                while i < n:
+                    t = events[i]
                     if isinstance(t, ToolResult):
-                        if isinstance(t.call_id, str):
-                            answers.append((t.call_id, t.content))
+                        call_id = t.call_id
+                        if isinstance(call_id, str):
+                            answers.append((call_id, t.content))
                     elif not isinstance(t, Compaction):
                         break
+                    i += 1
                 yield (calls, answers)
             else:
                 yield (e.text if isinstance(e.text, str) else extract_text(e.text),)
-        elif isinstance(e, UserMessage | SystemMessage | OtherMessage):
+        elif isinstance(e, _RUN_BREAKERS):
             yield _BREAK
 
 
@@ -611,7 +675,7 @@ def prepare_messages(messages: Sequence[Any]) -> PreparedMessages:
 
 def prepare_events(events: Sequence[Any]) -> PreparedMessages:
     """:func:`prepare_messages` of a normalized session's chat view, from its events."""
-    n_messages = sum(1 for e in events if not isinstance(e, Compaction))
+    n_messages = len(events) - sum(map(isinstance, events, repeat(Compaction)))
     return _prepare(_event_items(events), n_messages)
 
 
@@ -621,21 +685,21 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
     text_ids: dict[int, int] = {}
     # raw arguments string -> (results key suffix "\0" + canonical rendering, signature suffix)
     arg_cache: dict[str, tuple[str, str]] = {}
+    value_cache: dict[bytes, tuple[Any, tuple[str, str]]] = {}
+
+    def entry_of(raw: Any) -> tuple[str, str]:
+        """A call's :func:`_args_entry`, memoised (per session, and across sessions)."""
+        if isinstance(raw, str):
+            entry = arg_cache.get(raw)
+            if entry is None:
+                entry = arg_cache[raw] = _text_entry(raw)
+            return entry
+        return _value_entry(raw, value_cache)
+
     previous: dict[int, int] = {}
-    batch: list[bool] = []
-    calls_before: list[int] = []
-    tools_of: list[tuple[str, ...]] = []
-    signature: list[str | None] = []
-    identical: list[bool] = []
-    not_evaluated: list[bool] = []
-    joined: list[bool] = []
-    costly: list[bool] = []
-    names_lower: list[tuple[str, ...]] = []
-    count: list[int] = []
-    total: list[int] = []
-    outcome: list[str | None] = []
-    run: list[int] = []
-    text_hash: list[str | None] = []
+    # One row per step, in the column order of PreparedMessages (a tuple a step costs a fraction
+    # of fourteen appends); transposed at the end.
+    rows: list[tuple[Any, ...]] = []
     prose_steps: list[int] = []
     prose_text: list[int] = []
     prose_segment: list[int] = []
@@ -654,32 +718,28 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
             continue
         if len(item) == 2:
             calls, answers = item
-            ids: list[str] = []
-            names: list[str] = []
-            keys: list[str] = []
-            sigs: list[str] = []
-            for call_id, name, raw in calls:
-                if isinstance(raw, str):
-                    entry = arg_cache.get(raw)
-                    if entry is None:
-                        entry = _SHARED_ARGS.get(raw)
-                        if entry is None:
-                            canonical = stable_repr(read_arguments(raw))
-                            entry = ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
-                            if len(raw) <= _SHARED_ARGS_MAX_TEXT:
-                                if len(_SHARED_ARGS) >= _SHARED_ARGS_MAX:
-                                    _SHARED_ARGS.clear()
-                                _SHARED_ARGS[raw] = entry
-                        arg_cache[raw] = entry
-                else:
-                    canonical = stable_repr(raw)
-                    entry = ("\x00" + canonical, ":" + hex16(fnv1a_64(canonical)))
-                ids.append(call_id)
-                names.append(name)
-                keys.append(name + entry[0])
-                sigs.append(name + entry[1])
-            results = _join(ids, keys, answers)
-            sig = "|".join(sorted(sigs)) if len(sigs) > 1 else sigs[0]
+            if len(calls) == 1:  # the usual batch
+                call_id, name, raw = calls[0]
+                entry = entry_of(raw)
+                tools: tuple[str, ...] = (name,)
+                sig = name + entry[1]
+                results = _join_one(call_id, (name, entry[0]), answers)
+                is_costly = _is_costly(name)
+                lowered: tuple[str, ...] = (name.lower(),)
+            else:
+                ids: list[str] = []
+                keys: list[tuple[str, str]] = []
+                sigs: list[str] = []
+                for call_id, name, raw in calls:
+                    entry = entry_of(raw)
+                    ids.append(call_id)
+                    keys.append((name, entry[0]))
+                    sigs.append(name + entry[1])
+                tools = tuple([name for _, name, _ in calls])
+                sig = "|".join(sorted(sigs))
+                results = _join(ids, keys, answers)
+                is_costly = any(_is_costly(nm) for nm in tools)
+                lowered = tuple(dict.fromkeys(nm.lower() for nm in tools))
             sid = sig_ids.get(sig)
             if sid is None:
                 sid = sig_ids[sig] = len(sig_ids)
@@ -691,24 +751,6 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
                     rid = results_ids[results] = len(results_ids)
             seen = previous.get(sid, -2)
             previous[sid] = rid
-            tools = tuple(names)
-            batch.append(True)
-            calls_before.append(next_call)
-            tools_of.append(tools)
-            signature.append(sig)
-            identical.append(seen >= 0 and rid != -1 and seen == rid)
-            not_evaluated.append(seen != -2 and (seen == -1 or rid == -1))
-            joined.append(rid != -1)
-            is_costly = False
-            for nm in tools:
-                if _is_costly(nm):
-                    is_costly = True
-                    break
-            costly.append(is_costly)
-            if len(tools) == 1:
-                names_lower.append((tools[0].lower(),))
-            else:
-                names_lower.append(tuple(dict.fromkeys(nm.lower() for nm in tools)))
             # no-refusal walk
             if sid == run_sig:
                 run_count += 1
@@ -719,51 +761,44 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
                 run_count = 1
                 run_total = 1
                 run_last = -1
-            count.append(run_count)
-            total.append(run_total)
-            run.append(run_no)
+            count = run_count
             if run_last != -1 and rid != -1:
                 if run_last != rid:
                     run_count = 1
-                    outcome.append(_OUTCOME_CHANGED)
+                    outcome = _OUTCOME_CHANGED
                 else:
-                    outcome.append(_OUTCOME_REPEATED)
+                    outcome = _OUTCOME_REPEATED
             else:
-                outcome.append(_OUTCOME_NC)
+                outcome = _OUTCOME_NC
             run_last = rid
-            text_hash.append(None)
+            rows.append((
+                True, next_call, tools, sig, seen >= 0 and rid != -1 and seen == rid,
+                seen != -2 and (seen == -1 or rid == -1), rid != -1, is_costly, lowered, count,
+                run_total, outcome, run_no, None,
+            ))
             next_call += len(calls)
         else:
-            k = len(batch)
-            batch.append(False)
-            calls_before.append(next_call)
-            tools_of.append(())
-            signature.append(None)
-            identical.append(False)
-            not_evaluated.append(False)
-            joined.append(False)
-            costly.append(False)
-            names_lower.append(())
-            count.append(0)
-            total.append(0)
-            outcome.append(None)
-            run.append(-1)
             text = item[0]
+            text_hash = None
             if text:
                 h = fnv1a_64(text)
                 tid = text_ids.get(h)
                 if tid is None:
                     tid = text_ids[h] = len(text_ids)
-                text_hash.append(hex16(h))
-                prose_steps.append(k)
+                text_hash = hex16(h)
+                prose_steps.append(len(rows))
                 prose_text.append(tid)
                 prose_segment.append(segment)
-            else:
-                text_hash.append(None)
+            rows.append((False, next_call, (), None, False, False, False, False, (), 0, 0, None,
+                         -1, text_hash))
+    (batch, calls_before, tools_of, signature, identical, not_evaluated, joined, costly,
+     names_lower, count_of, total, outcome_of, run, text_hash_of) = (
+        [list(column) for column in zip(*rows, strict=True)] if rows
+        else [[] for _ in range(14)])
     return PreparedMessages(
         n_messages, batch, calls_before, tools_of, signature, identical, not_evaluated, joined,
-        costly, names_lower, count, total, outcome, run, text_hash, prose_steps, prose_text,
-        prose_segment,
+        costly, names_lower, count_of, total, outcome_of, run, text_hash_of, prose_steps,
+        prose_text, prose_segment,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.openclaw.config import (
     ENABLED_DEFAULT_NOTE,
@@ -82,7 +83,8 @@ class OpenClawEngine:
         return ConfigResolution(config, tuple(warnings))
 
     def prepare(self, session: Session) -> PreparedSession:
-        return prepare(session)
+        with CollectorPaused():  # (the prepared data holds no reference cycles)
+            return prepare(session)
 
     def run(self, prepared: PreparedSession, config: OpenClawConfig) -> SessionReplay:
         return run(prepared, config)

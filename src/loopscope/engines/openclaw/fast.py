@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from loopscope.bulk import json_memo_key
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -80,6 +81,8 @@ _NO_ABORTS: dict[int, int] = {}
 # Tools whose outcome hash may look at params or details beyond ``{details, text}`` (§4.3).
 _SPECIAL_OUTCOME_TOOLS = frozenset({"exec", "process", "message", "sessions_send"})
 _TEXT_RESULT_HEAD = b'{"details":{},"text":'
+_COMMON_PREFIX_AB = "session execution blocked "
+"""How the first two of the ``BLOCK_MARKERS`` begin (a test checks): one search rules out both."""
 _EMPTY_OBJECT_DIGEST = digest({})
 
 
@@ -166,6 +169,44 @@ _SHARED_PARAMS: dict[str, tuple[Any, str]] = {}
 params are only ever read."""
 _SHARED_PARAMS_MAX = 50_000
 _SHARED_PARAMS_MAX_TEXT = 512
+_SHARED_VALUE_DIGESTS: dict[bytes, tuple[Any, str]] = {}
+"""The same for arguments recorded as values: their :func:`json_memo_key` → (the value, its
+digest)."""
+
+
+def _parsed_params(text: str) -> tuple[Any, str]:
+    """``(params, digest(params))`` of an argument text (memoised across sessions when short)."""
+    entry = _SHARED_PARAMS.get(text)
+    if entry is None:
+        ok, value = fast_json_parse(text)
+        value = value if ok else text
+        entry = (value, digest(value))
+        if len(text) <= _SHARED_PARAMS_MAX_TEXT:
+            if len(_SHARED_PARAMS) >= _SHARED_PARAMS_MAX:
+                _SHARED_PARAMS.clear()
+            _SHARED_PARAMS[text] = entry
+    return entry
+
+
+def _value_digest(value: Any, memo: dict[bytes, tuple[Any, str]]) -> str:
+    """``digest(value)`` of arguments recorded as a value, memoised by their JSON text in
+    ``memo`` (the session's) and across sessions: agents repeat their arguments, in loops above
+    all, and hashing them took a quarter of ``prepare``."""
+    key = json_memo_key(value)
+    if key is None:
+        return digest(value)
+    entry = memo.get(key)
+    if entry is None:
+        entry = _SHARED_VALUE_DIGESTS.get(key)
+        if entry is None:
+            entry = (value, digest(value))
+            if len(key) <= _SHARED_PARAMS_MAX_TEXT:
+                if len(_SHARED_VALUE_DIGESTS) >= _SHARED_PARAMS_MAX:
+                    _SHARED_VALUE_DIGESTS.clear()
+                _SHARED_VALUE_DIGESTS[key] = entry
+        memo[key] = entry
+    # Equal keys are not always equal values (see json_memo_key): NaN is written as null.
+    return entry[1] if entry[0] == value else digest(value)
 
 
 def _digest_text_result(text: str) -> str:
@@ -185,22 +226,34 @@ _LOG_HEAD = b'{"action":"log","exitCode":null,"exitSignal":null,"status":undefin
 _LOG_TAIL = b',"totalChars":null,"totalLines":null,"truncated":null}'
 
 
-def _digest_process_result(params: Any, text: str) -> str:
-    """The outcome hash of a ``process`` call whose result has empty details (§4.3)."""
+def _digest_process_poll(params: Any, text: str, memo: dict[tuple[str, str], str]) -> str | None:
+    """The outcome hash of a ``process`` call whose result has empty details (§4.3) when the
+    call polls or reads a log (a function of the action and the text: memoised in ``memo``);
+    ``None`` when it hashes as a plain text result (:func:`_digest_text_result`)."""
     action = params.get("action") if is_mapping(params) else None
     if type(action) is str and action in ("poll", "log"):
-        try:
-            body = orjson.dumps(text)
-        except TypeError:  # a surrogate: let the reference path write it
-            return hash_tool_outcome("process", params, {"content": [{"type": "text", "text": text}],
-                                                         "details": {}}, UNDEFINED)[0] or ""
-        if action == "poll":
-            return sha256(_POLL_HEAD + body + b"}").hexdigest()
-        return sha256(_LOG_HEAD + body + _LOG_TAIL).hexdigest()
+        key = (action, text)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = _digest_poll_text(action, text)
+        return found
     if action == "poll" or action == "log":  # a str subclass: take no chances
         return hash_tool_outcome("process", params, {"content": [{"type": "text", "text": text}],
                                                      "details": {}}, UNDEFINED)[0] or ""
-    return _digest_text_result(text)
+    return None
+
+
+def _digest_poll_text(action: str, text: str) -> str:
+    """:func:`_digest_process_poll` of a ``poll`` or ``log`` action."""
+    try:
+        body = orjson.dumps(text)
+    except TypeError:  # a surrogate: let the reference path write it
+        return hash_tool_outcome("process", {"action": action},
+                                 {"content": [{"type": "text", "text": text}], "details": {}},
+                                 UNDEFINED)[0] or ""
+    if action == "poll":
+        return sha256(_POLL_HEAD + body + b"}").hexdigest()
+    return sha256(_LOG_HEAD + body + _LOG_TAIL).hexdigest()
 
 
 def _digest_error(text: str) -> str:
@@ -253,32 +306,30 @@ def prepare(session: Session) -> PreparedSession:
                     found.append(event.index)
     openclaw = session.format == OPENCLAW_FORMAT
     marker_a, marker_b, marker_c = BLOCK_MARKERS
+    marker_ab = _COMMON_PREFIX_AB
     # raw JSON argument text -> (params, sha256 hex of stableStringify(params))
     parsed: dict[str, tuple[Any, str]] = {}
+    value_digests: dict[bytes, tuple[Any, str]] = {}
+    # Loops repeat their answers (about half the results of a session, in a typical corpus).
+    # Searching a result for the block markers and hashing a text result cost as much as
+    # everything else together, and both are pure functions of the text: done once per text.
+    blocked_texts: dict[str, bool] = {}
+    text_digests: dict[str, str] = {}
+    poll_digests: dict[tuple[str, str], str] = {}
     args_codes: dict[str, int] = {}
     result_codes: dict[str, int] = {}
     unknown_codes: dict[str, int] = {}
     tool_codes: dict[str, int] = {}
     result_hashes: list[str] = []
     unknown_names: list[str] = []
-    turn: list[int] = []
-    call_index: list[int] = []
-    tool_name: list[str] = []
-    run_of: list[int] = []
-    recorded_block: list[bool] = []
-    args_hash: list[str] = []
-    args_code: list[int] = []
-    result_hash: list[str | None] = []
-    result_code: list[int] = []
-    unknown_tool: list[str | None] = []
-    unknown_code: list[int] = []
-    tool_code: list[int] = []
-    poll: list[bool] = []
-    run_start: list[int] = []
+    # One row per call, in the column order below (one tuple a call costs a fraction of
+    # sixteen appends); transposed at the end.
+    rows: list[tuple[Any, ...]] = []
     ops: list[int] = []
     has_compaction = False
     current_run_start = 0
     run = 0
+    run_id = "run-0"
     for event in events:
         if isinstance(event, AssistantTurn):
             tool_calls = event.tool_calls
@@ -293,36 +344,31 @@ def prepare(session: Session) -> PreparedSession:
                 elif type(raw) is str and c.arguments_kind == "json_text":
                     entry = parsed.get(raw)
                     if entry is None:
-                        entry = _SHARED_PARAMS.get(raw)
-                        if entry is None:
-                            ok, value = fast_json_parse(raw)
-                            value = value if ok else raw
-                            entry = (value, digest(value))
-                            if len(raw) <= _SHARED_PARAMS_MAX_TEXT:
-                                if len(_SHARED_PARAMS) >= _SHARED_PARAMS_MAX:
-                                    _SHARED_PARAMS.clear()
-                                _SHARED_PARAMS[raw] = entry
-                        parsed[raw] = entry
+                        entry = parsed[raw] = _parsed_params(raw)
                     params, params_digest = entry
                 else:
                     params = raw
-                    params_digest = digest(raw)
-                position = len(args_hash)
-                ops.append(position)
+                    params_digest = _value_digest(raw, value_digests)
+                ops.append(len(rows))
                 h = name + ":" + params_digest
-                args_hash.append(h)
-                code = args_codes.get(h)
-                if code is None:
-                    code = args_codes[h] = len(args_codes) + 1
-                args_code.append(code)
+                args_code = args_codes.get(h)
+                if args_code is None:
+                    args_code = args_codes[h] = len(args_codes) + 1
                 paired = _paired(c, event.index, events, results_by_id)
                 blocked = False
                 outcome_hash: str | None = None
                 unknown: str | None = None
                 if paired is not None:
                     text = paired.text
-                    lowered = text.lower()
-                    blocked = marker_a in lowered or marker_b in lowered or marker_c in lowered
+                    found_block = blocked_texts.get(text)
+                    if found_block is None:
+                        lowered = text.lower()
+                        found_block = blocked_texts[text] = (
+                            # (the first two markers begin alike: one search rules out both)
+                            (marker_ab in lowered and (marker_a in lowered or marker_b in lowered))
+                            or marker_c in lowered)
+                    blocked = found_block
+                    plain: str | None = None  # the text of a plain text result, hashed below
                     if paired.is_error:
                         outcome_hash = "error:" + _digest_error(text)
                         unknown = extract_unknown_tool_name(text)
@@ -331,72 +377,76 @@ def prepare(session: Session) -> PreparedSession:
                         details = raw_details if is_mapping(raw_details) else {}
                         blocked = blocked or is_loop_veto(details)
                         if not details and name not in _SPECIAL_OUTCOME_TOOLS:
-                            outcome_hash = _digest_text_result(_content_text(paired.content))
+                            plain = _content_text(paired.content)
                         elif not details and name == "process":
-                            outcome_hash = _digest_process_result(
-                                params, _content_text(paired.content))
+                            plain = _content_text(paired.content)
+                            outcome_hash = _digest_process_poll(params, plain, poll_digests)
+                            if outcome_hash is not None:
+                                plain = None
                         else:
                             outcome_hash, unknown = hash_tool_outcome(
                                 name, params, {"content": paired.content, "details": details},
                                 UNDEFINED)
                     elif name not in _SPECIAL_OUTCOME_TOOLS:
-                        outcome_hash = _digest_text_result(js_trim(text))
+                        plain = js_trim(text)
                     elif name == "process":
-                        outcome_hash = _digest_process_result(params, js_trim(text))
+                        plain = js_trim(text)
+                        outcome_hash = _digest_process_poll(params, plain, poll_digests)
+                        if outcome_hash is not None:
+                            plain = None
                     else:
                         outcome_hash, unknown = hash_tool_outcome(
                             name, params,
                             {"content": [{"type": "text", "text": text}], "details": {}},
                             UNDEFINED)
+                    if plain is not None:
+                        outcome_hash = text_digests.get(plain)
+                        if outcome_hash is None:
+                            outcome_hash = text_digests[plain] = _digest_text_result(plain)
                 if outcome_hash:
-                    code = result_codes.get(outcome_hash)
-                    if code is None:
+                    result_code = result_codes.get(outcome_hash)
+                    if result_code is None:
                         result_hashes.append(outcome_hash)
-                        code = result_codes[outcome_hash] = len(result_hashes)
-                    result_hash.append(outcome_hash)
-                    result_code.append(code)
+                        result_code = result_codes[outcome_hash] = len(result_hashes)
+                    unknown_code = 0
                     if unknown is not None:
-                        code = unknown_codes.get(unknown)
-                        if code is None:
+                        unknown_code = unknown_codes.get(unknown, 0)
+                        if not unknown_code:
                             unknown_names.append(unknown)
-                            code = unknown_codes[unknown] = len(unknown_names)
-                        unknown_code.append(code)
-                    else:
-                        unknown_code.append(0)
+                            unknown_code = unknown_codes[unknown] = len(unknown_names)
                 else:
-                    unknown = None
-                    result_hash.append(None)
-                    result_code.append(0)
-                    unknown_code.append(0)
-                unknown_tool.append(unknown)
-                code = tool_codes.get(name)
-                if code is None:
-                    code = tool_codes[name] = len(tool_codes) + 1
-                tool_code.append(code)
-                turn.append(event.turn)
-                call_index.append(c.index)
-                tool_name.append(name)
-                run_of.append(run)
-                recorded_block.append(blocked)
-                poll.append(name == "command_status" or (
-                    name == "process" and is_known_poll_call(name, params)))
-                run_start.append(current_run_start)
+                    outcome_hash = unknown = None
+                    result_code = unknown_code = 0
+                tool_code = tool_codes.get(name)
+                if tool_code is None:
+                    tool_code = tool_codes[name] = len(tool_codes) + 1
+                rows.append((
+                    event.turn, c.index, name, run, blocked, h, outcome_hash, unknown, args_code,
+                    result_code, unknown_code, tool_code, name == "",
+                    name == "command_status" or (
+                        name == "process" and is_known_poll_call(name, params)),
+                    current_run_start, run_id,
+                ))
         elif isinstance(event, UserMessage):
             run += 1
-            current_run_start = len(args_hash)
+            run_id = f"run-{run}"
+            current_run_start = len(rows)
             ops.append(_USER_OP)
         elif isinstance(event, Compaction):
             has_compaction = True
             ops.append(_COMPACTION_OP)
+    (turn, call_index, tool_name, run_of, recorded_block, args_hash, result_hash, unknown_tool,
+     args_code_of, result_code_of, unknown_code_of, tool_code_of, tool_empty, poll, run_start,
+     run_ids) = ([list(column) for column in zip(*rows, strict=True)] if rows
+                 else [[] for _ in range(16)])
     return PreparedSession(
         session=session.id, source=session.source, format=session.format, turn=turn,
         call=call_index, tool_name=tool_name, run=run_of, recorded_block=recorded_block,
         args_hash=args_hash, result_hash=result_hash, unknown_tool=unknown_tool,
-        args_code=args_code, result_code=result_code, unknown_code=unknown_code,
-        tool_code=tool_code, tool_empty=[name == "" for name in tool_name],
-        poll=poll, run_start=run_start, ops=ops if has_compaction else [],
-        unknown_names=unknown_names, result_hashes=result_hashes,
-        run_ids=[f"run-{k}" for k in run_of],
+        args_code=args_code_of, result_code=result_code_of, unknown_code=unknown_code_of,
+        tool_code=tool_code_of, tool_empty=tool_empty, poll=poll, run_start=run_start,
+        ops=ops if has_compaction else [], unknown_names=unknown_names,
+        result_hashes=result_hashes, run_ids=run_ids,
     )
 
 
@@ -404,11 +454,11 @@ def _content_text(content: Any) -> str:
     """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`)."""
     if not isinstance(content, list):
         return ""
-    return js_trim("\n".join(
+    return js_trim("\n".join([
         entry["text"] for entry in content
         if is_mapping(entry) and isinstance(entry.get("type"), str)
         and isinstance(entry.get("text"), str)
-    ))
+    ]))
 
 def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
     n = p.n
