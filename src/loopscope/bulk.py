@@ -6,7 +6,8 @@ Kept out of :mod:`loopscope.model`, which is the data model only.
 from __future__ import annotations
 
 import gc
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -54,3 +55,33 @@ def json_memo_key(value: Any) -> bytes | None:
         return orjson.dumps(value, option=_MEMO_KEY_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
+
+
+_Value = TypeVar("_Value")
+
+
+def memoised_by_json(value: Any, compute: Callable[[Any], _Value],
+                     session_memo: dict[bytes, tuple[Any, _Value]],
+                     shared_memo: dict[bytes, tuple[Any, _Value]],
+                     *, max_shared_key: int, max_shared: int) -> _Value:
+    """``compute(value)`` for a recorded JSON value, memoised by :func:`json_memo_key` in
+    ``session_memo`` (one session's) and in ``shared_memo`` (across sessions; only keys of up to
+    ``max_shared_key`` bytes, and emptied once it holds ``max_shared`` entries, so it stays
+    bounded). Agents repeat their arguments, in loops above all, so most calls hit.
+
+    A stored result is reused only when the stored value ``==`` this one: equal keys are not
+    always equal values (see :func:`json_memo_key`)."""
+    key = json_memo_key(value)
+    if key is None:
+        return compute(value)
+    found = session_memo.get(key)
+    if found is None:
+        found = shared_memo.get(key)
+        if found is None:
+            found = (value, compute(value))
+            if len(key) <= max_shared_key:
+                if len(shared_memo) >= max_shared:
+                    shared_memo.clear()
+                shared_memo[key] = found
+        session_memo[key] = found
+    return found[1] if found[0] == value else compute(value)

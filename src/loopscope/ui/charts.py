@@ -52,7 +52,8 @@ Effectively off: in headless Chromium without a GPU (CI, the benchmark) software
 measured 3-4x slower than SVG for 9,000 markers."""
 WEBGL_MAX_HEIGHT = 8000
 HOVER_NAMES_UP_TO = 5000
-"""Above this many markers, the overview's hover shows numbers only (names are on the axis)."""
+"""Above this many run markers in one engine's column, their hover shows numbers only (names
+are on the axis)."""
 
 
 def style_of(detector: str | None) -> DetectorStyle:
@@ -220,7 +221,11 @@ def overview_figure(
             "anchor": f"y{suffix}", "domain": [left, left + width], "title": {"text": "tool call"},
             "zeroline": False, "gridcolor": "#e6e6e6", "rangemode": "tozero",
         }
-        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": [0.0, 1.0]}
+        layout[f"yaxis{suffix}"] = {
+            "anchor": f"x{suffix}", "domain": [0.0, 1.0], "tickmode": "array", "tickvals": ys,
+            "autorange": "reversed", "showgrid": False, "zeroline": False, "automargin": False,
+            "tickfont": {"color": "#1f1f1f"},
+        }
         if col > 1:  # rows are shared: one set of row names, on the left
             layout[f"yaxis{suffix}"].update(matches="y", showticklabels=False)
         layout["annotations"].append({
@@ -288,11 +293,6 @@ def overview_figure(
         hovermode="closest",
         font={"color": "#1f1f1f", "size": 13},
     )
-    for suffix in ["", *(str(c) for c in range(2, len(engines) + 1))]:
-        layout[f"yaxis{suffix}"].update(
-            tickmode="array", tickvals=ys, autorange="reversed", showgrid=False,
-            zeroline=False, automargin=False, tickfont={"color": "#1f1f1f"},
-        )
     layout["yaxis"]["ticktext"] = titles
     return go.Figure({"data": data, "layout": layout})
 
@@ -382,15 +382,16 @@ def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[
         if first is None and m.verdict == "refuse":
             first = x
         key = (m.detector, m.verdict)
+        call = -1 if m.call is None else m.call
+        count = -1 if m.count is None else m.count
         if previous is None or previous != (*key, m.position - 1):
             if group is not None:
                 _close_run(group, start)
             group = groups[key]
-            start = [x, row, m.turn, -1 if m.call is None else m.call,
-                     -1 if m.count is None else m.count, 0, -1, -1]
+            start = [x, row, m.turn, call, count, 0, call, count]
         assert group is not None
         start[5] += 1
-        start[6:] = [-1 if m.call is None else m.call, -1 if m.count is None else m.count]
+        start[6:] = [call, count]
         group.x.append(x)
         group.y.append(row)
         previous = (*key, m.position)

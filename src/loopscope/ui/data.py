@@ -16,7 +16,6 @@ digests), so moving a slider never re-reads a file.
 from __future__ import annotations
 
 import atexit
-import gc
 import hashlib
 import os
 import shutil
@@ -302,8 +301,7 @@ def build_corpus(
     if len(sessions) >= LARGE_CORPUS:
         # Move the imported sessions out of the cyclic GC's way before preparing: otherwise
         # every collection during prepare walks them all (about half of gglib's prepare time).
-        gc.collect()
-        gc.freeze()
+        gc_policy.freeze_loaded()
     prepared: dict[str, list[Any]] = {}
     prepare_errors: list[Problem] = []
     for k, name in enumerate(ENGINES):

@@ -75,10 +75,17 @@ class IdleCollector:
 _collector = IdleCollector()
 
 
-def calm_for_large_corpus() -> None:
-    """Freeze what is loaded and move full collections to idle time (see the module doc)."""
+def freeze_loaded() -> None:
+    """Collect, then move every live object out of the collector's sight for good: for data
+    that lives as long as the corpus is shown (the imported sessions before they are
+    prepared, then the prepared data)."""
     gc.collect()
     gc.freeze()
+
+
+def calm_for_large_corpus() -> None:
+    """Freeze what is loaded and move full collections to idle time (see the module doc)."""
+    freeze_loaded()
     threshold0, threshold1, _threshold2 = gc.get_threshold()
     gc.set_threshold(max(threshold0, YOUNG_THRESHOLD), max(threshold1, 20),
                      NO_AUTOMATIC_FULL_COLLECTION)

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from loopscope.bulk import json_memo_key
+from loopscope.bulk import memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -500,24 +500,14 @@ def _text_entry(text: str) -> tuple[str, str]:
 
 
 def _value_entry(value: Any, memo: dict[bytes, tuple[Any, tuple[str, str]]]) -> tuple[str, str]:
-    """:func:`_args_entry` of arguments recorded as a value, memoised by their JSON text in
-    ``memo`` (the session's) and across sessions: agents repeat their arguments, in loops above
-    all, and rendering them took a quarter of ``prepare``."""
-    key = json_memo_key(value)
-    if key is None:
-        return _args_entry(stable_repr(value))
-    found = memo.get(key)
-    if found is None:
-        found = _SHARED_VALUES.get(key)
-        if found is None:
-            found = (value, _args_entry(stable_repr(value)))
-            if len(key) <= _SHARED_ARGS_MAX_TEXT:
-                if len(_SHARED_VALUES) >= _SHARED_ARGS_MAX:
-                    _SHARED_VALUES.clear()
-                _SHARED_VALUES[key] = found
-        memo[key] = found
-    # Equal keys are not always equal values (see json_memo_key): NaN is written as null.
-    return found[1] if found[0] == value else _args_entry(stable_repr(value))
+    """:func:`_args_entry` of arguments recorded as a value, memoised in ``memo`` (the
+    session's) and across sessions: rendering them took a quarter of ``prepare``."""
+    return memoised_by_json(value, _value_args_entry, memo, _SHARED_VALUES,
+                            max_shared_key=_SHARED_ARGS_MAX_TEXT, max_shared=_SHARED_ARGS_MAX)
+
+
+def _value_args_entry(value: Any) -> tuple[str, str]:
+    return _args_entry(stable_repr(value))
 
 
 def _encode_answer(content: Any) -> Any:

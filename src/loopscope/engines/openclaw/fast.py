@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from loopscope.bulk import json_memo_key
+from loopscope.bulk import memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -189,24 +189,10 @@ def _parsed_params(text: str) -> tuple[Any, str]:
 
 
 def _value_digest(value: Any, memo: dict[bytes, tuple[Any, str]]) -> str:
-    """``digest(value)`` of arguments recorded as a value, memoised by their JSON text in
-    ``memo`` (the session's) and across sessions: agents repeat their arguments, in loops above
-    all, and hashing them took a quarter of ``prepare``."""
-    key = json_memo_key(value)
-    if key is None:
-        return digest(value)
-    entry = memo.get(key)
-    if entry is None:
-        entry = _SHARED_VALUE_DIGESTS.get(key)
-        if entry is None:
-            entry = (value, digest(value))
-            if len(key) <= _SHARED_PARAMS_MAX_TEXT:
-                if len(_SHARED_VALUE_DIGESTS) >= _SHARED_PARAMS_MAX:
-                    _SHARED_VALUE_DIGESTS.clear()
-                _SHARED_VALUE_DIGESTS[key] = entry
-        memo[key] = entry
-    # Equal keys are not always equal values (see json_memo_key): NaN is written as null.
-    return entry[1] if entry[0] == value else digest(value)
+    """``digest(value)`` of arguments recorded as a value, memoised in ``memo`` (the
+    session's) and across sessions: hashing them took a quarter of ``prepare``."""
+    return memoised_by_json(value, digest, memo, _SHARED_VALUE_DIGESTS,
+                            max_shared_key=_SHARED_PARAMS_MAX_TEXT, max_shared=_SHARED_PARAMS_MAX)
 
 
 def _digest_text_result(text: str) -> str:
