@@ -139,8 +139,9 @@ def test_the_session_page_shows_both_engines_and_the_transcript(page: Any, serve
              + "&openclaw.warningThreshold=3&openclaw.criticalThreshold=5"
                "&openclaw.globalCircuitBreakerThreshold=7")
     no_exception(page)
-    page.wait_for_selector(".js-plotly-plot .main-svg")
-    assert page.locator(".js-plotly-plot").count() >= 2
+    # Both engines' charts (drawn one after the other: wait for the second, not just the first).
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    wait_idle(page)
     body = page.get_by_test_id("stMain").inner_text()
     assert "Transcript" in body
     assert "First refusal" in body

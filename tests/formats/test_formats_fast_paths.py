@@ -21,7 +21,7 @@ from loopscope.bulk import CollectorPaused, json_memo_key
 from loopscope.formats import jsonio
 from loopscope.formats.base import ImportContext, ImportLimits, Record
 from loopscope.formats.detect import RESPONSES_ITEM_TYPES, content_test
-from loopscope.formats.openclaw_session import _Importer, _quote
+from loopscope.formats.openclaw_session import _Importer, _quote, tool_result_text
 from loopscope.formats.text import TEXT_JOINER, _part_text, extract_text, type_of
 
 PROFILE = settings(max_examples=400, deadline=None)
@@ -108,6 +108,67 @@ def test_wrapped_parse_at_the_depth_limit(depth: int) -> None:
                                            is jsonio._NOT_PARSED)
 
 
+
+def nesting(value: Any) -> int:
+    """The nesting of a parsed value, the root container being level 1."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict)
+                                                  else item))
+    return deepest
+
+
+def reference_loads_shallow(data: bytes, max_depth: int) -> Any:
+    """orjson's parse when the text is valid and nested at most ``max_depth`` deep."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return jsonio._NOT_PARSED
+    return value if nesting(value) <= max_depth else jsonio._NOT_PARSED
+
+
+def test_orjson_writing_limit_is_found() -> None:
+    limit = jsonio._WRITING_LIMIT
+    assert 0 < limit < jsonio.ORJSON_MAX_DEPTH
+    orjson.dumps(jsonio._nested(limit, 0))
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(jsonio._nested(limit + 1, 0))
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps([jsonio._nested(limit, 0)])  # a list around a deepest object
+
+
+@PROFILE
+@given(st.lists(st.sampled_from([b"[", b"]", b",", b"1", b"{}", b'"s"', b" ", b'{"a":', b"}"]),
+                max_size=14),
+       st.integers(0, 300), st.sampled_from([1, 253, 254, 255, 512, 1024]))
+def test_shallow_parse_is_the_parse_within_the_depth(pieces: list[bytes], wrap: int,
+                                                     max_depth: int) -> None:
+    # ``wrap`` levels around generated text reach every side of the writing limit.
+    data = b"[" * wrap + b"".join(pieces) + b"]" * wrap
+    got = jsonio._loads_shallow(data, max_depth)
+    want = reference_loads_shallow(data, max_depth)
+    if got is not jsonio._NOT_PARSED:  # it may decline; when it answers, it is exact
+        assert want is not jsonio._NOT_PARSED and strict(got) == strict(want)
+    elif want is not jsonio._NOT_PARSED and max_depth >= jsonio._WRITING_LIMIT:
+        assert nesting(want) > jsonio._WRITING_LIMIT  # declined only a deeper value
+
+
+@pytest.mark.parametrize("depth", [253, 254, 255, 511, 512, 513])
+def test_loads_keeps_the_depth_rule_for_long_documents(depth: int) -> None:
+    padding = b'"' + b"x" * jsonio._WRAP_WITHOUT_COUNTING + b'"'
+    data = b"[" * (depth - 1) + b"[" + padding + b"]" + b"]" * (depth - 1)
+    limits = ImportLimits()
+    if depth > limits.max_json_depth:
+        with pytest.raises(jsonio.JsonError) as caught:
+            jsonio.loads(data, limits)
+        assert caught.value.kind == jsonio.TOO_DEEP
+    else:
+        assert nesting(jsonio.loads(data, limits)) == depth
+
 @PROFILE
 @given(st.lists(st.sampled_from([b"a", b"bb", b"\n", b"\r", b"\r\n", b"{}", b"xyz" * 5]),
                 max_size=40),
@@ -130,7 +191,13 @@ json_lines = st.one_of(
     st.sampled_from([b'{"a": -0}', b"[-0, 1]", b"-0", b'{"a": "-0"}', b'{"a": -0.0}', b"NaN",
                      b'{"a": NaN}', b"{not json", b"", b"   ", b'{"s": "\\ud800"}', b"\xff\xfe",
                      b'{"s": "caf\xc3\xa9"}', b'{"s": "x\xffy"}', b"[" * 600 + b"]" * 600,
-                     b'{"a": 1e400}', b"1" * 30, b'{"k": "' + b"v" * 50 + b'"}']),
+                     b'{"a": 1e400}', b"1" * 30, b'{"k": "' + b"v" * 50 + b'"}',
+                     # long lines, at the depth of orjson's writing limit and beyond
+                     b"[" * 254 + b'"' + b"x" * 600 + b'"' + b"]" * 254,
+                     b"[" * 255 + b'"' + b"x" * 600 + b'"' + b"]" * 255,
+                     b"[" * 300 + b"]" * 300, b'{"a": -0, "pad": "' + b"x" * 1100 + b'"}',
+                     b'{"pad": "' + b"x" * 1100 + b'", "s": "\\ud800"}',
+                     b'{"pad": "' + b"x" * 1100 + b'"} trailing']),
 )
 
 
@@ -159,7 +226,8 @@ def reference_records(content: bytes, limits: ImportLimits) -> list[tuple[int, A
 @PROFILE
 @given(st.lists(json_lines, max_size=12), st.sampled_from(
     [ImportLimits(), ImportLimits(max_value_chars=20), ImportLimits(max_json_depth=3),
-     ImportLimits(max_line_bytes=40)]),
+     ImportLimits(max_line_bytes=40), ImportLimits(max_json_depth=254),
+     ImportLimits(max_json_depth=260, max_value_chars=1000)]),
     st.integers(0, 12))
 def test_records_equal_the_line_by_line_parse(lines: list[bytes], limits: ImportLimits,
                                               sampled: int) -> None:
@@ -264,6 +332,43 @@ def test_text_parts_read_inline_equal_part_text(value: list[Any], joiner: str) -
 
 
 # ------------------------------------------------------------------------------ OpenClaw
+
+
+class _TextSubclass(str):
+    __slots__ = ()
+
+
+class _DictSubclass(dict):  # type: ignore[type-arg]
+    pass
+
+
+def reference_tool_result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join([
+            entry["text"] for entry in content
+            if isinstance(entry, dict) and isinstance(entry.get("type"), str)
+            and isinstance(entry.get("text"), str)
+        ])
+    return ""
+
+
+result_entries = st.one_of(
+    st.builds(lambda kind, text, cls: cls({k: v for k, v in (("type", kind), ("text", text))
+                                           if v != "MISSING"}),
+              st.sampled_from(["text", _TextSubclass("text"), None, 7, "MISSING"]),
+              st.sampled_from(["t", "", _TextSubclass("s"), None, 5, "MISSING"]),
+              st.sampled_from([dict, _DictSubclass])),
+    st.text(max_size=2))
+
+
+@PROFILE
+@given(st.one_of(st.lists(result_entries, max_size=3), st.text(max_size=2), st.none()))
+def test_one_text_entry_is_its_result_text(content: Any) -> None:
+    got = tool_result_text(content)
+    want = reference_tool_result_text(content)
+    assert (type(got), got) == (type(want), want)
 
 
 def reference_branch(importer: _Importer, entries: list[Record]) -> list[Record]:

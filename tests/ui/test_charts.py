@@ -185,6 +185,58 @@ def test_overview_rows_are_labelled_and_sortable() -> None:
         charts.sort_rows(rows, "colour")
 
 
+def _sorted_by_keys(rows: list[charts.OverviewRow], by: str,
+                    engines: list[str] | None = None) -> list[charts.OverviewRow]:
+    """The row sort ``charts.row_order`` replaced (one key tuple per row): the reference."""
+    def reps(r: charts.OverviewRow) -> list[SessionReplay]:
+        return [r.replays[e] for e in (engines or r.replays) if e in r.replays]
+    keys: dict[str, Any] = {
+        "refusals": lambda r: (not any(x.first_refusal is not None for x in reps(r)),
+                               -sum(x.refusal_count for x in reps(r)),
+                               -sum(x.warning_count for x in reps(r)), r.name),
+        "label": lambda r: ({"loop": 0, "ok": 1}.get(r.label or "", 2),
+                            all(x.first_refusal is None for x in reps(r)), r.name),
+        "length": lambda r: (-r.calls, r.name),
+        "name": lambda r: r.name,
+    }
+    return sorted(rows, key=keys[by])
+
+
+_VERDICTS = st.lists(st.sampled_from(["pass", "warn", "refuse"]), max_size=6)
+
+
+@st.composite
+def overview_rows(draw: Any) -> list[charts.OverviewRow]:
+    rows = []
+    for i in range(draw(st.integers(0, 12))):
+        replays = {}
+        for engine in draw(st.sets(st.sampled_from(["gglib", "openclaw"]), min_size=1)):
+            verdicts = draw(_VERDICTS)
+            replays[engine] = replay(engine, [
+                step(k, k, v, None if v == "pass" else "loop", None if v == "pass" else 3)
+                for k, v in enumerate(verdicts)])
+        # Few names and lengths: ties must keep the given order, as the reference does.
+        rows.append(charts.OverviewRow(draw(st.sampled_from(["a", "b", f"s{i}"])), replays,
+                                       draw(st.integers(0, 3)),
+                                       draw(st.sampled_from([None, "loop", "ok"]))))
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(overview_rows(), st.sampled_from(list(charts.SORT_KEYS)),
+       st.sampled_from([None, ["gglib"], ["openclaw"], ["gglib", "openclaw"]]))
+def test_sorting_by_columns_equals_sorting_rows_by_key(
+        rows: list[charts.OverviewRow], by: str, engines: list[str] | None) -> None:
+    assert charts.sort_rows(rows, by, engines) == _sorted_by_keys(rows, by, engines)
+
+
+def test_overview_tick_labels_are_not_measured_on_every_draw() -> None:
+    # Plotly's default ("hide past div") measures each label on every draw: a third of a draw.
+    layout = charts.overview_figure(_rows()).layout
+    axes = [layout[k] for k in layout if k.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 4 and all(a.ticklabeloverflow == "allow" for a in axes)
+
+
 def test_one_engine_overview() -> None:
     fig = charts.overview_figure(_rows(), ["openclaw"])
     assert {t.meta["engine"] for t in fig.data} == {"openclaw"}

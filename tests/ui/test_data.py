@@ -208,3 +208,31 @@ def test_display_names_are_computed_once_per_source() -> None:
     assert shown == corpus.display("/data/sub/a\x1b.json#2")
     assert "\x1b" not in shown and shown.startswith("sub/a") and shown.endswith("#2")
     assert corpus._displayed == {"/data/sub/a\x1b.json#2": shown}
+
+
+def _samples_corpus() -> data.Corpus:
+    targets, _ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
+    return data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
+                             origin="samples", root=str(SAMPLES))
+
+
+@pytest.mark.parametrize("by", ["refusals", "label", "length", "name"])
+@pytest.mark.parametrize("engines", [["gglib"], ["openclaw"], ["gglib", "openclaw"]])
+def test_the_overview_builds_rows_only_for_the_sessions_it_shows(by: str, engines: list[str]) -> None:
+    from loopscope.ui import charts, views
+
+    corpus = _samples_corpus()
+    results = {e: state.run_all(e, corpus, state.resolve(e, state.default_values()).config)
+               for e in engines}
+    every_row = charts.sort_rows(views.overview_rows(corpus, results), by, engines)
+    order = views.overview_order(corpus, results, by)
+    assert views.overview_rows(corpus, results, order[:5]) == every_row[:5]
+    assert views.overview_rows(corpus, results, order) == every_row
+    if by == "refusals":  # the samples refuse in both engines: the refused come first
+        assert every_row[0].replays[engines[0]].refused
+
+
+def test_import_problem_counts_are_the_reports() -> None:
+    corpus = _samples_corpus()
+    severities = [p.severity for p in corpus.report.problems]
+    assert corpus.import_problem_counts == (severities.count("error"), severities.count("warning"))

@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import SessionBuilder, TurnDraft, new_origin
+from loopscope.formats.builder import (
+    SessionBuilder,
+    TurnDraft,
+    line_origin,
+    new_origin,
+    pointer_origin,
+)
 from loopscope.formats.text import TEXT_JOINER, extract_text, type_of
 from loopscope.model import Origin, Session, escape_for_display
 
@@ -87,15 +93,21 @@ def assistant_blocks(builder: SessionBuilder, turn: TurnDraft, blocks: Any, orig
                         on_duplicate()
                     continue
                 seen_call_ids.add(call_id)
-            call_origin = new_origin(origin.line, None if origin.pointer is None
-                                 else f"{origin.pointer}/content/{position}")
             builder.call(turn, block.get("name"), block.get("input"), "value", id=call_id,
-                         origin=call_origin)
+                         origin=origin, element=("content", position))
         elif btype in SERVER_RESULT_BLOCKS:
-            results.append((block, new_origin(origin.line, None if origin.pointer is None
-                                          else f"{origin.pointer}/content/{position}")))
+            results.append((block, _block_origin(origin, position)))
     turn.thinking = "\n".join(thinking)
     return results
+
+
+def _block_origin(origin: Origin, position: int) -> Origin:
+    """The origin of block ``position`` of the content of the message at ``origin``."""
+    if origin.pointer is None:
+        return origin  # (a JSON Lines message: the line is the block's origin too)
+    if origin.line is None:
+        return pointer_origin(origin.pointer, "content", position)
+    return new_origin(origin.line, f"{origin.pointer}/content/{position}")
 
 
 def emit_server_results(builder: SessionBuilder,
@@ -141,8 +153,7 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
             builder.result(call_id, value, extract_text(value, TEXT_JOINER),
                            is_error=block.get("is_error") is True, meta=meta,
                            timestamp=timestamp,
-                           origin=new_origin(origin.line, None if origin.pointer is None
-                                         else f"{origin.pointer}/content/{position}"))
+                           origin=_block_origin(origin, position))
         elif isinstance(block, dict) and type_of(block) in _USER_KEEP:
             if block.get("type") == "text" and not (
                     isinstance(block.get("text"), str) and block["text"].strip()):
@@ -180,7 +191,7 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
     unknown: set[str] = set()
     for i, message in enumerate(messages):
         origin = (origins[i] if origins is not None and i < len(origins)
-                  else new_origin(None, f"{pointer_prefix}/{i}"))
+                  else pointer_origin(pointer_prefix, None, i))
         role = message.get("role") if isinstance(message, dict) else None
         content = message.get("content") if isinstance(message, dict) else message
         if role == "assistant":
@@ -272,10 +283,10 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
                 yield None
         return
     values = [first.value]
-    origins = [new_origin(first.line, None)]
+    origins = [line_origin(first.line)]
     for record in iterator:
         values.append(record.value)
-        origins.append(new_origin(record.line, None))
+        origins.append(line_origin(record.line))
     yield session_from_messages(values, ctx, origins=origins)
 
 

@@ -287,6 +287,61 @@ _NOT_PARSED: Any = object()
 _FIRST_ELEMENT = (0,) * ORJSON_MAX_DEPTH
 
 
+def _nested(depth: int, innermost: Any) -> Any:
+    """``depth`` levels of nesting (the root container is level 1) around ``innermost``:
+    lists, except one object in the middle (so that both kinds count)."""
+    value = innermost
+    for level in range(depth):
+        value = {"k": value} if level == depth // 2 else [value]
+    return value
+
+
+def _orjson_writing_limit() -> int:
+    """The deepest nesting orjson writes (it refuses to write deeper values): found once, at
+    import; 0 when it is not a plain limit (then :func:`_loads_shallow` is not used)."""
+    def writes(depth: int) -> bool:
+        try:
+            orjson.dumps(_nested(depth, 0))
+        except orjson.JSONEncodeError:
+            return False
+        return True
+
+    low, high = 0, ORJSON_MAX_DEPTH + 1  # writes(low) holds, writes(high) is not known yet
+    if writes(high):
+        return 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        if writes(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+_WRITING_LIMIT = _orjson_writing_limit()
+"""orjson writes a value iff its nesting is at most this (254 in orjson 3)."""
+
+
+def _loads_shallow(data: bytes | str, max_depth: int) -> Any:
+    """Parse ``data`` with orjson and prove its nesting at most ``max_depth`` by writing the
+    value back: orjson refuses to write nesting beyond :data:`_WRITING_LIMIT`, which is at
+    most ``max_depth`` here. :data:`_NOT_PARSED` when this cannot tell (invalid JSON, a deeper
+    value, a lower ``max_depth``…): the caller then takes the other paths.
+
+    A parsed document holds no cycle and only what orjson writes, and writing is a fifth of
+    the cost of parsing inside :func:`_loads_within_depth`'s wrapper arrays (which builds and
+    checks hundreds of levels around every document).
+    """
+    if max_depth < _WRITING_LIMIT or not _WRITING_LIMIT:
+        return _NOT_PARSED
+    try:
+        value = orjson.loads(data)
+        orjson.dumps(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _NOT_PARSED
+    return value
+
+
 def _loads_within_depth(data: bytes | str, max_depth: int) -> Any:
     """Parse ``data`` with orjson, which then also enforces nesting ≤ ``max_depth``; or
     :data:`_NOT_PARSED` when this cannot tell (invalid JSON, nested too deep, …): the caller
@@ -331,13 +386,15 @@ def loads(data: bytes | str, limits: ImportLimits,
     # Nesting needs a check when the text has more brackets than max_depth. Valid JSON nested
     # deeper than max_depth holds at least 2 × (max_depth + 1) of them (every level opens and
     # closes), and nesting only matters for a text that parses: shorter texts, most JSONL lines,
-    # skip the check. Counting costs two passes over the text, more than the wrapped parse
-    # costs a long text: that is tried first.
+    # skip the check. Counting costs two passes over the text, more than a long text's plain
+    # parse proven shallow by writing it back, or its wrapped parse: those are tried first.
     value: Any = _NOT_PARSED
     check_depth = False
     if len(data) >= 2 * (max_depth + 1):
-        if _DEPTH_BY_WRAPPING and len(data) >= _WRAP_WITHOUT_COUNTING:
-            value = _loads_within_depth(data, max_depth)
+        if len(data) >= _WRAP_WITHOUT_COUNTING:
+            value = _loads_shallow(data, max_depth)
+            if value is _NOT_PARSED and _DEPTH_BY_WRAPPING:
+                value = _loads_within_depth(data, max_depth)
             if value is _NOT_PARSED:
                 check_depth = _more_brackets_than(data, max_depth)
         else:
@@ -616,14 +673,20 @@ ParsedLine = tuple[Any, bool, Sequence[str]]
 """A JSONL line's parse result kept for reuse: ``(value, had_invalid_utf8, truncated_at)``."""
 
 
-def _plain_loads(data: bytes) -> Any:
-    """:func:`parse_line` of a text too short to nest deeper than allowed or to hold a string
-    over ``max_value_chars``: orjson's parse, unless orjson fails or the text may hold the
-    number ``-0`` (see :func:`loads`); :data:`_NOT_PARSED` then, for the full path."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return _NOT_PARSED
+def _plain_loads(data: bytes, max_depth: int | None = None) -> Any:
+    """:func:`parse_line` of a text too short to hold a string over ``max_value_chars`` and to
+    nest deeper than allowed, or (with ``max_depth``) proven not to by :func:`_loads_shallow`:
+    orjson's parse, unless orjson fails or the text may hold the number ``-0`` (see
+    :func:`loads`); :data:`_NOT_PARSED` then, for the full path."""
+    if max_depth is None:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return _NOT_PARSED
+    else:
+        value = _loads_shallow(data, max_depth)
+        if value is _NOT_PARSED:
+            return _NOT_PARSED
     if b"-" in data and has_negative_zero(data):
         return _NOT_PARSED
     return value
@@ -648,9 +711,12 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
     note_truncation = truncated_at.append
     max_line_bytes = limits.max_line_bytes
     # A line shorter than this can neither nest too deep (that takes 2 × (max_depth + 1)
-    # brackets) nor hold a string over max_value_chars: most lines. _plain_loads parses them.
-    plain_below = min(2 * (min(limits.max_json_depth, ORJSON_MAX_DEPTH) + 1),
-                      limits.max_value_chars + 1)
+    # brackets) nor hold a string over max_value_chars: most lines. _plain_loads parses them,
+    # and (its nesting proven within the limit as it goes) every longer line up to the length
+    # of a string over max_value_chars.
+    max_depth = min(limits.max_json_depth, ORJSON_MAX_DEPTH)
+    plain_below = min(2 * (max_depth + 1), limits.max_value_chars + 1)
+    proven_below = limits.max_value_chars + 1
 
     def problem(severity: Any, code: str, message: str, line: int) -> None:
         if report:
@@ -674,7 +740,13 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
             value, bad_utf8, truncated = reused
         else:
             try:
-                if length < plain_below and (value := _plain_loads(line)) is not _NOT_PARSED:
+                if length < plain_below:
+                    value = _plain_loads(line)
+                elif length < proven_below:
+                    value = _plain_loads(line, max_depth)
+                else:
+                    value = _NOT_PARSED
+                if value is not _NOT_PARSED:
                     bad_utf8 = False
                 else:
                     value, bad_utf8 = parse_line(line, limits, note_truncation)

@@ -18,7 +18,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS, SessionBuilder, new_origin
+from loopscope.formats.builder import (
+    MAX_EVENTS,
+    TRUNCATIONS,
+    SessionBuilder,
+    call_origin,
+    line_origin,
+    pointer_origin,
+)
 from loopscope.formats.text import (
     TEXT_JOINER,
     extract_text,
@@ -86,7 +93,7 @@ def session_from_messages(
             return origins[i]
         if pointer_prefix is None:
             return Origin()
-        return new_origin(None, f"{pointer_prefix}/{i}")
+        return pointer_origin(pointer_prefix, None, i)
 
     def report(severity: Any, code: str, message: str, *, line: int | None = None,
                pointer: str | None = None, count: int = 1) -> None:
@@ -181,23 +188,21 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
     )
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
-        line, pointer = origin.line, origin.pointer
         for position, element in enumerate(tool_calls):
             if isinstance(element, dict):
                 function = element.get("function")
                 call_id = element.get("id")
             else:
                 function = call_id = None
-            call_origin = new_origin(
-                line, None if pointer is None else f"{pointer}/tool_calls/{position}")
             if not isinstance(function, dict):
                 what = ("not an object" if not isinstance(element, dict)
                         else "has no 'function' object")
+                draft = builder.call(turn, "", None, "value", id=call_id, origin=origin,
+                                     element=("tool_calls", position))
+                where = call_origin(draft)
                 report("warning", "malformed_tool_call",
                        f"tool_calls element {position} {what}; it was kept as a call with "
-                       "no name and no arguments",
-                       line=call_origin.line, pointer=call_origin.pointer)
-                builder.call(turn, "", None, "value", id=call_id, origin=call_origin)
+                       "no name and no arguments", line=where.line, pointer=where.pointer)
                 continue
             if "arguments" in function:
                 raw = function["arguments"]
@@ -205,7 +210,7 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
             else:
                 raw, kind = None, "value"
             builder.call(turn, function.get("name"), raw, kind, id=call_id,  # type: ignore[arg-type]
-                         origin=call_origin)
+                         origin=origin, element=("tool_calls", position))
     elif tool_calls is not None:
         report("info", "malformed_tool_calls",
                f"'tool_calls' is a JSON {_json_type(tool_calls)}, not a list; the turn has "
@@ -247,7 +252,7 @@ def _body_session(body: dict[str, Any], ctx: ImportContext, *, candidate: int | 
     if line is not None:
         origins = [Origin(line=line)] * len(messages)
     else:
-        origins = [new_origin(None, f"{prefix}/messages/{i}") for i in range(len(messages))]
+        origins = [pointer_origin(prefix, "messages", i) for i in range(len(messages))]
     timestamps: list[str | None] | None = None
     metadata: dict[str, Any] = {}
     models: list[str] = []
@@ -328,10 +333,10 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         yield from _conversations(first, iterator, ctx)
         return
     messages: list[Any] = [first.value]
-    origins: list[Origin] = [new_origin(first.line, None)]
+    origins: list[Origin] = [line_origin(first.line)]
     for record in iterator:
         messages.append(record.value)
-        origins.append(new_origin(record.line, None))
+        origins.append(line_origin(record.line))
     yield session_from_messages(messages, ctx, origins=origins)
 
 

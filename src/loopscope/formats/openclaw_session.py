@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import SessionBuilder, new_origin
+from loopscope.formats.builder import SessionBuilder, line_origin
 from loopscope.formats.text import ASSISTANT_JOINER, TEXT_JOINER, extract_text, iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
 
@@ -39,6 +39,12 @@ def tool_result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
+        if len(content) == 1:  # the usual result: one text entry, taken as it is
+            entry = content[0]
+            if type(entry) is dict and isinstance(entry.get("type"), str):
+                text = entry.get("text")
+                if type(text) is str:
+                    return text
         return "\n".join([
             entry["text"] for entry in content
             if isinstance(entry, dict) and isinstance(entry.get("type"), str)
@@ -154,7 +160,7 @@ class _Importer:
             else None,
             first_kept=first_kept if isinstance(first_kept, str) else None,
             timestamp=iso_timestamp(entry.get("timestamp")),
-            origin=new_origin(record.line, None),
+            origin=line_origin(record.line),
         )
 
     def entry(self, record: Record) -> None:
@@ -178,13 +184,13 @@ class _Importer:
             self.builder.system(
                 extract_text(content, TEXT_JOINER), content,
                 recorded_role=custom_type if isinstance(custom_type, str) else "custom_message",
-                timestamp=iso_timestamp(value.get("timestamp")), origin=new_origin(record.line, None),
+                timestamp=iso_timestamp(value.get("timestamp")), origin=line_origin(record.line),
             )
         elif kind == "branch_summary":
             summary = value.get("summary")
             self.builder.other("branch_summary", summary if isinstance(summary, str) else "",
                                summary, timestamp=iso_timestamp(value.get("timestamp")),
-                               origin=new_origin(record.line, None))
+                               origin=line_origin(record.line))
         elif kind in _NO_EVENT_TYPES:
             self.skipped[str(kind)] += 1
             if kind == "custom":
@@ -231,7 +237,7 @@ class _Importer:
                         "a message entry has no message object; the entry was skipped",
                         line=record.line)
             return
-        origin = new_origin(record.line, None)
+        origin = line_origin(record.line)
         timestamp = iso_timestamp(value.get("timestamp")) or iso_timestamp(
             message.get("timestamp"))
         role = message.get("role")

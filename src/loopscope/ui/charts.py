@@ -8,6 +8,7 @@ sessions.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -131,35 +132,58 @@ def sort_rows(
     rows: Sequence[OverviewRow], by: str = "refusals", engines: Sequence[str] | None = None
 ) -> list[OverviewRow]:
     """Rows in display order (top first); refusals are counted over ``engines`` (default all)."""
+    names = sorted({e for r in rows for e in r.replays}) if engines is None else list(engines)
+    order = row_order(
+        [r.name for r in rows], [r.calls for r in rows], [r.label for r in rows],
+        {e: [r.replays.get(e) for r in rows] for e in names}, by,
+    )
+    return [rows[i] for i in order]
 
-    def reps(r: OverviewRow) -> list[SessionReplay]:
-        return [r.replays[e] for e in (engines or r.replays) if e in r.replays]
 
-    label_rank = {"loop": 0, "ok": 1}
+def row_order(
+    names: Sequence[str], calls: Sequence[int], labels: Sequence[str | None],
+    replays: Mapping[str, Sequence[SessionReplay | None]], by: str = "refusals",
+) -> list[int]:
+    """The display order (top first) of sessions given by columns: the indices, sorted.
+
+    ``replays``: engine → each session's replay (None: that engine did not run it); refusals
+    and warnings are counted over these engines. Columns rather than :class:`OverviewRow`s: the
+    overview sorts every session on each slider move but draws only the first few dozen, so it
+    builds rows for those alone.
+    """
+    columns = list(replays.values())
+    indices = range(len(names))
     if by == "refusals":
-
-        def key(r: OverviewRow) -> tuple[bool, int, int, str]:
-            replays = reps(r)
-            # The counts walk the markers only of replays that refused or warned.
-            refused = sum(x.refusal_count for x in replays)
-            warned = sum(x.warning_count for x in replays)
-            any_refusal = any(x.first_refusal is not None for x in replays)
-            return (not any_refusal, -refused, -warned, r.name)
-
-        return sorted(rows, key=key)
-    if by == "label":
-        key2: Any = lambda r: (  # noqa: E731
-            label_rank.get(r.label or "", 2),
-            all(x.first_refusal is None for x in reps(r)),
-            r.name,
-        )
+        refused = [0] * len(names)
+        warned = [0] * len(names)
+        any_refusal = [False] * len(names)
+        for column in columns:
+            for i, x in enumerate(column):
+                if x is None:
+                    continue
+                # The counts are free for replays that neither refused nor warned.
+                if x.first_refusal is not None:
+                    any_refusal[i] = True
+                    refused[i] += x.refusal_count
+                if x.warned:
+                    warned[i] += x.warning_count
+        keys: list[Any] = list(zip(map(operator.not_, any_refusal), map(operator.neg, refused),
+                                   map(operator.neg, warned), names, strict=True))
+    elif by == "label":
+        label_rank = {"loop": 0, "ok": 1}
+        keys = [
+            (label_rank.get(labels[i] or "", 2),
+             all(c[i] is None or c[i].first_refusal is None for c in columns),  # type: ignore[union-attr]
+             names[i])
+            for i in indices
+        ]
     elif by == "length":
-        key2 = lambda r: (-r.calls, r.name)  # noqa: E731
+        keys = list(zip(map(operator.neg, calls), names, strict=True))
     elif by == "name":
-        key2 = lambda r: r.name  # noqa: E731
+        keys = list(names)
     else:
         raise ValueError(f"unknown sort key {by!r}")
-    return sorted(rows, key=key2)
+    return sorted(indices, key=keys.__getitem__)
 
 
 LABEL_MARKS = {"loop": "loop", "ok": "good"}
@@ -217,14 +241,18 @@ def overview_figure(
         suffix = "" if col == 1 else str(col)
         axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
         left = (col - 1) * (width + gap)
+        # ``ticklabeloverflow="allow"``: Plotly's default for these axes measures every tick
+        # label on every draw to hide those spilling out of the chart (a third of a draw, with
+        # 50 row names); the margin is sized to fit them already.
         layout[f"xaxis{suffix}"] = {
             "anchor": f"y{suffix}", "domain": [left, left + width], "title": {"text": "tool call"},
             "zeroline": False, "gridcolor": "#e6e6e6", "rangemode": "tozero",
+            "ticklabeloverflow": "allow",
         }
         layout[f"yaxis{suffix}"] = {
             "anchor": f"x{suffix}", "domain": [0.0, 1.0], "tickmode": "array", "tickvals": ys,
             "autorange": "reversed", "showgrid": False, "zeroline": False, "automargin": False,
-            "tickfont": {"color": "#1f1f1f"},
+            "tickfont": {"color": "#1f1f1f"}, "ticklabeloverflow": "allow",
         }
         if col > 1:  # rows are shared: one set of row names, on the left
             layout[f"yaxis{suffix}"].update(matches="y", showticklabels=False)

@@ -16,6 +16,7 @@ digests), so moving a slider never re-reads a file.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import shutil
@@ -134,15 +135,15 @@ def _inside(real: Path, roots: Sequence[Path]) -> bool:
 
 def fingerprint_files(files: Iterable[str | Path], extra: str = "") -> str:
     """Paths + sizes + mtimes: changes when any file is added, removed or rewritten."""
-    h = hashlib.sha256(extra.encode())
+    lines = [extra]
     for f in files:
-        p = Path(f)
+        p = os.fspath(f)
         try:
-            stat = p.stat()
-            h.update(f"{p}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+            stat = os.stat(p)
+            lines.append(f"{p}\0{stat.st_size}\0{stat.st_mtime_ns}\n")
         except OSError:
-            h.update(f"{p}\0missing\n".encode())
-    return h.hexdigest()[:24]
+            lines.append(f"{p}\0missing\n")
+    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()[:24]
 
 
 # --------------------------------------------------------------------------- uploads
@@ -211,6 +212,13 @@ class Corpus:
     """(mtime, size) of :attr:`label_file` when the labels were read."""
     _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """:meth:`display` results (asked for every session on every rerun)."""
+
+    @functools.cached_property
+    def import_problem_counts(self) -> tuple[int, int]:
+        """``(errors, warnings)`` of the import report (the report never changes; the sidebar
+        shows these on every rerun)."""
+        severities = [p.severity for p in self.report.problems]
+        return severities.count("error"), severities.count("warning")
 
     def refresh_labels(self) -> None:
         """Re-read the labels sidecars (after a labelling change was saved)."""

@@ -91,8 +91,7 @@ def render_corpus_status(corpus: data.Corpus) -> None:
     if note:
         st.warning(note, icon=":material/info:")
     report = corpus.report
-    n_err = sum(1 for p in report.problems if p.severity == "error")
-    n_warn = sum(1 for p in report.problems if p.severity == "warning")
+    n_err, n_warn = corpus.import_problem_counts
     parts = [f"**{len(corpus.sessions)}** sessions from **{len(report.files)}** files"]
     if n_err or n_warn:
         parts.append(f"{n_err} file errors, {n_warn} warnings (see *Import report*)")

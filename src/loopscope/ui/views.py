@@ -4,7 +4,7 @@ verdict badges and explanations."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -53,18 +53,33 @@ def label_from_turn(corpus: Corpus, source: str) -> int | None:
 
 
 def overview_rows(
-    corpus: Corpus, replays: Mapping[str, Sequence[SessionReplay]]
+    corpus: Corpus, replays: Mapping[str, Sequence[SessionReplay]],
+    indices: Iterable[int] | None = None,
 ) -> list[charts.OverviewRow]:
-    """One row per session with every engine's replay (``replays``: engine → aligned list)."""
+    """One row per session (or per session at ``indices``, in that order) with every engine's
+    replay (``replays``: engine → list aligned with ``corpus.sessions``)."""
+    sessions = corpus.sessions
     return [
         charts.OverviewRow(
-            name=corpus.display(s.source),
+            name=corpus.display(sessions[i].source),
             replays={name: reps[i] for name, reps in replays.items()},
-            calls=len(s.calls),
-            label=label_of(corpus, s.source),
+            calls=len(sessions[i].calls),
+            label=label_of(corpus, sessions[i].source),
         )
-        for i, s in enumerate(corpus.sessions)
+        for i in (range(len(sessions)) if indices is None else indices)
     ]
+
+
+def overview_order(
+    corpus: Corpus, replays: Mapping[str, Sequence[SessionReplay]], by: str,
+) -> list[int]:
+    """Positions in ``corpus.sessions`` in the overview's display order (``replays`` as in
+    :func:`overview_rows`, restricted to the engines shown)."""
+    sessions = corpus.sessions
+    return charts.row_order(
+        [corpus.display(s.source) for s in sessions], [len(s.calls) for s in sessions],
+        [label_of(corpus, s.source) for s in sessions], replays, by,
+    )
 
 
 def session_link(source: str, turn: int | None = None) -> None:

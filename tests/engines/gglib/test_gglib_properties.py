@@ -27,6 +27,7 @@ from loopscope.engines.gglib import (
     stable_repr,
     tool_signature,
 )
+from loopscope.engines.gglib.replay import _answer_key, _encode_answer
 
 PROFILE = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -217,6 +218,9 @@ def _reference(messages: list[Any], cfg: GglibConfig) -> SessionReplay:
 def assert_lazy_equals(prepared: Any, cfg: GglibConfig, ref: SessionReplay) -> None:
     """Every view of a fast-path replay equals the reference, each read on a fresh replay
     before anything else has built its steps; then the steps, field by field."""
+    c = ENGINE.run(prepared, cfg)
+    assert (c.refusal_count, c.warning_count) == (ref.refusal_count, ref.warning_count)
+    assert c._markers is None and c._steps is None  # counted, not built
     m = ENGINE.run(prepared, cfg)
     assert m.markers == ref.markers  # read first: built without any step
     assert m._steps is None and m._flagged is None
@@ -357,3 +361,61 @@ def test_memoised_arguments_never_answer_for_another_type() -> None:
             replay_messages(messages, GglibConfig())
         with pytest.raises(TypeError):
             prepare_messages(messages)
+
+
+# ------------------------------------------------------------------------------ answer keys
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _Str(str):
+    __slots__ = ()
+
+
+class _Equal(str):
+    """A string equal to every string (orjson writes what it holds)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+def _tricky_answers() -> list[Any]:
+    """Answers that encode alike or nearly: one text block in every container and subclass
+    orjson writes the same, with a lone surrogate (written by compact_json instead), with extra
+    keys (one sorting between "text" and "type"), two blocks, other types."""
+    out: list[Any] = ["a", _Str("a"), "", None, 1, {"type": "text", "text": "a"}]
+    for text in ["a", _Str("a"), "a\ud800", '","type":"text"}]']:
+        for kind in ["text", _Str("text"), _Equal("image"), "image"]:
+            for extra in [{}, {"x": 1}, {"tf": "z"}]:
+                block = {"type": kind, "text": text, **extra}
+                out += [[block], (block,), [_Dict(block)], [block, block]]
+    return out
+
+
+TRICKY_ANSWERS = _tricky_answers()
+
+
+def test_answer_keys_are_equal_iff_the_encodings_are() -> None:
+    keys = [_answer_key(c) for c in TRICKY_ANSWERS]
+    encodings = [_encode_answer(c) for c in TRICKY_ANSWERS]
+    for i, (key, encoding) in enumerate(zip(keys, encodings, strict=True)):
+        for other_key, other_encoding in zip(keys[i:], encodings[i:], strict=True):
+            assert (key == other_key) == (encoding == other_encoding)
+    assert len(set(keys)) == len(set(encodings))
+    assert _answer_key([{"type": "text", "text": "a"}]) == (3, "a")  # read off, not written
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values, min_size=2, max_size=6))
+def test_answer_keys_of_json_values(contents: list[Any]) -> None:
+    keys = [_answer_key(c) for c in contents]
+    encodings = [_encode_answer(c) for c in contents]
+    for i in range(len(contents)):
+        for j in range(len(contents)):
+            assert (keys[i] == keys[j]) == (encodings[i] == encodings[j])

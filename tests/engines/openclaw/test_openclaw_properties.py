@@ -21,9 +21,13 @@ from loopscope.engines.openclaw import (
     hash_tool_call,
     hash_tool_outcome,
 )
-from loopscope.engines.openclaw.fast import _COMMON_PREFIX_AB
-from loopscope.engines.openclaw.hashing import is_known_poll_call
-from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, stable_stringify
+from loopscope.engines.openclaw.fast import (
+    _COMMON_PREFIX_AB,
+    _content_source,
+    _has_block_marker,
+)
+from loopscope.engines.openclaw.hashing import is_known_poll_call, result_text
+from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, js_trim, stable_stringify
 from loopscope.engines.openclaw.replay import BLOCK_MARKERS, CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
 
@@ -159,6 +163,9 @@ def test_stable_text_parses_back_to_the_value(value: Any) -> None:
 def assert_lazy_equals(prepared: Any, config: OpenClawConfig, ref: Any) -> None:
     """Every view of a fast-path replay equals the plain replay, each read on a fresh replay
     before anything has built its steps; then every field of every step."""
+    c = ENGINE.run(prepared, config)
+    assert (c.refusal_count, c.warning_count) == (ref.refusal_count, ref.warning_count)
+    assert c._markers is None and c._steps is None  # counted, not built
     m = ENGINE.run(prepared, config)
     assert m.markers == ref.markers  # read first: built without any step
     assert m._steps is None and m._flagged is None
@@ -218,6 +225,15 @@ def _reference_hashes(session: Any) -> list[tuple[Any, ...]]:
 
 
 def _prepared_hashes(p: Any) -> list[tuple[Any, ...]]:
+    """The hashes of every call, read through the prepared session's codes as well: equal
+    result hashes have equal codes, numbered by first appearance (the hashes are written when
+    first read, and a code taken by a hash written at once must not split)."""
+    codes: dict[str, int] = {}
+    for code, result_hash in zip(p.result_code, p.result_hash, strict=True):
+        assert (code == 0) == (result_hash is None)
+        if result_hash is not None:
+            assert codes.setdefault(result_hash, len(codes) + 1) == code
+            assert p.result_hashes[code - 1] == result_hash
     return list(zip(p.turn, p.call, p.tool_name, p.run, p.recorded_block, p.args_hash,
                     p.result_hash, p.unknown_tool, p.poll, strict=True))
 
@@ -377,3 +393,56 @@ def _session_with_arguments(arguments: Any) -> Any:
 
 def test_block_markers_searched_by_their_common_start() -> None:
     assert all(marker.startswith(_COMMON_PREFIX_AB) for marker in BLOCK_MARKERS[:2])
+
+
+# Texts around the markers: every case, ASCII or not (lower-casing "İ" gives two characters,
+# "K" (Kelvin) gives "k"), without a cased letter at all; the first two markers are searched
+# by their common start.
+_MARKER_PIECES = [*BLOCK_MARKERS, *(m.upper() for m in BLOCK_MARKERS), BLOCK_MARKERS[0].title(),
+                  "session execution blocked ", "compaction_loop", "_persisted", "x", "X", " ",
+                  "1", "\u0130", "\u212a", "é", "\ud800"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_MARKER_PIECES), max_size=6), st.text(max_size=5))
+def test_block_marker_search_equals_searching_the_lower_case_text(pieces: list[str],
+                                                                  noise: str) -> None:
+    text = noise.join(pieces)
+    assert _has_block_marker(text) == any(m in text.lower() for m in BLOCK_MARKERS)
+
+
+class _TextSubclass(str):
+    __slots__ = ()
+
+
+class _DictSubclass(dict):  # type: ignore[type-arg]
+    pass
+
+
+_result_entries = st.one_of(
+    st.builds(lambda kind, text, cls: cls({k: v for k, v in (("type", kind), ("text", text))
+                                           if v != "MISSING"}),
+              st.sampled_from(["text", _TextSubclass("text"), None, 7, "MISSING"]),
+              st.sampled_from(["t", " t\n", "", _TextSubclass(" s "), None, 5, "MISSING"]),
+              st.sampled_from([dict, _DictSubclass])),
+    st.text(max_size=2))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(_result_entries, max_size=3), st.text(max_size=2), st.none()))
+def test_one_text_entry_is_its_content_text(content: Any) -> None:
+    got = js_trim(_content_source(content))
+    want = result_text({"content": content})
+    assert (type(got), got) == (type(want), want)
+
+
+def test_result_hashes_read_like_lists() -> None:
+    """The prepared hashes, written when first read, read like the lists they stand for."""
+    session = _edge_session(False, ["a", "b", "a"])
+    p = ENGINE.prepare(session)
+    by_call = [h for _, _, _, _, _, _, h, _, _ in _reference_hashes(session)]
+    assert list(p.result_hash) == by_call and p.result_hash == by_call
+    assert repr(p.result_hash) == repr(by_call)
+    assert p.result_hash[2:9] == by_call[2:9] and p.result_hash[-1] == by_call[-1]
+    assert len(p.result_hashes) == len(set(filter(None, by_call)))
+    assert repr(p.result_hashes) == repr(list(dict.fromkeys(filter(None, by_call))))

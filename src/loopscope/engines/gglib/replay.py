@@ -15,9 +15,12 @@ Two paths with identical output:
 
 from __future__ import annotations
 
+import json
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
@@ -311,6 +314,10 @@ def _is_costly(name: str) -> bool:
 
 # (obs, costly) -> (first step with count > t for t = 0.., first step with total > t for t = 0..)
 _Tables = dict[tuple[bool, bool], tuple[list[int], list[int]]]
+# The runs of more than one step: per run its batch positions, the index among them of the
+# first with count > t for t = 0.., and its last position; and the position of every one-step
+# run (most runs: only a threshold of 0 refuses them).
+_Runs = tuple[list[list[int]], list[list[int]], list[int], list[int]]
 
 
 @dataclass(slots=True, eq=False)
@@ -350,6 +357,7 @@ class PreparedMessages:
     _tables: dict[tuple[str, ...], _Tables] = field(default_factory=dict)
     _stagnation: dict[int, tuple[list[int], int]] = field(default_factory=dict)
     _firsts: dict[int, FirstRefusal] = field(default_factory=dict)
+    _runs: _Runs | None = None
 
     @property
     def n_steps(self) -> int:
@@ -405,6 +413,35 @@ class PreparedMessages:
                     by_total.append(k)
             self._tables[key] = tables
         return tables
+
+    def runs(self) -> _Runs:
+        """The runs (:data:`_Runs`), for counting refusals without a walk. Runs are contiguous
+        among the batch steps: a run number is never reused, and prose steps between its batch
+        steps (run -1) do not end it."""
+        runs = self._runs
+        if runs is None:
+            positions: list[list[int]] = []
+            exceeds: list[list[int]] = []
+            current = -1
+            pos: list[int] = []
+            exceed: list[int] = []
+            for k, (r, c) in enumerate(zip(self.run, self.count, strict=True)):
+                if r < 0:
+                    continue
+                if r != current:
+                    current, pos, exceed = r, [], []
+                    positions.append(pos)
+                    exceeds.append(exceed)
+                while len(exceed) < c:
+                    exceed.append(len(pos))
+                pos.append(k)
+            longer = [r for r, pos in enumerate(positions) if len(pos) > 1]
+            runs = self._runs = (
+                [positions[r] for r in longer], [exceeds[r] for r in longer],
+                [positions[r][-1] for r in longer],
+                [pos[0] for pos in positions if len(pos) == 1],
+            )
+        return runs
 
     def stagnation(self, max_steps: int) -> tuple[list[int], int]:
         """``(count of each recorded prose step, first step with count > max_steps)``."""
@@ -524,6 +561,47 @@ def _encode_answer(content: Any) -> Any:
         return (2, compact_json(content))
 
 
+_TEXT_BLOCK_ENDS = ('[{"text":"', '","type":"text"}]')
+"""How the encoding of one text block begins and ends (:func:`_as_text_block`)."""
+_TEXT_BLOCK_BYTE_ENDS = tuple(end.encode() for end in _TEXT_BLOCK_ENDS)
+
+
+def _answer_key(content: Any) -> Any:
+    """:func:`_encode_answer` renamed, for equality only: two answers get equal keys iff they
+    get equal encodings. An answer that encodes as one text block ``[{"type": "text", "text":
+    T}]`` (what Anthropic and OpenClaw results hold) is ``(3, T)``, read off without writing
+    it: writing every structured answer out took a tenth of ``prepare``, and the text's hash,
+    kept by ``T``, serves the OpenClaw engine's ``prepare`` again."""
+    if isinstance(content, str):
+        return (0, content)
+    if type(content) is list and len(content) == 1:
+        block = content[0]
+        if type(block) is dict and len(block) == 2:
+            text = block.get("text")
+            kind = block.get("type")
+            if type(text) is str and type(kind) is str and kind == "text":
+                return (3, text)
+    encoded = _encode_answer(content)
+    return _as_text_block(encoded) or encoded
+
+
+def _as_text_block(encoded: tuple[int, Any]) -> tuple[int, str] | None:
+    """``(3, T)`` when ``encoded`` is the encoding of ``[{"type": "text", "text": T}]`` (an
+    answer of another type written the same: a tuple, a dict or str subclass…), else None."""
+    tag, written = encoded
+    head, tail = _TEXT_BLOCK_BYTE_ENDS if tag == 1 else _TEXT_BLOCK_ENDS
+    if not (written.startswith(head) and written.endswith(tail)):
+        return None
+    value = orjson.loads(written) if tag == 1 else json.loads(written)
+    if not (type(value) is list and len(value) == 1 and type(value[0]) is dict
+            and type(value[0].get("text")) is str):
+        return None
+    block_text = value[0]["text"]
+    if _encode_answer([{"type": "text", "text": block_text}]) != encoded:
+        return None
+    return (3, block_text)
+
+
 def _join(ids: list[str], keys: list[tuple[str, str]], answers: list[tuple[str, Any]]) -> Any:
     """:func:`core.turn_results_hash` with the results keys already computed. ``answers``:
     ``(tool_call_id, content)`` of the contiguous tool messages after the batch that carry a
@@ -534,7 +612,7 @@ def _join(ids: list[str], keys: list[tuple[str, str]], answers: list[tuple[str, 
     for tcid, content in answers:
         if tcid in joined:
             return None
-        joined[tcid] = (0, content) if isinstance(content, str) else _encode_answer(content)
+        joined[tcid] = (0, content) if isinstance(content, str) else _answer_key(content)
     if len(ids) > 1 and len(set(ids)) != len(ids):
         return None
     pairs = []
@@ -552,7 +630,7 @@ def _join_one(call_id: str, key: tuple[str, str], answers: list[tuple[str, Any]]
     """:func:`_join` of a batch of one call (the usual batch)."""
     if len(answers) == 1:  # and one answer
         tcid, content = answers[0]
-        answer = (0, content) if isinstance(content, str) else _encode_answer(content)
+        answer = (0, content) if isinstance(content, str) else _answer_key(content)
         return ((key, answer),) if tcid == call_id else None
     return _join([call_id], [key], answers)
 
@@ -669,8 +747,16 @@ def prepare_events(events: Sequence[Any]) -> PreparedMessages:
     return _prepare(_event_items(events), n_messages)
 
 
+def _name_facts(name: str) -> tuple[tuple[str], tuple[str], bool]:
+    """A one-call batch's tool names, lower-cased names and costliness (kept per name in a
+    session: a session calls few tools, and each step holds these tuples)."""
+    return (name,), (name.lower(),), _is_costly(name)
+
+
 def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessages:
     sig_ids: dict[str, int] = {}
+    signatures: list[str] = []  # by id: each step keeps the first copy of its signature
+    facts_of: dict[str, tuple[tuple[str], tuple[str], bool]] = {}
     results_ids: dict[Any, int] = {}
     text_ids: dict[int, int] = {}
     # raw arguments string -> (results key suffix "\0" + canonical rendering, signature suffix)
@@ -711,11 +797,14 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
             if len(calls) == 1:  # the usual batch
                 call_id, name, raw = calls[0]
                 entry = entry_of(raw)
-                tools: tuple[str, ...] = (name,)
+                facts = facts_of.get(name)
+                if facts is None:
+                    facts = facts_of[name] = _name_facts(name)
+                tools: tuple[str, ...]
+                lowered: tuple[str, ...]
+                tools, lowered, is_costly = facts
                 sig = name + entry[1]
                 results = _join_one(call_id, (name, entry[0]), answers)
-                is_costly = _is_costly(name)
-                lowered: tuple[str, ...] = (name.lower(),)
             else:
                 ids: list[str] = []
                 keys: list[tuple[str, str]] = []
@@ -733,6 +822,9 @@ def _prepare(items: Iterator[tuple[Any, ...]], n_messages: int) -> PreparedMessa
             sid = sig_ids.get(sig)
             if sid is None:
                 sid = sig_ids[sig] = len(sig_ids)
+                signatures.append(sig)
+            else:
+                sig = signatures[sid]
             if results is None:
                 rid = -1
             else:
@@ -799,8 +891,11 @@ _make_step = new_step
 _Row = tuple[int, bool, "int | None", "int | None", "int | None", "str | None", "str | None"]
 
 
+@lru_cache(maxsize=64)
 def _classes(config: GglibConfig) -> dict[tuple[bool, bool], tuple[int, int | None, str]]:
-    """Per class (observation, costly): effective_max, ceiling (None when exempt), class name."""
+    """Per class (observation, costly): effective_max, ceiling (None when exempt), class name.
+
+    Cached: every session of a corpus asks for the same configuration's (read only)."""
     S = config.max_repeated_batch_steps
     O = config.max_observation_steps  # noqa: E741 - the spec's name
     observation_max = O if O is not None else S
@@ -815,6 +910,13 @@ def _classes(config: GglibConfig) -> dict[tuple[bool, bool], tuple[int, int | No
                 batch_class_of(obs, costly),
             )
     return classes
+
+
+@lru_cache(maxsize=64)
+def _lone_steps_may_refuse(config: GglibConfig) -> bool:
+    """Whether a threshold is 0: only then is a run's first step (count 1, total 1) refused."""
+    return any(eff < 1 or (ceil is not None and ceil < 1)
+               for eff, ceil, _ in _classes(config).values())
 
 
 def _rows(p: PreparedMessages, config: GglibConfig) -> list[_Row]:
@@ -943,6 +1045,38 @@ class _Detail:
             if prose:
                 out = sorted(out + prose)
         return tuple(out)
+
+    def verdict_counts(self) -> tuple[int, int]:
+        """``(refusals, 0)``: :meth:`markers` counted, not built. Once a run refuses, every
+        later step of that run is refused too (see the comment above :class:`PreparedMessages`),
+        so a run's refusals are its steps from the first whose count or total exceeds its
+        class's threshold: two look-ups per run (:meth:`PreparedMessages.runs`)."""
+        p, first, config = self.prepared, self.first, self.config
+        if first == NO_REFUSAL:
+            return 0, 0
+        classes = _classes(config)
+        obs = p.observation_flags(config.observation_tools)
+        costly = p.costly
+        positions, exceeds, last, lone = p.runs()
+        refusals = 0
+        # Runs ending before the first refusal refuse nothing.
+        for r in range(bisect_left(last, first), len(positions)):
+            pos = positions[r]
+            # One signature, hence one set of tool names and one class, per run.
+            eff, ceil, _ = classes[(obs[pos[0]], costly[pos[0]])]
+            exceed = exceeds[r]
+            at = exceed[eff] if eff < len(exceed) else len(pos)
+            if ceil is not None and ceil < at:  # the step at index ceil has total ceil + 1
+                at = ceil
+            refusals += len(pos) - at
+        if _lone_steps_may_refuse(config):
+            for k in lone[bisect_left(lone, first):]:  # count 1, total 1
+                eff, ceil, _ = classes[(obs[k], costly[k])]
+                refusals += eff < 1 or (ceil is not None and ceil < 1)
+        if p.prose_steps:
+            M = config.max_stagnation_steps
+            refusals += sum(map(M.__lt__, p.stagnation(M)[0]))
+        return refusals, 0
 
     def step_json(self) -> list[dict[str, Any]]:
         p, first = self.prepared, self.first

@@ -7,7 +7,8 @@ count of §3.2 therefore depends only on the session and ``historySize``, and a 
 never depends on the verdicts before it:
 
 * :func:`prepare` hashes each call once (argsHash, resultHash, unknown-tool name, poll flag, run)
-  and integer-codes the hashes;
+  and integer-codes the hashes (a result hash of the usual kinds is coded by what it hashes, and
+  written out only when a step shows it);
 * :meth:`PreparedSession.counters` computes, once per ``historySize``, the no-progress streak,
   the recent count, the unknown-tool streak and the ping-pong count/evidence of every call with
   incremental walks (no re-hashing, no re-stringifying), and each call's largest count;
@@ -23,6 +24,7 @@ never depends on the verdicts before it:
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from itertools import compress
@@ -125,7 +127,8 @@ class PreparedSession:
     """``k`` of the run id ``run-<k>``."""
     recorded_block: list[bool]
     args_hash: list[str]
-    result_hash: list[str | None]
+    result_hash: Sequence[str | None]
+    """By call: its result hash (see :class:`ResultHashes`)."""
     unknown_tool: list[str | None]
     args_code: list[int]
     result_code: list[int]
@@ -140,7 +143,8 @@ class PreparedSession:
     """Run starts, compactions and calls in transcript order (only kept when the session has a
     compaction; without one the guard never acts)."""
     unknown_names: list[str] = field(default_factory=list)
-    result_hashes: list[str] = field(default_factory=list)
+    result_hashes: Sequence[str] = field(default_factory=list)
+    """By result code - 1 (see :class:`ResultHashes`)."""
     run_ids: list[str] = field(default_factory=list)
     _counters: dict[int, Counters] = field(default_factory=dict, repr=False)
     _guard: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
@@ -212,17 +216,13 @@ _LOG_HEAD = b'{"action":"log","exitCode":null,"exitSignal":null,"status":undefin
 _LOG_TAIL = b',"totalChars":null,"totalLines":null,"truncated":null}'
 
 
-def _digest_process_poll(params: Any, text: str, memo: dict[tuple[str, str], str]) -> str | None:
-    """The outcome hash of a ``process`` call whose result has empty details (§4.3) when the
-    call polls or reads a log (a function of the action and the text: memoised in ``memo``);
-    ``None`` when it hashes as a plain text result (:func:`_digest_text_result`)."""
+def _process_poll_outcome(params: Any, text: str) -> Outcome | None:
+    """The outcome hash (:data:`Outcome`) of a ``process`` call whose result has empty details
+    (§4.3) when the call polls or reads a log; ``None`` when it hashes as a plain text result
+    (:func:`_digest_text_result`)."""
     action = params.get("action") if is_mapping(params) else None
     if type(action) is str and action in ("poll", "log"):
-        key = (action, text)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = _digest_poll_text(action, text)
-        return found
+        return _hashed_later(_digest_poll_text, action, text)
     if action == "poll" or action == "log":  # a str subclass: take no chances
         return hash_tool_outcome("process", params, {"content": [{"type": "text", "text": text}],
                                                      "details": {}}, UNDEFINED)[0] or ""
@@ -242,12 +242,147 @@ def _digest_poll_text(action: str, text: str) -> str:
     return sha256(_LOG_HEAD + body + _LOG_TAIL).hexdigest()
 
 
+def _error_hash(text: str) -> str:
+    """The outcome hash of an error result."""
+    return "error:" + _digest_error(text)
+
+
+Outcome = str | tuple[Any, ...]
+"""An outcome hash during ``prepare``: written out, or the function and arguments that write
+it (:func:`_hashed_later`)."""
+
+
+def _hashed_later(write: Callable[..., str], *text: str) -> Outcome:
+    """``write(*text)``, a hash written when first read (:class:`ResultHashes`). Equal
+    arguments, equal hashes; different arguments, different preimages of the hash function
+    (each writer puts its own fields around the text), hence different hashes: the arguments
+    stand for the hash until then. (No writer gives an empty hash, which would be none.)"""
+    return (write, *text)
+
+
+def _digest_trimmed_text(source: str) -> str:
+    return _digest_text_result(js_trim(source))
+
+
+def _digest_trimmed_poll(action: str, source: str) -> str:
+    return _digest_poll_text(action, js_trim(source))
+
+
+_OVER_SOURCE: dict[Callable[..., str], Callable[..., str]] = {
+    _digest_text_result: _digest_trimmed_text, _digest_poll_text: _digest_trimmed_poll}
+
+
+def _kept(outcome: Outcome, source: str) -> Outcome:
+    """What a session keeps of a new outcome hash until it is read. A hash to write over a
+    trimmed copy of the session's result text (``js_trim(source)``, the last argument) is
+    kept over the text itself: the copy would stay in memory, hashes only leave it."""
+    if type(outcome) is tuple and outcome[-1] is not source:
+        return (_OVER_SOURCE[outcome[0]], *outcome[1:-1], source)
+    return outcome
+
+
+class ResultHashes(Sequence[str]):
+    """A session's result hashes, each written out the first time it is read.
+
+    A replay compares result codes only (equal hashes, equal codes); the hashes themselves
+    show in steps and warning keys, which are built when read. Hashing every distinct result
+    text cost a tenth of ``prepare``.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[Outcome]) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        item = self._items[index]
+        if type(item) is tuple:
+            item = self._items[index] = _written(item)
+        return item
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class HashesByCall(Sequence[str | None]):
+    """``PreparedSession.result_hash``: each call's result hash (``None`` for code 0), read
+    through :class:`ResultHashes`."""
+
+    __slots__ = ("_codes", "_hashes")
+
+    def __init__(self, codes: list[int], hashes: Sequence[str]) -> None:
+        self._codes = codes
+        self._hashes = hashes
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        code = self._codes[index]
+        return self._hashes[code - 1] if code else None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+def _written(outcome: Outcome) -> str:
+    """An outcome hash written out."""
+    return outcome[0](*outcome[1:]) if isinstance(outcome, tuple) else outcome
+
+
+def _numbered_by_text(items: list[Outcome], codes: list[int]) -> tuple[list[str], list[int]]:
+    """Every hash written out and the codes renumbered by hash text, in call order: what
+    ``prepare`` assigns when it writes each hash at once. Needed when a session holds a hash
+    written at once by the reference path (a special tool's outcome), which may equal one
+    written later for another kind of result (both hashing the same object)."""
+    written = [_written(item) for item in items]
+    by_text: dict[str, int] = {}
+    hashes: list[str] = []
+    renumbered = []
+    for code in codes:
+        if code:
+            text = written[code - 1]
+            code = by_text.get(text, 0)
+            if not code:
+                hashes.append(text)
+                code = by_text[text] = len(hashes)
+        renumbered.append(code)
+    return hashes, renumbered
+
+
 def _digest_error(text: str) -> str:
     """``digest(text)`` of an error string."""
     try:
         return sha256(orjson.dumps(text)).hexdigest()
     except TypeError:
         return digest(text)
+
+
+def _has_block_marker(text: str) -> bool:
+    """Whether ``text.lower()`` holds one of the ``BLOCK_MARKERS`` (:func:`replay.
+    _paired_result`'s test)."""
+    lowered = text.lower()
+    marker_a, marker_b, marker_c = BLOCK_MARKERS
+    # (the first two markers begin alike: one search rules out both)
+    return ((_COMMON_PREFIX_AB in lowered and (marker_a in lowered or marker_b in lowered))
+            or marker_c in lowered)
 
 
 def _paired(call: Any, turn_index: int, events: tuple[Any, ...],
@@ -277,7 +412,7 @@ def prepare(session: Session) -> PreparedSession:
     The same values as :func:`replay.session_ops` followed by ``hash_tool_call`` and
     ``hash_tool_outcome`` on each call, computed without building the intermediate objects:
     params are parsed and hashed once per distinct argument text, and a plain text result
-    is hashed from its JSON string directly.
+    is hashed from its JSON string directly, when first read (:class:`ResultHashes`).
     """
     events = session.events
     results_by_id: dict[str, list[int]] = {}
@@ -291,8 +426,6 @@ def prepare(session: Session) -> PreparedSession:
                 else:
                     found.append(event.index)
     openclaw = session.format == OPENCLAW_FORMAT
-    marker_a, marker_b, marker_c = BLOCK_MARKERS
-    marker_ab = _COMMON_PREFIX_AB
     # raw JSON argument text -> (params, sha256 hex of stableStringify(params))
     parsed: dict[str, tuple[Any, str]] = {}
     value_digests: dict[bytes, tuple[Any, str]] = {}
@@ -300,13 +433,13 @@ def prepare(session: Session) -> PreparedSession:
     # Searching a result for the block markers and hashing a text result cost as much as
     # everything else together, and both are pure functions of the text: done once per text.
     blocked_texts: dict[str, bool] = {}
-    text_digests: dict[str, str] = {}
-    poll_digests: dict[tuple[str, str], str] = {}
     args_codes: dict[str, int] = {}
-    result_codes: dict[str, int] = {}
+    first_args_hashes: list[str] = []  # by args code - 1
+    result_codes: dict[Outcome, int] = {}
     unknown_codes: dict[str, int] = {}
     tool_codes: dict[str, int] = {}
-    result_hashes: list[str] = []
+    result_hashes: list[Outcome] = []
+    written_at_once = False  # a hash of the reference path (see _numbered_by_text)
     unknown_names: list[str] = []
     # One row per call, in the column order below (one tuple a call costs a fraction of
     # sixteen appends); transposed at the end.
@@ -340,44 +473,47 @@ def prepare(session: Session) -> PreparedSession:
                 args_code = args_codes.get(h)
                 if args_code is None:
                     args_code = args_codes[h] = len(args_codes) + 1
+                    first_args_hashes.append(h)
+                else:
+                    h = first_args_hashes[args_code - 1]  # (each call keeps the first copy)
                 paired = _paired(c, event.index, events, results_by_id)
                 blocked = False
-                outcome_hash: str | None = None
+                outcome_hash: Outcome | None = None
                 unknown: str | None = None
                 if paired is not None:
                     text = paired.text
                     found_block = blocked_texts.get(text)
                     if found_block is None:
-                        lowered = text.lower()
-                        found_block = blocked_texts[text] = (
-                            # (the first two markers begin alike: one search rules out both)
-                            (marker_ab in lowered and (marker_a in lowered or marker_b in lowered))
-                            or marker_c in lowered)
+                        found_block = blocked_texts[text] = _has_block_marker(text)
                     blocked = found_block
                     plain: str | None = None  # the text of a plain text result, hashed below
+                    source = text  # the result's text that ``plain`` is trimmed from
                     if paired.is_error:
-                        outcome_hash = "error:" + _digest_error(text)
+                        outcome_hash = _hashed_later(_error_hash, text)
                         unknown = extract_unknown_tool_name(text)
                     elif openclaw:
                         raw_details = paired.details
                         details = raw_details if is_mapping(raw_details) else {}
                         blocked = blocked or is_loop_veto(details)
                         if not details and name not in _SPECIAL_OUTCOME_TOOLS:
-                            plain = _content_text(paired.content)
+                            source = _content_source(paired.content)
+                            plain = js_trim(source)
                         elif not details and name == "process":
-                            plain = _content_text(paired.content)
-                            outcome_hash = _digest_process_poll(params, plain, poll_digests)
+                            source = _content_source(paired.content)
+                            plain = js_trim(source)
+                            outcome_hash = _process_poll_outcome(params, plain)
                             if outcome_hash is not None:
                                 plain = None
                         else:
                             outcome_hash, unknown = hash_tool_outcome(
                                 name, params, {"content": paired.content, "details": details},
                                 UNDEFINED)
+                            written_at_once = True
                     elif name not in _SPECIAL_OUTCOME_TOOLS:
                         plain = js_trim(text)
                     elif name == "process":
                         plain = js_trim(text)
-                        outcome_hash = _digest_process_poll(params, plain, poll_digests)
+                        outcome_hash = _process_poll_outcome(params, plain)
                         if outcome_hash is not None:
                             plain = None
                     else:
@@ -385,14 +521,13 @@ def prepare(session: Session) -> PreparedSession:
                             name, params,
                             {"content": [{"type": "text", "text": text}], "details": {}},
                             UNDEFINED)
+                        written_at_once = True
                     if plain is not None:
-                        outcome_hash = text_digests.get(plain)
-                        if outcome_hash is None:
-                            outcome_hash = text_digests[plain] = _digest_text_result(plain)
+                        outcome_hash = _hashed_later(_digest_text_result, plain)
                 if outcome_hash:
                     result_code = result_codes.get(outcome_hash)
                     if result_code is None:
-                        result_hashes.append(outcome_hash)
+                        result_hashes.append(_kept(outcome_hash, source))
                         result_code = result_codes[outcome_hash] = len(result_hashes)
                     unknown_code = 0
                     if unknown is not None:
@@ -401,13 +536,13 @@ def prepare(session: Session) -> PreparedSession:
                             unknown_names.append(unknown)
                             unknown_code = unknown_codes[unknown] = len(unknown_names)
                 else:
-                    outcome_hash = unknown = None
+                    unknown = None
                     result_code = unknown_code = 0
                 tool_code = tool_codes.get(name)
                 if tool_code is None:
                     tool_code = tool_codes[name] = len(tool_codes) + 1
                 rows.append((
-                    event.turn, c.index, name, run, blocked, h, outcome_hash, unknown, args_code,
+                    event.turn, c.index, name, run, blocked, h, unknown, args_code,
                     result_code, unknown_code, tool_code, name == "",
                     name == "command_status" or (
                         name == "process" and is_known_poll_call(name, params)),
@@ -421,10 +556,16 @@ def prepare(session: Session) -> PreparedSession:
         elif isinstance(event, Compaction):
             has_compaction = True
             ops.append(_COMPACTION_OP)
-    (turn, call_index, tool_name, run_of, recorded_block, args_hash, result_hash, unknown_tool,
+    (turn, call_index, tool_name, run_of, recorded_block, args_hash, unknown_tool,
      args_code_of, result_code_of, unknown_code_of, tool_code_of, tool_empty, poll, run_start,
      run_ids) = ([list(column) for column in zip(*rows, strict=True)] if rows
-                 else [[] for _ in range(16)])
+                 else [[] for _ in range(15)])
+    hashes: Sequence[str]
+    if written_at_once and len(result_hashes) > 1:
+        hashes, result_code_of = _numbered_by_text(result_hashes, result_code_of)
+    else:
+        hashes = ResultHashes(result_hashes)
+    result_hash = HashesByCall(result_code_of, hashes)
     return PreparedSession(
         session=session.id, source=session.source, format=session.format, turn=turn,
         call=call_index, tool_name=tool_name, run=run_of, recorded_block=recorded_block,
@@ -432,19 +573,26 @@ def prepare(session: Session) -> PreparedSession:
         args_code=args_code_of, result_code=result_code_of, unknown_code=unknown_code_of,
         tool_code=tool_code_of, tool_empty=tool_empty, poll=poll, run_start=run_start,
         ops=ops if has_compaction else [], unknown_names=unknown_names,
-        result_hashes=result_hashes, run_ids=run_ids,
+        result_hashes=hashes, run_ids=run_ids,
     )
 
 
-def _content_text(content: Any) -> str:
-    """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`)."""
+def _content_source(content: Any) -> str:
+    """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`) before
+    it is trimmed."""
     if not isinstance(content, list):
         return ""
-    return js_trim("\n".join([
+    if len(content) == 1:  # the usual result: one text entry, its text taken as it is
+        entry = content[0]
+        if type(entry) is dict and isinstance(entry.get("type"), str):
+            text = entry.get("text")
+            if type(text) is str:
+                return text
+    return "\n".join([
         entry["text"] for entry in content
         if is_mapping(entry) and isinstance(entry.get("type"), str)
         and isinstance(entry.get("text"), str)
-    ]))
+    ])
 
 def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
     n = p.n
@@ -736,6 +884,15 @@ class _Detail:
                 assert detector is not None
                 out.append(Marker(i, turn[i], call[i], call[i], "warn", detector, count))
         return tuple(out)
+
+    def verdict_counts(self) -> tuple[int, int]:
+        """``(refusals, warnings)``: :meth:`markers` counted, not built."""
+        verdicts = self.verdicts
+        if verdicts is None:
+            verdicts = _evaluate(self.prepared, self.config, self.counters, self.aborts, True)[0]
+        refusals = sum(1 for _i, level, _d, _c, abort in verdicts
+                       if level == "critical" or abort is not None)
+        return refusals, len(verdicts) - refusals
 
     def step_json(self) -> list[dict[str, Any]]:
         p, first = self.prepared, self.first

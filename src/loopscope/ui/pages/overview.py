@@ -73,10 +73,12 @@ def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
         "again on each following step (solid = refused, dotted = warned). Hatched grey: after "
         "the first refusal (would not have happened). Click a marker for a link to that session."
     )
-    rows = charts.sort_rows(views.overview_rows(corpus, results), sort or "refusals", engines)
-    if limit != "all" and len(rows) > int(limit):
-        st.caption(f"Showing the first {limit} of {len(rows)} sessions in this order.")
-        rows = rows[: int(limit)]
+    shown = {e: results[e] for e in engines}
+    order = views.overview_order(corpus, shown, sort or "refusals")
+    if limit != "all" and len(order) > int(limit):
+        st.caption(f"Showing the first {limit} of {len(order)} sessions in this order.")
+        order = order[: int(limit)]
+    rows = views.overview_rows(corpus, shown, order)
     fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 250 else 16)
     refused = {e: sum(1 for r in rows if r.replays[e].refused) for e in engines}
     alt = (f"Timeline of {len(rows)} sessions, one row each, with a marker at every refusal and "
