@@ -1,6 +1,6 @@
 """loopscope's performance figures, measured side by side (product spec §6, issue "Performance").
 
-    python benchmarks/bench.py                 # everything, about 3 minutes on 2 cores
+    python benchmarks/bench.py                 # everything, about a minute on 2 cores
     python benchmarks/bench.py --quick         # 200 sessions, for a smoke run
     python benchmarks/bench.py --skip-browser --skip-node --skip-cli
 
@@ -9,7 +9,7 @@ Generates a reproducible synthetic corpus (``benchmarks/corpus.py``; seeded; 2,0
 keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}``):
 
 - cold ingest: load (parse + normalise) and prepare (hash, both engines) throughput, one core,
-  each run in a fresh process with the core's modules imported (``--ingest-runs``, default 3;
+  each run in a fresh process with the core's modules imported (``--ingest-runs``, default 5;
   the median is the figure, every run is listed: one run on this shared 2-core machine varies
   by ±15%);
 - warm re-run after a threshold change, each engine and both together (median ms; every timed
@@ -407,7 +407,7 @@ def main() -> None:
     parser.add_argument("--skip-node", action="store_true")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-browser", action="store_true")
-    parser.add_argument("--ingest-runs", type=int, default=3,
+    parser.add_argument("--ingest-runs", type=int, default=5,
                         help="cold ingests, each in a fresh process (the median is reported)")
     parser.add_argument("--ingest-once", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
