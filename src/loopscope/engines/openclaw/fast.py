@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from itertools import compress
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -76,6 +76,7 @@ from loopscope.engines.openclaw.replay import (
 )
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
 
+_T = TypeVar("_T")
 _USER_OP = -1
 _COMPACTION_OP = -2
 _NO_ABORTS: dict[int, int] = {}
@@ -281,7 +282,30 @@ def _kept(outcome: Outcome, source: str) -> Outcome:
     return outcome
 
 
-class ResultHashes(Sequence[str]):
+class _ListLike(Sequence[_T]):
+    """A read-only sequence that indexes, slices, compares and prints like the list it stands
+    for (so the prepared data reads, and dumps, as before)."""
+
+    __slots__ = ()
+
+    def _item(self, index: int) -> _T:
+        raise NotImplementedError
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        return self._item(index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class ResultHashes(_ListLike[str]):
     """A session's result hashes, each written out the first time it is read.
 
     A replay compares result codes only (equal hashes, equal codes); the hashes themselves
@@ -297,24 +321,14 @@ class ResultHashes(Sequence[str]):
     def __len__(self) -> int:
         return len(self._items)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> str:
         item = self._items[index]
-        if type(item) is tuple:
+        if isinstance(item, tuple):
             item = self._items[index] = _written(item)
         return item
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
-
-
-class HashesByCall(Sequence[str | None]):
+class HashesByCall(_ListLike[str | None]):
     """``PreparedSession.result_hash``: each call's result hash (``None`` for code 0), read
     through :class:`ResultHashes`."""
 
@@ -327,19 +341,9 @@ class HashesByCall(Sequence[str | None]):
     def __len__(self) -> int:
         return len(self._codes)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> str | None:
         code = self._codes[index]
         return self._hashes[code - 1] if code else None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
 
 
 def _written(outcome: Outcome) -> str:
