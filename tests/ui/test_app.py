@@ -319,3 +319,17 @@ def test_verdict_report_downloads_are_offered() -> None:
     assert {"dl_csv", "dl_jsonl", "dl_openclaw", "dl_gglib", "dl_loopscope"} <= keys or len(
         at.get("download_button")
     ) >= 5
+
+
+def test_page_scripts_hold_no_bare_strings_that_magic_would_print() -> None:
+    """Streamlit's "magic" writes every bare expression of a page script on the page (all but
+    the module docstring): an attribute docstring at module level showed above the overview's
+    title. ``.streamlit/config.toml`` turns magic off, but only when run from the repository."""
+    import ast
+
+    pages = Path(__file__).resolve().parents[2] / "src" / "loopscope" / "ui" / "pages"
+    found = []
+    for path in sorted(pages.glob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        found += [f"{path.name}:{node.lineno}" for node in body[1:] if isinstance(node, ast.Expr)]
+    assert found == []

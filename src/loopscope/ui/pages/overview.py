@@ -11,9 +11,10 @@ from loopscope.ui import charts, state, views
 
 VIEW_OPTIONS = {"both": "Both engines", "gglib": "gglib", "openclaw": "OpenClaw"}
 ROW_LIMITS: list[int | str] = [25, 50, 100, 200, 500, 1000, "all"]
+# Drawing is the browser's cost (SVG: ~1 s per 10,000 markers in headless Chromium), so the
+# timeline starts with the first 50 sessions in the chosen order; the table shows them all.
+# (A comment, not a docstring: Streamlit's "magic" would print a bare string on the page.)
 DEFAULT_ROWS = 50
-"""Drawing is the browser's cost (SVG: ~1 s per 10,000 markers in headless Chromium), so the
-timeline starts with the first 50 sessions in the chosen order; the table shows them all."""
 
 
 def render() -> None:
