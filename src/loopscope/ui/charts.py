@@ -120,14 +120,6 @@ SORT_TITLES = {
 }
 
 
-def refusal_count(replay: SessionReplay) -> int:
-    return replay.refusal_count
-
-
-def warning_count(replay: SessionReplay) -> int:
-    return replay.warning_count
-
-
 def sort_rows(
     rows: Sequence[OverviewRow], by: str = "refusals", engines: Sequence[str] | None = None
 ) -> list[OverviewRow]:

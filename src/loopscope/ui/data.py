@@ -213,6 +213,19 @@ class Corpus:
     _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """:meth:`display` results (asked for every session on every rerun)."""
 
+    # Per-session columns the overview sorts by and tabulates on every slider move; they never
+    # change for a loaded corpus, so they are computed once.
+
+    @functools.cached_property
+    def session_names(self) -> list[str]:
+        """:meth:`display` of every session's source, aligned with :attr:`sessions`."""
+        return [self.display(s.source) for s in self.sessions]
+
+    @functools.cached_property
+    def call_counts(self) -> list[int]:
+        """Every session's number of tool calls, aligned with :attr:`sessions`."""
+        return [len(s.calls) for s in self.sessions]
+
     @functools.cached_property
     def import_problem_counts(self) -> tuple[int, int]:
         """``(errors, warnings)`` of the import report (the report never changes; the sidebar

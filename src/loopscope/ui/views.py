@@ -58,12 +58,12 @@ def overview_rows(
 ) -> list[charts.OverviewRow]:
     """One row per session (or per session at ``indices``, in that order) with every engine's
     replay (``replays``: engine → list aligned with ``corpus.sessions``)."""
-    sessions = corpus.sessions
+    sessions, names, calls = corpus.sessions, corpus.session_names, corpus.call_counts
     return [
         charts.OverviewRow(
-            name=corpus.display(sessions[i].source),
+            name=names[i],
             replays={name: reps[i] for name, reps in replays.items()},
-            calls=len(sessions[i].calls),
+            calls=calls[i],
             label=label_of(corpus, sessions[i].source),
         )
         for i in (range(len(sessions)) if indices is None else indices)
@@ -75,11 +75,14 @@ def overview_order(
 ) -> list[int]:
     """Positions in ``corpus.sessions`` in the overview's display order (``replays`` as in
     :func:`overview_rows`, restricted to the engines shown)."""
-    sessions = corpus.sessions
-    return charts.row_order(
-        [corpus.display(s.source) for s in sessions], [len(s.calls) for s in sessions],
-        [label_of(corpus, s.source) for s in sessions], replays, by,
-    )
+    return charts.row_order(corpus.session_names, corpus.call_counts, session_labels(corpus),
+                            replays, by)
+
+
+def session_labels(corpus: Corpus) -> list[str | None]:
+    """:func:`label_of` every session, aligned with ``corpus.sessions`` (labels can change
+    while the corpus is loaded: asked afresh)."""
+    return [label_of(corpus, s.source) for s in corpus.sessions]
 
 
 def session_link(source: str, turn: int | None = None) -> None:

@@ -830,13 +830,19 @@ class _Detail:
         """Every verdict, or None when ``run`` stopped early."""
         self.first = first
 
+    def _all_verdicts(self) -> list[_Verdict]:
+        """Every verdict: evaluated to the end once, if ``run`` stopped early."""
+        verdicts = self.verdicts
+        if verdicts is None:
+            verdicts = self.verdicts = _evaluate(self.prepared, self.config, self.counters,
+                                                 self.aborts, True)[0]
+        return verdicts
+
     def _flagged_steps(self) -> list[tuple[int, Step]]:
         """``(position, step)`` of every warn/refuse step, warning de-duplication included."""
         p, ctr, first = self.prepared, self.counters, self.first
         window = self.config.resolved.guard_window_size
-        verdicts = self.verdicts
-        if verdicts is None:
-            verdicts = _evaluate(p, self.config, ctr, self.aborts, True)[0]
+        verdicts = self._all_verdicts()
         deduper: WarningDeduper | None = None
         out: list[tuple[int, Step]] = []
         for i, level, detector, count, abort in verdicts:
@@ -872,9 +878,7 @@ class _Detail:
 
     def markers(self) -> tuple[Marker, ...]:
         p = self.prepared
-        verdicts = self.verdicts
-        if verdicts is None:
-            verdicts = _evaluate(p, self.config, self.counters, self.aborts, True)[0]
+        verdicts = self._all_verdicts()
         turn, call = p.turn, p.call
         out: list[Marker] = []
         for i, level, detector, count, abort in verdicts:
@@ -891,9 +895,7 @@ class _Detail:
 
     def verdict_counts(self) -> tuple[int, int]:
         """``(refusals, warnings)``: :meth:`markers` counted, not built."""
-        verdicts = self.verdicts
-        if verdicts is None:
-            verdicts = _evaluate(self.prepared, self.config, self.counters, self.aborts, True)[0]
+        verdicts = self._all_verdicts()
         refusals = sum(1 for _i, level, _d, _c, abort in verdicts
                        if level == "critical" or abort is not None)
         return refusals, len(verdicts) - refusals
@@ -925,17 +927,24 @@ class _Detail:
 
 def _pass_extra(p: PreparedSession, i: int) -> dict[str, Any]:
     """The OpenClaw fields (§7.5) of a pass step, shared by the Step and the JSON paths."""
+    return _extra(p, i, None, None, None, None, False, None)
+
+
+def _extra(p: PreparedSession, i: int, level: str | None, message: str | None,
+           warning_key: str | None, paired_tool: str | None, guard_abort: bool,
+           warning_emitted: bool | None) -> dict[str, Any]:
+    """The OpenClaw fields (§7.5) of call ``i``'s step."""
     return {
-        "level": None,
-        "message": None,
-        "warning_key": None,
-        "paired_tool": None,
+        "level": level,
+        "message": message,
+        "warning_key": warning_key,
+        "paired_tool": paired_tool,
         "args_hash": p.args_hash[i],
         "result_hash": p.result_hash[i],
         "run_id": p.run_ids[i],
-        "guard_abort": False,
+        "guard_abort": guard_abort,
         "unknown_tool": p.unknown_tool[i],
-        "warning_emitted": None,
+        "warning_emitted": warning_emitted,
         "recorded_block": p.recorded_block[i],
     }
 
@@ -986,21 +995,9 @@ def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count:
           diverged: bool, level: str | None, message: str | None, warning_key: str | None,
           paired_tool: str | None, guard_abort: bool, warning_emitted: bool | None) -> Step:
     """The step of call ``i`` with the §7.5 fields (as :func:`replay.make_step` builds it)."""
-    args_hash = p.args_hash[i]
-    return new_step(p.turn[i], p.call[i], (p.tool_name[i],), args_hash, verdict, detector, count,
-                    diverged, {
-                        "level": level,
-                        "message": message,
-                        "warning_key": warning_key,
-                        "paired_tool": paired_tool,
-                        "args_hash": args_hash,
-                        "result_hash": p.result_hash[i],
-                        "run_id": p.run_ids[i],
-                        "guard_abort": guard_abort,
-                        "unknown_tool": p.unknown_tool[i],
-                        "warning_emitted": warning_emitted,
-                        "recorded_block": p.recorded_block[i],
-                    })
+    return new_step(p.turn[i], p.call[i], (p.tool_name[i],), p.args_hash[i], verdict, detector,
+                    count, diverged, _extra(p, i, level, message, warning_key, paired_tool,
+                                            guard_abort, warning_emitted))
 
 
 def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str | None,

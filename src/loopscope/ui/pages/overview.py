@@ -114,16 +114,16 @@ def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
     # Built column by column: one list per column is several times cheaper than a dict per
     # row, and this table is rebuilt on every slider move.
     columns: dict[str, list[Any]] = {
-        "session": [corpus.display(s.source) for s in sessions],
+        "session": corpus.session_names,
         "format": [s.format for s in sessions],
-        "calls": [len(s.calls) for s in sessions],
+        "calls": corpus.call_counts,
         "turns": [len(s.turns) for s in sessions],
-        "label": [LABEL_TEXT.get(views.label_of(corpus, s.source) or "", "") for s in sessions],
+        "label": [LABEL_TEXT.get(label or "", "") for label in views.session_labels(corpus)],
     }
     for name in state.ENGINES:
         title = state.ENGINE_TITLES[name]
         columns[f"{title} first refusal"] = [_refusal_text(r.first_refusal) for r in results[name]]
-        columns[f"{title} warnings"] = [charts.warning_count(r) for r in results[name]]
+        columns[f"{title} warnings"] = [r.warning_count for r in results[name]]
     event = st.dataframe(
         pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-row",
         key="session_table", width="stretch",
