@@ -1,49 +1,52 @@
-"""The two loop-guard engines behind one surface (:class:`loopscope.engines.base.Engine`).
+"""The loop-guard engines, behind one contract (:mod:`loopscope.engines.contract`).
 
-``get_engine("gglib")`` / ``get_engine("openclaw")`` return the engine objects; engine modules
-are imported lazily so that using one engine never pays for the other.
+``get_engine(name)`` returns an engine object and ``engine_names()`` lists every engine: the
+built-ins and any plug-in installed under the ``loopscope.engines`` entry point group
+(:mod:`loopscope.engines.registry` is the one place that lists them). Engine packages are
+imported lazily, so using one engine never pays for the others.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from loopscope.engines.base import (
     ConfigError,
     ConfigResolution,
-    Engine,
     FirstRefusal,
     FlaggedStep,
     Marker,
     SessionReplay,
     Step,
 )
-
-ENGINE_NAMES: tuple[str, ...] = ("gglib", "openclaw")
-
-
-def get_engine(name: str) -> Engine[Any, Any]:
-    """The engine object for ``name``; raises ``KeyError`` for an unknown engine."""
-    if name == "gglib":
-        from loopscope.engines.gglib import ENGINE as gglib_engine
-
-        return gglib_engine
-    if name == "openclaw":
-        from loopscope.engines.openclaw import ENGINE as openclaw_engine
-
-        return openclaw_engine
-    raise KeyError(name)
-
+from loopscope.engines.contract import (
+    CounterSeries,
+    DetectorInfo,
+    Engine,
+    ExportFile,
+    GuideExample,
+    Limitation,
+    SettingSpec,
+    StepExplanation,
+)
+from loopscope.engines.registry import UnknownEngine, all_engines, engine_names, get_engine
 
 __all__ = [
-    "ENGINE_NAMES",
     "ConfigError",
     "ConfigResolution",
+    "CounterSeries",
+    "DetectorInfo",
     "Engine",
+    "ExportFile",
     "FirstRefusal",
     "FlaggedStep",
+    "GuideExample",
+    "Limitation",
     "Marker",
     "SessionReplay",
+    "SettingSpec",
     "Step",
+    "StepExplanation",
+    "UnknownEngine",
+    "all_engines",
+    "engine_names",
     "get_engine",
 ]

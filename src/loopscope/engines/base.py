@@ -1,4 +1,7 @@
-"""What every engine returns, and the shape every engine has.
+"""What every engine returns: steps, the first refusal, and the lazy replay around them.
+
+The engine contract itself (settings schema, prepare/run/reference, explanations) is in
+:mod:`loopscope.engines.contract`.
 
 An engine turns one normalized :class:`~loopscope.model.Session` plus a configuration into a
 :class:`SessionReplay`: one :class:`Step` per guard decision, in transcript order, and the first
@@ -28,10 +31,9 @@ from dataclasses import FrozenInstanceError, dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from loopscope.model import Session
+    pass
 
 Verdict = Literal["pass", "warn", "refuse"]
-EngineName = Literal["gglib", "openclaw"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,38 +434,3 @@ class ConfigResolution(Generic[ConfigT]):
 
     config: ConfigT
     warnings: tuple[str, ...] = ()
-
-
-class Engine(Protocol[ConfigT, PreparedT]):
-    """The surface the CLI, the experiments and the dashboard use."""
-
-    name: EngineName
-
-    def default_config(self) -> ConfigT:
-        """loopscope's default configuration for this engine."""
-        ...
-
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-    ) -> ConfigResolution[ConfigT]:
-        """Build a configuration from a parsed config file and ``--set KEY=VALUE`` pairs.
-
-        ``overrides`` win over ``file_settings``. Raises :class:`ConfigError` for an unknown
-        key or an unusable value; clamps and other non-fatal notes go into ``warnings``.
-        """
-        ...
-
-    def prepare(self, session: Session) -> PreparedT:
-        """The threshold-independent work, done once per session."""
-        ...
-
-    def run(self, prepared: PreparedT, config: ConfigT) -> SessionReplay:
-        """The cheap state machine over prepared data; equal to :meth:`replay`."""
-        ...
-
-    def replay(self, session: Session, config: ConfigT) -> SessionReplay:
-        """The plain reference path."""
-        ...

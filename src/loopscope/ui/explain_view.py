@@ -60,7 +60,7 @@ def _outcome(first: Any) -> str:
 
 
 def gglib_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained:
-    from loopscope.explain import gglib as ex
+    from loopscope.engines.gglib import explain as ex
 
     e = ex.explain_step(step, steps, config)
     upstream = []
@@ -72,7 +72,7 @@ def gglib_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained
 
 
 def gglib_changes_to_pass(prepared: Any, config: Any, turn: int) -> list[Change]:
-    from loopscope.explain import gglib as ex
+    from loopscope.engines.gglib import explain as ex
 
     return [
         Change(c.description, _gglib_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
@@ -81,7 +81,7 @@ def gglib_changes_to_pass(prepared: Any, config: Any, turn: int) -> list[Change]
 
 
 def gglib_changes_to_refuse(prepared: Any, config: Any, turn: int) -> list[Change]:
-    from loopscope.explain import gglib as ex
+    from loopscope.engines.gglib import explain as ex
 
     return [
         Change(c.description, _gglib_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
@@ -90,7 +90,7 @@ def gglib_changes_to_refuse(prepared: Any, config: Any, turn: int) -> list[Chang
 
 
 def gglib_limitations(session: Session, replay: SessionReplay, res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    from loopscope.explain import gglib as ex
+    from loopscope.engines.gglib import explain as ex
 
     return ex.session_limitations(replay.steps, res.config, session.chat_view(), res.warnings)
 
@@ -103,7 +103,7 @@ def _openclaw_values(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def openclaw_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained:
-    from loopscope.explain import openclaw as ex
+    from loopscope.engines.openclaw import explain as ex
 
     del steps
     e = ex.explain_step(step, config)
@@ -116,7 +116,7 @@ def openclaw_explained(step: Step, steps: Sequence[Step], config: Any) -> Explai
 
 
 def openclaw_changes_to_pass(prepared: Any, config: Any, step: Step) -> list[Change]:
-    from loopscope.explain import openclaw as ex
+    from loopscope.engines.openclaw import explain as ex
 
     return [
         Change(c.description, _openclaw_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
@@ -157,7 +157,7 @@ def openclaw_changes_to_refuse(prepared: Any, config: Any, step: Step) -> list[C
 
 
 def openclaw_limitations(session: Session, replay: SessionReplay, res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    from loopscope.explain import openclaw as ex
+    from loopscope.engines.openclaw import explain as ex
 
     return [(str(i), str(t)) for i, t in ex.session_limitations(replay, res.config, session, res.warnings)]
 

@@ -9,7 +9,7 @@ from tests.engines.gglib._gglib_helpers import AM, DEF, A, P, T, U, W
 
 from loopscope.engines.base import Step
 from loopscope.engines.gglib import GglibConfig, prepare_messages, replay_messages
-from loopscope.explain.gglib import (
+from loopscope.engines.gglib.explain import (
     explain_first_refusal,
     explain_step,
     session_limitations,

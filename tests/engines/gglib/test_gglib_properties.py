@@ -27,7 +27,7 @@ from loopscope.engines.gglib import (
     stable_repr,
     tool_signature,
 )
-from loopscope.engines.gglib.replay import _answer_key, _encode_answer
+from loopscope.engines.gglib.fast import _answer_key, _encode_answer
 
 PROFILE = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -28,7 +28,7 @@ from loopscope.engines.openclaw.fast import (
 )
 from loopscope.engines.openclaw.hashing import is_known_poll_call, result_text
 from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, js_trim, stable_stringify
-from loopscope.engines.openclaw.replay import BLOCK_MARKERS, CallInput, session_ops
+from loopscope.engines.openclaw.reference import BLOCK_MARKERS, CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
 
 SEEDS = range(60)

@@ -3,7 +3,7 @@
 Modules: :mod:`.serde` (serde_json-compatible parsing), :mod:`.fnv` (FNV-1a 64),
 :mod:`.canon` (``stable_repr``), :mod:`.core` (signatures, results hashes, classifiers,
 ``LoopDetector``, ``StagnationDetector``, ``scan_history``), :mod:`.config`
-(``GglibConfig``, ``resolve_config``), :mod:`.replay` (reference and prepared replay) and
+(``GglibConfig``, ``resolve_config``), :mod:`.reference` (the plain replay), :mod:`.fast` (prepare once, re-run cheaply), :mod:`.explain` and
 :mod:`.engine` (``ENGINE``).
 """
 
@@ -40,16 +40,15 @@ from loopscope.engines.gglib.core import (
     turn_results_hash,
 )
 from loopscope.engines.gglib.engine import ENGINE, GglibEngine, PreparedSession
-from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.engines.gglib.replay import (
-    STEP_FIELDS,
+from loopscope.engines.gglib.fast import (
     PreparedMessages,
     prepare_events,
     prepare_messages,
-    replay_messages,
     run_lazy,
     run_prepared,
 )
+from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.reference import STEP_FIELDS, replay_messages
 from loopscope.engines.gglib.serde import (
     SerdeJsonError,
     loads_file_level,

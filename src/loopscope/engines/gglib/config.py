@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopscope.engines.base import ConfigError, ConfigResolution
+from loopscope.engines.contract import SettingSpec
 
 __all__ = [
     "CLAMP_MAX",
     "CLAMP_MIN",
     "DEFAULT_OBSERVATION_TOOLS",
     "KEYS",
+    "SETTINGS",
     "GglibConfig",
     "parse_observation_tools",
     "resolve_config",
@@ -202,3 +204,33 @@ def resolve_config(
         max_stagnation_steps=current["max_stagnation_steps"],
     )
     return ConfigResolution(config, tuple(warnings))
+
+
+# --------------------------------------------------------------------------- the schema
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "max_repeated_batch_steps", "Repeats allowed for tools that change things", "int", 2,
+        "How many times in a row the same set of tool calls may get the same answer before "
+        "gglib refuses: with 2, the third identical repeat is refused. It is also the lowest "
+        "the hard ceiling can be.",
+        min=CLAMP_MIN, max=CLAMP_MAX, slider_min=1, slider_max=20, group="Repeats"),
+    SettingSpec(
+        "max_observation_steps", "Repeats allowed for read-only tools", "int_or_off", 15,
+        "The allowance for calls that only read (every tool matches a read-only pattern), and "
+        "the hard ceiling for everything else, whatever the answers. Off switches the "
+        "read-only allowance off: every repeat is then refused at its third occurrence.",
+        min=CLAMP_MIN, max=CLAMP_MAX, slider_min=1, slider_max=50, group="Repeats"),
+    SettingSpec(
+        "max_stagnation_steps", "Identical replies allowed", "int", _DEFAULT_STAGNATION,
+        "How many times the assistant may write exactly the same reply (without tool calls) "
+        "within its last 4 × this many replies.",
+        min=CLAMP_MIN, max=CLAMP_MAX, slider_min=1, slider_max=30, group="Repeats"),
+    SettingSpec(
+        "observation_tools", "Read-only tool patterns", "str_list", DEFAULT_OBSERVATION_TOOLS,
+        "A set of calls counts as read-only when every tool name contains one of these "
+        "patterns (case-insensitive). The list replaces the defaults; the empty pattern \"\" "
+        "matches every tool.",
+        group="Read-only tools"),
+)
+"""gglib's settings schema: every setting is a real gglib setting (all deployable)."""

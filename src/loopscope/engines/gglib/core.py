@@ -2,7 +2,7 @@
 
 This module is the plain, readable port: signatures, results hashes, classifiers, the two
 detectors and the upstream proxy walk ``scan_history``. The shadow-mode replay built on it is
-in :mod:`loopscope.engines.gglib.replay`.
+in :mod:`loopscope.engines.gglib.reference` and :mod:`loopscope.engines.gglib.fast`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,37 @@
-"""The gglib engine object behind :class:`loopscope.engines.base.Engine`."""
+"""The gglib engine object: gglib's batch loop guard and prose stagnation detector, in shadow
+mode, behind :class:`loopscope.engines.contract.Engine`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
-from loopscope.engines.gglib.config import GglibConfig, resolve_config
-from loopscope.engines.gglib.replay import (
+from loopscope.engines.base import ConfigResolution, SessionReplay
+from loopscope.engines.contract import (
+    BaseEngine,
+    CounterSeries,
+    DetectorInfo,
+    ExportFile,
+    GuideExample,
+    SettingSpec,
+)
+from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
+from loopscope.engines.gglib.explain import EXPLAINER
+from loopscope.engines.gglib.fast import (
     PreparedMessages,
     prepare_events,
     prepare_messages,
-    replay_messages,
     run_lazy,
 )
+from loopscope.engines.gglib.reference import replay_messages
 from loopscope.model import Session
 
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
+
+VERSION = "gglib"
+"""gglib is not released in versions loopscope distinguishes; one version, named after it."""
 
 
 @dataclass(slots=True)
@@ -31,12 +44,65 @@ class PreparedSession:
     messages: PreparedMessages
 
 
-class GglibEngine:
-    """gglib's batch loop guard and prose stagnation detector in shadow mode (spec §5)."""
+class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
+    """gglib's batch loop guard and prose stagnation detector in shadow mode."""
 
-    name: EngineName = "gglib"
+    name = "gglib"
+    title = "gglib"
+    summary = ("gglib compares each assistant turn's set of tool calls (a batch) and their answers "
+               "with the turns before it, and refuses a batch that keeps coming back without a "
+               "new answer; it also refuses the same prose reply written again and again.")
+    versions = (VERSION,)
+    default_version = VERSION
+    step_unit: Literal["call", "turn"] = "turn"
+    schema: tuple[SettingSpec, ...] = SETTINGS
+    explainer = EXPLAINER
+    detectors = (
+        DetectorInfo(
+            "loop", "the same set of tool calls again and again",
+            "gglib remembers the last batch of tool calls. Each time the exact same batch comes "
+            "back with the same answers, a count goes up; past the allowance (2 for tools that "
+            "change things, 15 for read-only tools) the batch is refused. A changing answer "
+            "keeps the run alive, up to a hard ceiling.",
+            ("refuse",)),
+        DetectorInfo(
+            "stagnation", "the same reply written again and again",
+            "gglib also watches replies written without tool calls: the same reply more than "
+            "5 times among the last 20 such replies is refused.",
+            ("refuse",)),
+    )
 
-    def default_config(self) -> GglibConfig:
+    # ------------------------------------------------------------------ configs
+
+    def config(self, values: Mapping[str, Any], version: str | None = None
+               ) -> ConfigResolution[GglibConfig]:
+        """gglib clamps its integers to 1..100 (with a note) instead of refusing them."""
+        self.check_version(version)
+        settings: dict[str, Any] = {}
+        for key, value in values.items():
+            spec = self.spec(key)
+            if spec.kind == "str_list":
+                settings[key] = list(spec.check(value))
+            else:
+                if ((spec.kind != "int_or_off" or value is not None)
+                        and (isinstance(value, bool) or not isinstance(value, int))):
+                    spec.check(value)  # raises, naming the key
+                settings[key] = value
+        return resolve_config(settings, [], None)
+
+    def config_values(self, config: GglibConfig) -> dict[str, Any]:
+        return {
+            "max_repeated_batch_steps": config.max_repeated_batch_steps,
+            "max_observation_steps": config.max_observation_steps,
+            "max_stagnation_steps": config.max_stagnation_steps,
+            "observation_tools": tuple(config.observation_tools),
+        }
+
+    def version_of(self, config: GglibConfig) -> str:
+        return VERSION
+
+    def default_config(self, version: str | None = None) -> GglibConfig:
+        self.check_version(version)
         return GglibConfig()
 
     def resolve_config(
@@ -44,10 +110,25 @@ class GglibEngine:
         file_settings: Mapping[str, Any] | None,
         overrides: Sequence[tuple[str, str]],
         agent: str | None = None,
+        version: str | None = None,
     ) -> ConfigResolution[GglibConfig]:
+        self.check_version(version)
         return resolve_config(file_settings, overrides, agent)
 
-    def prepare(self, session: Session) -> PreparedSession:
+    def settings_document(self, config: GglibConfig) -> dict[str, Any]:
+        return config.to_json()
+
+    def exports(self, config: GglibConfig) -> tuple[ExportFile, ...]:
+        import json
+
+        return (ExportFile(
+            "gglib settings", "gglib-settings.json", "application/json",
+            json.dumps(config.to_json(), indent=2) + "\n",
+            "gglib's agent settings under their own names."),)
+
+    # ------------------------------------------------------------------ replay
+
+    def prepare(self, session: Session, version: str | None = None) -> PreparedSession:
         with CollectorPaused():  # (the prepared data holds no reference cycles)
             return self._prepare(session)
 
@@ -69,6 +150,47 @@ class GglibEngine:
     def replay(self, session: Session, config: GglibConfig) -> SessionReplay:
         steps, first = replay_messages(session.chat_view(), config)
         return SessionReplay(session.id, session.source, session.format, self.name, steps, first)
+
+    def counters(self, prepared: PreparedSession, replay: SessionReplay, config: GglibConfig
+                 ) -> tuple[CounterSeries, ...]:
+        """The run count against its allowance and ceiling (batch steps), and the prose count
+        against its limit (reply steps). The limits depend on each batch's class, so they are
+        drawn per step."""
+        del prepared, config
+        steps = replay.steps
+
+        def batch(get: Any) -> tuple[Any, ...]:
+            return tuple(get(s) if s.call is not None else None for s in steps)
+
+        def prose(get: Any) -> tuple[Any, ...]:
+            return tuple(get(s) if s.call is None and s.count is not None else None
+                         for s in steps)
+
+        out = [
+            CounterSeries("same answer in a row", batch(lambda s: s.count),
+                          hover="repeats without a new answer"),
+            CounterSeries("same batch in a row (any answers)", batch(lambda s: s.extra.get("total")),
+                          hover="occurrences in a row"),
+            CounterSeries("allowed repeats", batch(lambda s: s.extra.get("effective_max")),
+                          role="limit", hover="allowance"),
+            CounterSeries("ceiling (any answers)", batch(lambda s: s.extra.get("ceiling")),
+                          role="limit", hover="ceiling"),
+            CounterSeries("rescued: an answer changed",
+                          batch(lambda s: s.count if s.extra.get("rescued") else None),
+                          role="event", hover="rescued"),
+        ]
+        if any(s.call is None and (s.count or 0) >= 2 for s in steps):
+            out.append(CounterSeries("identical replies", prose(lambda s: s.count),
+                                     role="event", hover="reply seen"))
+            out.append(CounterSeries("identical replies allowed",
+                                     prose(lambda s: s.extra.get("max_steps")),
+                                     role="limit", hover="limit"))
+        return tuple(out)
+
+    def guide_examples(self) -> tuple[GuideExample, ...]:
+        from loopscope.engines.gglib.explain import guide_examples
+
+        return guide_examples()
 
     # Message-level conveniences (sessions that are plain OpenAI-chat message lists).
 

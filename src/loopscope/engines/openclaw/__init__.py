@@ -10,17 +10,16 @@ Modules:
 * :mod:`.config` — resolution, schema validation, agent overlays, loopscope's config layers;
 * :mod:`.detection` — the literal detector (``detect``/``record``/``outcome``), messages, keys;
 * :mod:`.guard` — the post-compaction guard;
-* :mod:`.replay` — session reading and the plain reference replay;
-* :mod:`.fast` — hash once, count once per window size, select per configuration.
+* :mod:`.reference` — session reading and the plain reference replay;
+* :mod:`.fast` — hash once, count once per window size, select per configuration;
+* :mod:`.explain` — plain-language explanations, limitations, guide examples;
+* :mod:`.engine` — ``ENGINE``, the contract object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
-from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, EngineName, SessionReplay
 from loopscope.engines.openclaw.config import (
     ENABLED_DEFAULT_NOTE,
     ENABLED_UNSET_BANNER,
@@ -45,12 +44,12 @@ from loopscope.engines.openclaw.detection import (
     record_tool_call_outcome,
     tool_call_stats,
 )
+from loopscope.engines.openclaw.engine import ENGINE, OpenClawEngine, loop_detection_json5
 from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
 from loopscope.engines.openclaw.guard import PostCompactionGuard
 from loopscope.engines.openclaw.hashing import hash_tool_call, hash_tool_outcome
 from loopscope.engines.openclaw.jsvalue import UNDEFINED, stable_stringify
-from loopscope.engines.openclaw.replay import replay_session
-from loopscope.model import Session
+from loopscope.engines.openclaw.reference import replay_session
 
 STEP_FIELDS: Final = (
     "turn", "call", "tools", "signature", "verdict", "detector", "count", "after_divergence",
@@ -61,39 +60,7 @@ STEP_FIELDS: Final = (
 ``recorded_block`` follow as optional extras)."""
 
 
-class OpenClawEngine:
-    """The engine surface (:class:`loopscope.engines.base.Engine`)."""
 
-    name: EngineName = "openclaw"
-    set_keys: tuple[str, ...] = SET_KEYS
-    enabled_default_note: str = ENABLED_DEFAULT_NOTE
-    """Say this wherever ``enabled`` is shown: loopscope replays with ``enabled: true``."""
-
-    def default_config(self) -> OpenClawConfig:
-        """OpenClaw's defaults with ``enabled: true`` (loopscope's default, §5.5)."""
-        return OpenClawConfig.from_block({})
-
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-    ) -> ConfigResolution[OpenClawConfig]:
-        config, warnings = build_config(file_settings, overrides, agent)
-        return ConfigResolution(config, tuple(warnings))
-
-    def prepare(self, session: Session) -> PreparedSession:
-        with CollectorPaused():  # (the prepared data holds no reference cycles)
-            return prepare(session)
-
-    def run(self, prepared: PreparedSession, config: OpenClawConfig) -> SessionReplay:
-        return run(prepared, config)
-
-    def replay(self, session: Session, config: OpenClawConfig) -> SessionReplay:
-        return replay_session(session, config)
-
-
-ENGINE: Final = OpenClawEngine()
 
 __all__ = [
     "DETECTORS",
@@ -117,6 +84,7 @@ __all__ = [
     "detect_tool_call_loop",
     "hash_tool_call",
     "hash_tool_outcome",
+    "loop_detection_json5",
     "merge_agent_overlay",
     "normalize_agent_id",
     "prepare",

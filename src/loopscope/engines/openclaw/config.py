@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopscope.engines.base import ConfigError
+from loopscope.engines.contract import SettingSpec
 from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_trim, js_truthy
+
+CONFIGURABLE_VERSIONS: Final = ("2026.6.11", "2026.7.35")
+"""The versions whose loop detector is the configurable one modelled here (2026.7.35 ships the
+same loop code as 2026.6.11)."""
+DEFAULT_VERSION: Final = "2026.6.11"
 
 DEFAULT_HISTORY_SIZE: Final = 30
 DEFAULT_WARNING_THRESHOLD: Final = 10
@@ -373,16 +379,20 @@ class OpenClawConfig:
     """True when no layer set ``enabled`` and loopscope's ``true`` default applied (§5.5)."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """Fallbacks and clamps, in plain words (:func:`describe_resolution`)."""
+    version: str = DEFAULT_VERSION
+    """The OpenClaw release replayed (a configurable-detector release)."""
 
     @classmethod
-    def from_block(cls, block: Mapping[str, Any] | None = None) -> OpenClawConfig:
+    def from_block(cls, block: Mapping[str, Any] | None = None,
+                   version: str = DEFAULT_VERSION) -> OpenClawConfig:
         """The config for a ``loopDetection`` block; ``enabled`` defaults to ``true``."""
         data = copy.deepcopy(dict(block or {}))
         defaulted = "enabled" not in data
         if defaulted:
             data["enabled"] = True
         return cls(block=data, resolved=resolve_loop_detection(data),
-                   enabled_defaulted=defaulted, notes=tuple(describe_resolution(data)))
+                   enabled_defaulted=defaulted, notes=tuple(describe_resolution(data)),
+                   version=version)
 
     def with_settings(self, **settings: Any) -> OpenClawConfig:
         """A copy with some fields changed, by ``--set`` name: ``with_settings(criticalThreshold=25)``
@@ -390,9 +400,9 @@ class OpenClawConfig:
         data = copy.deepcopy(dict(self.block))
         for key, value in settings.items():
             _assign(data, key, value)
-        result = OpenClawConfig.from_block(data)
+        result = OpenClawConfig.from_block(data, self.version)
         if self.enabled_defaulted and "enabled" not in settings:
-            result = OpenClawConfig(result.block, result.resolved, True, result.notes)
+            result = OpenClawConfig(result.block, result.resolved, True, result.notes, self.version)
         return result
 
     # Convenience views -----------------------------------------------------------------
@@ -505,6 +515,7 @@ def build_config(
     file_settings: Mapping[str, Any] | None,
     overrides: Sequence[tuple[str, str]] = (),
     agent: str | None = None,
+    version: str = DEFAULT_VERSION,
 ) -> tuple[OpenClawConfig, list[str]]:
     """loopscope's config layers (§5.7): the file's block (agent overlay applied when
     ``agent`` is given), then ``--set`` pairs, then ``enabled`` defaulted to ``true``.
@@ -540,7 +551,7 @@ def build_config(
                 text = f"{message} {WOULD_REFUSE_SUFFIX}"
                 if text not in warnings:
                     warnings.append(text)
-    config = OpenClawConfig.from_block(block)
+    config = OpenClawConfig.from_block(block, version)
     warnings.extend(config.notes)
     return config, warnings
 
@@ -572,3 +583,59 @@ def _blocks_of_openclaw_config(cfg: Mapping[str, Any], agent: str | None,
         warnings.append("the config file has no tools.loopDetection block; OpenClaw's defaults apply")
     merged = merge_agent_overlay(cfg, agent)
     return copy.deepcopy(dict(merged)) if isinstance(merged, Mapping) else {}
+
+
+# --------------------------------------------------------------------------- the schema
+
+SETTINGS: Final[tuple[SettingSpec, ...]] = (
+    SettingSpec(
+        "enabled", "Loop detection on", "bool", True,
+        "OpenClaw's own default is off; loopscope turns it on so you can see what it would do. "
+        "Off also turns off the post-compaction guard.",
+        group="Switches"),
+    SettingSpec(
+        "warningThreshold", "Warn after this many repeats", "int", DEFAULT_WARNING_THRESHOLD,
+        "The warning level of the repeat, polling and back-and-forth detectors. OpenClaw only "
+        "writes warnings to its log; the agent is not told.",
+        min=1, slider_min=1, slider_max=40, group="Thresholds"),
+    SettingSpec(
+        "criticalThreshold", "Block after this many repeats", "int", DEFAULT_CRITICAL_THRESHOLD,
+        "The blocking level of the repeat, polling and back-and-forth detectors. It must be "
+        "above the warning level; OpenClaw raises it otherwise.",
+        min=1, slider_min=2, slider_max=60, group="Thresholds"),
+    SettingSpec(
+        "globalCircuitBreakerThreshold", "Hard stop after this many identical results", "int",
+        DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+        "The same call with the same result this many times in a row is blocked, whatever the "
+        "detector switches say. It must be above the blocking level.",
+        min=1, slider_min=3, slider_max=80, group="Thresholds"),
+    SettingSpec(
+        "unknownToolThreshold", "Block calls to a missing tool after", "int",
+        DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+        "How many calls in a row to a tool that does not exist are allowed before they are "
+        "blocked. It has no switch.",
+        min=1, slider_min=1, slider_max=40, group="Thresholds"),
+    SettingSpec(
+        "historySize", "Calls remembered", "int", DEFAULT_HISTORY_SIZE,
+        "How many recent calls OpenClaw keeps to look for repeats. A threshold above this can "
+        "never be reached.",
+        min=1, slider_min=5, slider_max=100, group="Thresholds"),
+    SettingSpec(
+        "detectors.genericRepeat", "Detect repeated calls", "bool", True,
+        "The same call made over and over.", group="Switches"),
+    SettingSpec(
+        "detectors.knownPollNoProgress", "Detect polling without progress", "bool", True,
+        "A status check (command_status, process poll/log) whose answer stops changing.",
+        group="Switches"),
+    SettingSpec(
+        "detectors.pingPong", "Detect back-and-forth between two calls", "bool", True,
+        "An A, B, A, B … alternation between two calls.", group="Switches"),
+    SettingSpec(
+        "postCompactionGuard.windowSize", "After a compaction, stop after", "int",
+        DEFAULT_GUARD_WINDOW_SIZE,
+        "After the conversation is compacted, the same call with the same result this many "
+        "times stops the run.",
+        min=1, slider_min=1, slider_max=20, group="Thresholds"),
+)
+"""The settings of the configurable releases, named as in ``tools.loopDetection`` (``--set``
+uses the same names, dots for nested keys)."""

@@ -69,7 +69,7 @@ from loopscope.engines.openclaw.hashing import (
     is_mapping,
 )
 from loopscope.engines.openclaw.jsvalue import UNDEFINED, digest, fast_json_parse, js_trim
-from loopscope.engines.openclaw.replay import (
+from loopscope.engines.openclaw.reference import (
     BLOCK_MARKERS,
     ENGINE_NAME,
     OPENCLAW_FORMAT,

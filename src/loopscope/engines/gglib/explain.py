@@ -28,7 +28,7 @@ from loopscope.engines.gglib.core import (
     domain_calls,
     is_costly_name,
 )
-from loopscope.engines.gglib.replay import PreparedMessages, prepare_messages, run_prepared
+from loopscope.engines.gglib.fast import PreparedMessages, prepare_messages, run_prepared
 
 __all__ = [
     "NOTE_MARKER",
@@ -696,3 +696,120 @@ def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
             "for the rest of such a session, loopscope still evaluates it.",
         ))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The engine contract's explainer
+
+
+class GglibExplainer:
+    """gglib's explanations behind :class:`loopscope.engines.contract.Explainer`."""
+
+    def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> Any:
+        from loopscope.engines.contract import Limitation
+        from loopscope.engines.contract import StepExplanation as Explained
+
+        e = explain_step(step, replay.steps, config)
+        upstream: list[tuple[str, str]] = []
+        if e.upstream_refusal:
+            upstream.append(("What a client saw in refuse mode (HTTP 400)", e.upstream_refusal))
+        if e.upstream_note:
+            upstream.append(("The note gglib adds in note mode (its default)", e.upstream_note))
+        action = None
+        if step.verdict == "refuse":
+            action = ("gglib would have refused this request (or, in its default note mode, "
+                      "forwarded it with a note asking the model to change approach).")
+        return Explained(
+            e.headline, e.details, None, action,
+            tuple(Limitation(i, LIMITATION_TEXTS.get(i, i)) for i in e.limitations),
+            tuple(upstream), e.governing_keys)
+
+    def limitations(self, session: Any, replay: SessionReplay, config: Any,
+                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
+        from loopscope.engines.contract import Limitation
+
+        messages = session.chat_view() if session is not None else None
+        return tuple(Limitation(i, t) for i, t in
+                     session_limitations(replay.steps, config, messages, warnings))
+
+    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
+                      goal: str) -> Sequence[dict[str, Any]]:
+        """Two keys at once (the strike allowance and the ceiling), and treating the batch's
+        tools as read-only."""
+        if step.detector != "loop" or goal != "pass":
+            return ()
+        out: list[dict[str, Any]] = []
+        if config.max_observation_steps is not None:
+            count, total = step.count or 0, step.extra.get("total") or 0
+            out.append({"max_repeated_batch_steps": min(max(config.max_repeated_batch_steps + 1, count), CLAMP_MAX),
+                        "max_observation_steps": min(max(config.max_observation_steps, total), CLAMP_MAX)})
+        if step.extra.get("batch_class") == "mutating":
+            missing = [t for t in dict.fromkeys(step.tools) if t]
+            if missing and len(missing) == len(set(step.tools)):
+                out.append({"observation_tools": (*config.observation_tools, *missing)})
+        return out
+
+
+LIMITATION_TEXTS: dict[str, str] = {
+    "L1": "Cycles escape: a different batch in between breaks the run, so A, B, A, B … is never "
+          "refused.",
+    "L2": "A quiet poll (waiting for output that does not change) is refused like a loop.",
+    "L3": "A single changed answer earlier in the run rescues later repeats, up to the ceiling.",
+    "L4": "gglib decides before it sees a turn's output, so a turn whose output was new can "
+          "still be refused.",
+    "L5": "A run of changing answers refused at the ceiling gets the same note as a true "
+          "repeat (\"received the same result each time\"), which is inaccurate.",
+    "L9": "After the first refusal, the rest of the session would not have happened as "
+          "recorded; loopscope keeps replaying to show what the guard would have said.",
+    "L10": "Only replies without tool calls are compared for stagnation.",
+    "L16": "In note mode (gglib's default) the request goes through with a note; the model may "
+           "ignore it.",
+}
+"""Plain words for the limitation ids :func:`explain_step` reports."""
+
+
+EXPLAINER = GglibExplainer()
+
+
+def guide_examples() -> tuple[Any, ...]:
+    """One worked example per behaviour a user should know (the Guide page)."""
+    from loopscope.engines.contract import GuideExample
+    from loopscope.engines.examples import tiny_session
+
+    write = ("write_file", {"path": "src/app.py", "content": "print('hi')"},
+             "Wrote 11 bytes to src/app.py")
+    specs: list[tuple[str, str, str, str, str, list[Any], dict[str, Any]]] = [
+        ("gglib-loop", "loop", "The same set of tool calls with the same answer",
+         "gglib remembers the last batch of tool calls. Each time the exact same batch comes "
+         "back and gets the exact same answers, it counts a repeat. Batches that change things "
+         "may repeat twice; the third identical repeat is refused.",
+         "The agent writes the same file with the same content three times.",
+         [[write], [write], [write]], {}),
+        ("gglib-rescue", "loop", "A changing answer keeps a run alive (up to the ceiling)",
+         "If the answer changes, the repeat is not counted: the agent may be making progress. "
+         "Such a run is still capped by the ceiling (15 by default). Anything that drifts in the "
+         "output, such as a timing, counts as a change.",
+         "The agent reruns the tests; only the timing in the output changes.",
+         [[("run_in_terminal", {"cmd": "pytest"}, f"1 failed in 0.{30 + i}s")] for i in range(5)],
+         {}),
+        ("gglib-observation", "loop", "Read-only tools get a larger allowance",
+         "Batches whose every tool looks read-only (read_file, list_dir, get_terminal_output, …: "
+         "the read-only tool patterns) may repeat with the same answer up to the read-only "
+         "allowance, 15 by default. Here it is set to 3 so the example stays short.",
+         "The agent polls a terminal whose output never changes.",
+         [[("get_terminal_output", {"id": "t1"}, "Compiling… (no new output)")] for _ in range(5)],
+         {"max_observation_steps": 3}),
+        ("gglib-cycle", "loop", "Cycles escape",
+         "A run is broken as soon as a different batch comes in, so A, B, A, B … never builds "
+         "up repeats, even when every answer is the same. This is a known limitation.",
+         "The agent alternates between running the tests and reading the same file.",
+         [[("run_tests", {}, "1 failed")] if i % 2 == 0 else [("read_file", {"path": "a.py"}, "x = 1")]
+          for i in range(8)], {}),
+        ("gglib-stagnation", "stagnation", "The same reply, again and again",
+         "Replies without tool calls are compared exactly. More than 5 identical replies among "
+         "the last 20 is stagnation.",
+         "The assistant keeps answering with the same sentence.",
+         ["I cannot proceed further."] * 6, {}),
+    ]
+    return tuple(GuideExample(detector, title, text, story, tiny_session(key, turns), values)
+                 for key, detector, title, text, story, turns, values in specs)

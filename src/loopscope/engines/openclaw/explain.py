@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopscope.engines.base import FirstRefusal, SessionReplay, Step
-from loopscope.engines.openclaw import ENGINE, OpenClawConfig
-from loopscope.engines.openclaw.fast import PreparedSession
+from loopscope.engines.openclaw.config import OpenClawConfig
+from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
 from loopscope.model import AssistantTurn, Session, ToolResult
 
 __all__ = [
@@ -184,7 +184,7 @@ class SettingChange:
 
 
 def _prepared(source: Session | PreparedSession) -> PreparedSession:
-    return source if isinstance(source, PreparedSession) else ENGINE.prepare(source)
+    return source if isinstance(source, PreparedSession) else prepare(source)
 
 
 _INT_LEVERS: Final[dict[str, tuple[str, ...]]] = {
@@ -215,7 +215,7 @@ def smallest_change_to_pass(
     reports the session's new first refusal, which may come later.
     """
     prepared = _prepared(source)
-    result = ENGINE.run(prepared, config)
+    result = run(prepared, config)
     if call is None:
         if result.first_refusal is None:
             return []
@@ -229,7 +229,7 @@ def smallest_change_to_pass(
     wanted = "refuse" if step.verdict == "refuse" else "warn"
 
     def through(candidate: OpenClawConfig) -> tuple[bool, SessionReplay]:
-        rerun = ENGINE.run(prepared, candidate)
+        rerun = run(prepared, candidate)
         verdict = rerun.steps[position].verdict
         return (verdict != "refuse" if wanted == "refuse" else verdict == "pass"), rerun
 
@@ -372,7 +372,7 @@ def session_limitations(
             found.add("changing_outputs")
     if any(s.detector == "known_poll_no_progress" for s in warned) or any(
             s.detector == "ping_pong" for s in warned):
-        prepared = ENGINE.prepare(session) if session is not None else None
+        prepared = prepare(session) if session is not None else None
         if prepared is not None:
             counters = prepared.counters(r.history_size)
             for n, s in enumerate(steps):
@@ -462,3 +462,97 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
                     found.add("names_not_normalised")
         elif event.kind == "compaction":
             found.add("guard_arms_on_every_compaction")
+
+
+# --------------------------------------------------------------------------- the contract
+
+
+class OpenClawExplainer:
+    """OpenClaw's explanations behind :class:`loopscope.engines.contract.Explainer`."""
+
+    def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> Any:
+        from loopscope.engines.contract import StepExplanation as Explained
+
+        e = explain_step(step, config)
+        upstream: tuple[tuple[str, str], ...] = ()
+        if e.upstream_message:
+            title = ("OpenClaw's message to the model" if step.verdict == "refuse"
+                     else "OpenClaw's log line")
+            upstream = ((title, e.upstream_message),)
+        action = e.details[0] if e.details and step.verdict != "pass" else None
+        facts = e.details[1:] if action is not None else e.details
+        levers = tuple(key for key in (*_INT_LEVERS.get(step.detector or "", ()),
+                                       *_BOOL_LEVERS.get(step.detector or "", ())))
+        if step.verdict == "warn":
+            levers = ("warningThreshold", *levers)
+        return Explained(e.headline, facts, None, action, (), upstream, levers)
+
+    def limitations(self, session: Any, replay: SessionReplay, config: Any,
+                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
+        from loopscope.engines.contract import Limitation
+
+        return tuple(Limitation(i, t) for i, t in
+                     session_limitations(replay, config, session, warnings))
+
+    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
+                      goal: str) -> Sequence[dict[str, Any]]:
+        del step, replay, config, goal
+        return ()
+
+
+EXPLAINER = OpenClawExplainer()
+
+
+def guide_examples() -> tuple[Any, ...]:
+    """One worked example per detector (the Guide page)."""
+    from loopscope.engines.contract import GuideExample
+    from loopscope.engines.examples import tiny_session
+
+    short = {"warningThreshold": 3, "criticalThreshold": 5, "globalCircuitBreakerThreshold": 7}
+    specs: list[tuple[str, str, str, str, str, list[Any], dict[str, Any]]] = [
+        ("oc-generic", "generic_repeat", "Repeated call",
+         "OpenClaw warns when the same call (same tool, same input) keeps appearing in its "
+         "recent history, and blocks it when it also returns the same result many times in a "
+         "row. Here the levels are warn 3 / block 5 so the example stays short (defaults "
+         "10 / 20).",
+         "The agent reads the same file six times and gets the same content.",
+         [[("read", {"path": "config.toml"}, "timeout = 30")] for _ in range(6)], short),
+        ("oc-poll", "known_poll_no_progress", "Polling without progress",
+         "A known status poll (process poll/log, command_status) whose answer does not change "
+         "is counted on its own: it warns and then blocks at the same levels.",
+         "The agent polls a background process that prints nothing new.",
+         [[("process", {"action": "poll", "sessionId": "s1"}, "still running")] for _ in range(6)],
+         short),
+        ("oc-pingpong", "ping_pong", "Back and forth",
+         "An exact A, B, A, B … alternation between two calls is counted as one pattern. It "
+         "warns on the alternation alone and blocks when both sides keep returning the same "
+         "results.",
+         "The agent alternates between reading a file and listing a folder, getting the same "
+         "answers each time.",
+         [[("read", {"path": "a.txt"}, "alpha")] if i % 2 == 0 else [("ls", {"path": "."}, "a.txt b.txt")]
+          for i in range(6)], short),
+        ("oc-unknown", "unknown_tool_repeat", "Calling a tool that does not exist",
+         "When the same tool keeps failing with 'unknown tool' / 'not found', OpenClaw blocks it "
+         "after a number of tries (10 by default; 3 here). There is no switch for this detector.",
+         "The agent keeps calling a tool that is not installed.",
+         [[("himalaya", {"folder": "INBOX"}, "ERROR: Tool himalaya not found")] for _ in range(4)],
+         {"unknownToolThreshold": 3}),
+        ("oc-breaker", "global_circuit_breaker", "The circuit breaker",
+         "A hard limit on the same call returning the same result, which applies even when the "
+         "detector switches are off. Here the repeated-call detector is off and the hard stop "
+         "is 4.",
+         "The agent runs the same command five times with the same output.",
+         [[("exec", {"command": "make"}, "make: *** [all] Error 1")] for _ in range(5)],
+         {"detectors.genericRepeat": False, "warningThreshold": 2, "criticalThreshold": 3,
+          "globalCircuitBreakerThreshold": 4}),
+        ("oc-compaction", "post_compaction_guard", "Looping on after a compaction",
+         "After the conversation is compacted, OpenClaw watches the next few calls (3 by "
+         "default). If they are all the same call with the same result, the run is stopped.",
+         "The conversation is compacted; then the agent repeats one command three times.",
+         [[("exec", {"command": "cat status"}, "pending")], ("compaction", "Earlier work summarised."),
+          [("exec", {"command": "cat status"}, "pending")],
+          [("exec", {"command": "cat status"}, "pending")],
+          [("exec", {"command": "cat status"}, "pending")]], {}),
+    ]
+    return tuple(GuideExample(detector, title, text, story, tiny_session(key, turns), values)
+                 for key, detector, title, text, story, turns, values in specs)

@@ -1,16 +1,13 @@
-"""Shadow-mode replay of an OpenAI-chat message list (gglib engine spec §5).
+"""The fast path: prepare a session once, re-run any configuration with table look-ups.
 
-Two paths with identical output:
-
-* :func:`replay_messages` is the plain reference: the §5.1 pseudocode over the detector classes
-  of :mod:`loopscope.engines.gglib.core`.
-* :func:`prepare_messages` does every threshold-independent step once (reading calls, parsing
-  arguments, canonicalising, FNV, joining results, the session-wide ``previous`` readings,
-  costly classification, stagnation text hashes, the loop detector's no-refusal walk) and
-  integer-codes signatures and results hashes. :func:`run_lazy` then finds the first refusal
-  with a few table look-ups and builds steps only when they are read; :func:`run_prepared`
-  builds them at once. Observation classification depends on the pattern list and is cached
-  per pattern tuple, stagnation counts per ``max_stagnation_steps``.
+:func:`prepare_messages` / :func:`prepare_events` do every threshold-independent step once
+(reading calls, parsing arguments, canonicalising, FNV, joining results, the session-wide
+``previous`` readings, costly classification, stagnation text hashes, the loop detector's
+no-refusal walk) and integer-code signatures and results hashes. :func:`run_lazy` then finds
+the first refusal with a few table look-ups and builds steps only when they are read;
+:func:`run_prepared` builds them at once. Observation classification depends on the pattern
+list and is cached per pattern tuple, stagnation counts per ``max_stagnation_steps``.
+``run_prepared(prepare_messages(m), c) == replay_messages(m, c)`` is a property test.
 """
 
 from __future__ import annotations
@@ -39,22 +36,14 @@ from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.core import (
     WINDOW_FACTOR,
-    LoopDetected,
-    LoopDetector,
-    StagnationDetected,
-    StagnationDetector,
     batch_class_of,
-    batch_signature,
-    domain_calls,
     extract_text,
-    is_costly_batch,
     is_costly_name,
-    is_observation_batch,
     is_observation_name,
     read_arguments,
-    turn_results_hash,
 )
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.reference import _batch_extra, _prose_extra
 from loopscope.model import (
     AssistantTurn,
     Compaction,
@@ -64,212 +53,8 @@ from loopscope.model import (
     UserMessage,
 )
 
-__all__ = [
-    "STEP_FIELDS",
-    "PreparedMessages",
-    "prepare_events",
-    "prepare_messages",
-    "replay_messages",
-    "run_lazy",
-    "run_prepared",
-]
-
-STEP_FIELDS: tuple[str, ...] = (
-    "turn",
-    "call",
-    "tools",
-    "signature",
-    "verdict",
-    "detector",
-    "count",
-    "after_divergence",
-    "kind",
-    "total",
-    "effective_max",
-    "ceiling",
-    "batch_class",
-    "rule",
-    "outcome",
-    "rescued",
-    "identical",
-    "not_evaluated",
-    "answers_joined",
-    "max_steps",
-    "window",
-    "text_hash",
-)
-"""All 22 step keys of §5.3, in output order."""
-
-
-def _role(m: Any) -> str | None:
-    if isinstance(m, dict):
-        r = m.get("role")
-        if isinstance(r, str):
-            return r
-    return None
-
-
-def _batch_extra(
-    *,
-    total: int,
-    effective_max: int,
-    ceiling: int | None,
-    batch_class: str,
-    rule: str | None,
-    outcome: str | None,
-    rescued: bool,
-    identical: bool,
-    not_evaluated: bool,
-    answers_joined: bool,
-) -> dict[str, Any]:
-    return {
-        "kind": "batch",
-        "total": total,
-        "effective_max": effective_max,
-        "ceiling": ceiling,
-        "batch_class": batch_class,
-        "rule": rule,
-        "outcome": outcome,
-        "rescued": rescued,
-        "identical": identical,
-        "not_evaluated": not_evaluated,
-        "answers_joined": answers_joined,
-        "max_steps": None,
-        "window": None,
-        "text_hash": None,
-    }
-
-
-def _prose_extra(max_steps: int, text_hash: str | None) -> dict[str, Any]:
-    return {
-        "kind": "prose",
-        "total": None,
-        "effective_max": None,
-        "ceiling": None,
-        "batch_class": None,
-        "rule": None,
-        "outcome": None,
-        "rescued": False,
-        "identical": False,
-        "not_evaluated": False,
-        "answers_joined": None,
-        "max_steps": max_steps,
-        "window": max(max_steps * WINDOW_FACTOR, 1),
-        "text_hash": text_hash,
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# The reference
-
-
-def replay_messages(
-    messages: Sequence[Any], config: GglibConfig
-) -> tuple[tuple[Step, ...], FirstRefusal | None]:
-    """The plain shadow-mode replay of §5.1 over the detector classes."""
-    S = config.max_repeated_batch_steps
-    O = config.max_observation_steps  # noqa: E741 - the spec's name
-    patterns = config.observation_tools
-    M = config.max_stagnation_steps
-    loops = LoopDetector()
-    stag = StagnationDetector()
-    previous: dict[str, Any] = {}
-    turn = -1
-    next_call = 0
-    first: FirstRefusal | None = None
-    steps: list[Step] = []
-    n_messages = len(messages)
-    for i, m in enumerate(messages):
-        role = _role(m)
-        if role == "tool":
-            continue
-        if role != "assistant":
-            loops.break_run()
-            stag.clear()
-            continue
-        turn += 1
-        calls = domain_calls(m.get("tool_calls"))
-        after = first is not None
-        step: Step
-        if calls:
-            results = turn_results_hash(calls, (messages[j] for j in range(i + 1, n_messages)))
-            sig = batch_signature(calls)
-            had = sig in previous
-            seen = previous.get(sig)
-            previous[sig] = results
-            identical = had and seen is not None and results is not None and seen == results
-            not_evaluated = had and (seen is None or results is None)
-            observation = is_observation_batch(calls, patterns)
-            costly = is_costly_batch(calls)
-            try:
-                rec = loops.check(calls, S, patterns, O)
-            except LoopDetected as e:
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "refuse",
-                    "loop",
-                    e.count,
-                    after,
-                    _batch_extra(
-                        total=e.total,
-                        effective_max=e.effective_max,
-                        ceiling=e.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=e.rule,
-                        outcome=None,
-                        rescued=False,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
-            else:
-                outcome = loops.record_results(rec, results)
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "pass",
-                    None,
-                    rec.count,
-                    after,
-                    _batch_extra(
-                        total=rec.total,
-                        effective_max=rec.effective_max,
-                        ceiling=rec.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=None,
-                        outcome=outcome.value,
-                        rescued=rec.rescued,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
-        else:
-            text = extract_text(m.get("content"))
-            text_hash = hex16(fnv1a_64(text)) if text else None
-            try:
-                count = stag.record(text, False, M)
-            except StagnationDetected as e:
-                step = Step(
-                    turn, None, (), None, "refuse", "stagnation", e.count, after,
-                    _prose_extra(M, text_hash),
-                )
-            else:
-                step = Step(
-                    turn, None, (), None, "pass", None, count, after, _prose_extra(M, text_hash)
-                )
-        if step.verdict == "refuse" and first is None:
-            first = FirstRefusal(step.turn, step.call, step.detector or "")
-        steps.append(step)
-        next_call += len(calls)
-    return tuple(steps), first
-
+__all__ = ["NO_REFUSAL", "PreparedMessages", "prepare_events", "prepare_messages", "run_lazy",
+           "run_prepared"]
 
 # --------------------------------------------------------------------------------------------
 # Prepared data and the fast path
@@ -1117,3 +902,4 @@ def run_prepared(
     """``(steps, first_refusal)`` over prepared data; equal to :func:`replay_messages`."""
     first = prepared.first_refusal_index(config)
     return _Detail(prepared, config, first).steps(), prepared.first_refusal_at(first)
+

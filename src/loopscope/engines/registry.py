@@ -1,0 +1,84 @@
+"""The one place that lists engines: the built-in ones, plus every installed plug-in.
+
+A plug-in is any installed distribution that declares an entry point in the group
+``loopscope.engines`` whose value is an :class:`~loopscope.engines.contract.Engine` object (or
+a callable returning one), for example in its ``pyproject.toml``::
+
+    [project.entry-points."loopscope.engines"]
+    mycorp = "mycorp_guard.loopscope_engine:ENGINE"
+
+The built-ins are named here the same way ("module:attribute") and imported only when first
+used, so replaying with one engine never pays for the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from loopscope.engines.contract import Engine
+
+ENTRY_POINT_GROUP = "loopscope.engines"
+
+BUILTIN_ENGINES: dict[str, str] = {
+    "gglib": "loopscope.engines.gglib.engine:ENGINE",
+    "openclaw": "loopscope.engines.openclaw.engine:ENGINE",
+}
+"""Engine name → where its engine object lives. Plug-ins cannot replace these names."""
+
+
+class UnknownEngine(KeyError):
+    """No built-in engine and no installed plug-in has this name."""
+
+    def __str__(self) -> str:
+        return (f"unknown engine {self.args[0]!r}; known engines: {', '.join(engine_names())}")
+
+
+def _load(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute)
+    return value() if callable(value) and not hasattr(value, "run") else value
+
+
+@cache
+def _plugin_targets() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if ep.name not in BUILTIN_ENGINES:
+            found.setdefault(ep.name, ep)
+    return found
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every engine: the built-ins in their fixed order, then plug-ins by name."""
+    return (*BUILTIN_ENGINES, *_plugin_targets())
+
+
+@cache
+def get_engine(name: str) -> Engine[Any, Any]:
+    """The engine called ``name``; raises :class:`UnknownEngine`."""
+    target = BUILTIN_ENGINES.get(name)
+    if target is not None:
+        engine = _load(target)
+    else:
+        ep = _plugin_targets().get(name)
+        if ep is None:
+            raise UnknownEngine(name)
+        value = ep.load()
+        engine = value() if callable(value) and not hasattr(value, "run") else value
+    if getattr(engine, "name", None) != name:
+        raise TypeError(f"the engine registered as {name!r} calls itself "
+                        f"{getattr(engine, 'name', None)!r}")
+    return engine
+
+
+def all_engines() -> tuple[Engine[Any, Any], ...]:
+    return tuple(get_engine(n) for n in engine_names())
+
+
+def refresh() -> None:
+    """Forget what was found (tests that install a plug-in at run time call this)."""
+    _plugin_targets.cache_clear()
+    get_engine.cache_clear()
