@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.advice import corpus_effect, describe_outcome, smallest_changes
+from loopscope.advice import advise, corpus_effect, describe_outcome, smallest_changes
 from loopscope.engines import FirstRefusal, get_engine
 from tests.engines.gglib._gglib_helpers import DEF, A, P, T, U
 from tests.engines.openclaw.test_openclaw_replay import S
@@ -139,3 +139,77 @@ def test_outcomes_and_side_effects_in_words() -> None:
     assert effect.summary() == ("2 newly refused · 1 no longer refused · 1 labelled loop no "
                                 "longer caught · 1 good session newly refused · 1 labelled loop "
                                 "newly caught")
+
+
+# --------------------------------------------------------------------------- honest advice
+
+
+def _corpus(*sessions: list[Any]) -> tuple[list[Any], Any]:
+    prepared = [GGLIB.prepare_messages(m) for m in sessions]
+
+    def first_refusals(config: Any) -> list[Any]:
+        return [GGLIB.run(p, config).first_refusal for p in prepared]
+
+    return prepared, first_refusals
+
+
+def edit_loop(n: int) -> list[Any]:
+    return [A("edit", '{"path":"a.py"}', "e1"), T("e1", "ok")] * n
+
+
+def test_clear_asks_for_a_session_that_is_never_refused() -> None:
+    messages = [*looping(3), U("x"), *looping(4)]
+    assert by_setting(gglib(messages))["max_repeated_batch_steps"].to_value == 3
+    cleared = by_setting(gglib(messages, "clear"))["max_repeated_batch_steps"]
+    assert cleared.to_value == 4 and cleared.effect == "the session is never refused"
+
+
+def test_advice_puts_the_change_that_loses_no_labelled_loop_first() -> None:
+    # Session 0 (good work) and session 1 (a real loop) both repeat a write three times: one
+    # more repeat lets both through; calling write_file read-only frees session 0 alone.
+    prepared, first_refusals = _corpus(looping(3), edit_loop(3))
+    before = first_refusals(DEF)
+    advice = advise(GGLIB, prepared[0], DEF, index=0, before=before,
+                    first_refusals=first_refusals, labels=["ok", "loop"])
+    assert advice.goal == "clear"
+    settings = [a.change.setting for a in advice.changes]
+    assert settings[0] == "observation_tools"  # the smaller change comes later: it does harm
+    assert "max_repeated_batch_steps" in settings
+    raise_it = next(a for a in advice.changes if a.change.setting == "max_repeated_batch_steps")
+    assert raise_it.harmful and raise_it.others.loops_no_longer_caught == (1,)
+    assert raise_it.effect.no_longer_refused == (0, 1)  # Apply would change both
+    assert advice.recommended is advice.changes[0] and not advice.recommended.side_effects
+    assert advice.verdict == ("The smallest change that lets this session through changes no "
+                              "other session.")
+
+
+def test_advice_says_when_every_change_does_harm() -> None:
+    prepared, first_refusals = _corpus(looping(3), looping(3))
+    advice = advise(GGLIB, prepared[0], DEF, index=0, before=first_refusals(DEF),
+                    first_refusals=first_refusals, labels=["ok", "loop"])
+    assert advice.changes and all(a.harmful for a in advice.changes)
+    assert advice.recommended is None
+    assert advice.verdict.startswith("No change lets this session through without side effects")
+
+
+def test_advice_to_catch_a_missed_loop_counts_good_sessions_newly_refused() -> None:
+    reads = [A("read_file", '{"path":"a.rs"}', f"c{i}") for i in range(5)]
+    prepared, first_refusals = _corpus(reads, reads[:4])
+    target = next(s for s in GGLIB.run(prepared[0], DEF).steps if s.turn == 4)
+    advice = advise(GGLIB, prepared[0], DEF, index=0, before=first_refusals(DEF),
+                    first_refusals=first_refusals, labels=["loop", "ok"], target=target,
+                    goal="refuse")
+    by_name = {a.change.setting: a for a in advice.changes}
+    lowered = by_name["max_observation_steps"]
+    assert lowered.change.to_value == 4 and not lowered.harmful  # the good session has 4 reads
+    assert advice.recommended is not None
+
+
+def test_a_corpus_effect_without_one_session() -> None:
+    a = FirstRefusal(2, 4, "loop")
+    effect = corpus_effect([a, a, None], [None, None, a], ["ok", "loop", "ok"])
+    others = effect.without(0)
+    assert others.no_longer_refused == (1,) and others.loops_no_longer_caught == (1,)
+    assert others.good_newly_refused == (2,) and others.harmful
+    assert effect.sessions == (0, 1, 2) and others.sessions == (1, 2)
+    assert not effect.without(1).without(2).without(0).changed

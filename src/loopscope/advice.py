@@ -11,7 +11,7 @@ call N), and :func:`corpus_effect` what it does to every other loaded session.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,14 +19,19 @@ from loopscope.engines import ConfigError, FirstRefusal, SessionReplay, SettingS
 from loopscope.engines.contract import Engine
 
 __all__ = [
+    "Advice",
+    "AdvisedChange",
     "CorpusEffect",
     "SettingChange",
+    "advise",
     "corpus_effect",
     "describe_outcome",
     "smallest_changes",
 ]
 
-Goal = Literal["pass", "refuse"]
+Goal = Literal["pass", "refuse", "clear"]
+"""``pass``: the target step is no longer refused (a warned one passes silently); ``refuse``:
+the target step is refused (a missed loop caught); ``clear``: the session is never refused."""
 
 MAX_RUNS_PER_SETTING = 400
 """A bound on re-runs per setting (a setting whose whole range is this wide is searched only
@@ -179,21 +184,24 @@ def smallest_changes(
     """The smallest verified changes under which ``target`` reaches ``goal``.
 
     ``goal="pass"``: a refused ``target`` (default: the first refusal) is no longer refused, a
-    warned one passes silently. ``goal="refuse"``: ``target`` (required) is refused — to catch
-    a loop that was missed. One change per setting (the nearest value that works), then the
-    engine's multi-setting candidates; changes of real settings first, fewest settings, nearest
-    values.
+    warned one passes silently. ``goal="clear"``: the whole session is never refused (a refusal
+    that only moves later does not count). ``goal="refuse"``: ``target`` (required) is refused
+    — to catch a loop that was missed. One change per setting (the nearest value that works),
+    then the engine's multi-setting candidates; changes of real settings first, fewest
+    settings, nearest values.
     """
     version = engine.version_of(config)
     specs = {s.name: s for s in engine.settings_for(version)}
     values = dict(engine.values(config))
     replay = engine.run(prepared, config)
     if target is None:
-        if goal != "pass":
+        if goal == "refuse":
             raise ValueError("a target step is needed to catch a missed loop")
         target = next((s for s in replay.steps if s.verdict == "refuse"), None)
         if target is None:
             return []
+    if goal == "clear" and replay.first_refusal is None:
+        return []
     if goal == "pass" and target.verdict == "pass":
         return []
     if goal == "refuse" and target.verdict == "refuse":
@@ -201,6 +209,8 @@ def smallest_changes(
     wanted_pass = target.verdict == "refuse"
 
     def reached(rerun: SessionReplay) -> bool:
+        if goal == "clear":
+            return rerun.first_refusal is None
         verdict = _verdict_at(rerun, target)
         if goal == "refuse":
             return verdict == "refuse"
@@ -250,7 +260,10 @@ def smallest_changes(
             if result[0]:
                 keep(candidate, result)
                 break
-    for extra in engine.explainer.extra_changes(target, replay, config, goal):
+    # Engines suggest their multi-setting candidates for "pass" or "refuse"; a change that
+    # clears the whole session first lets its first refusal through.
+    engine_goal: Literal["pass", "refuse"] = "refuse" if goal == "refuse" else "pass"
+    for extra in engine.explainer.extra_changes(target, replay, config, engine_goal):
         candidate = {**values, **extra}
         if any(k not in specs or (not specs[k].deployable and not include_what_ifs)
                for k in extra):
@@ -304,6 +317,27 @@ class CorpusEffect:
     def changed(self) -> bool:
         return bool(self.newly_refused or self.no_longer_refused or self.moved)
 
+    @property
+    def harmful(self) -> bool:
+        """A labelled loop is no longer caught, or a session labelled good work is newly
+        refused: a change the labels say is wrong."""
+        return bool(self.loops_no_longer_caught or self.good_newly_refused)
+
+    @property
+    def sessions(self) -> tuple[int, ...]:
+        """Every session whose outcome changes, in corpus order."""
+        return tuple(sorted({*self.newly_refused, *self.no_longer_refused, *self.moved}))
+
+    def without(self, index: int) -> CorpusEffect:
+        """The same effect with the session at ``index`` left out (the other sessions)."""
+        def drop(items: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(i for i in items if i != index)
+
+        return CorpusEffect(drop(self.newly_refused), drop(self.no_longer_refused),
+                            drop(self.moved), drop(self.loops_no_longer_caught),
+                            drop(self.loops_newly_caught), drop(self.good_newly_refused),
+                            drop(self.good_no_longer_refused), self.extra)
+
     def summary(self) -> str:
         """"3 newly refused · 2 no longer refused · 1 loop missed" (empty parts left out)."""
         parts = []
@@ -354,3 +388,103 @@ def corpus_effect(
             moved.append(i)
     return CorpusEffect(tuple(newly), tuple(gone), tuple(moved), tuple(lost), tuple(caught),
                         tuple(good_new), tuple(good_gone))
+
+
+# --------------------------------------------------------------------------- honest advice
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisedChange:
+    """A verified change with what it does to every loaded session."""
+
+    change: SettingChange
+    effect: CorpusEffect
+    """Over every session, this one included (what an "Apply" changes)."""
+    others: CorpusEffect
+    """Over the other sessions only (the side effects)."""
+
+    @property
+    def harmful(self) -> bool:
+        return self.others.harmful
+
+    @property
+    def side_effects(self) -> bool:
+        return self.others.changed
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """The changes worth offering for one session, side effects first, and one honest verdict."""
+
+    goal: Goal
+    """What the changes reach (``clear`` falls back to ``pass`` when nothing clears it)."""
+    changes: tuple[AdvisedChange, ...]
+    """Harmless before harmful, then without side effects before with, then smallest."""
+    recommended: AdvisedChange | None
+    """The smallest change the labels raise no objection to, if any."""
+    verdict: str
+    """One plain sentence on what is on offer (say so when no change is free of harm)."""
+
+
+def advise(
+    engine: Engine[Any, Any],
+    prepared: Any,
+    config: Any,
+    *,
+    index: int,
+    before: Sequence[FirstRefusal | None],
+    first_refusals: Callable[[Any], Sequence[FirstRefusal | None]],
+    labels: Sequence[str | None] = (),
+    target: Step | None = None,
+    goal: Goal = "clear",
+    include_what_ifs: bool = False,
+    limit: int = 4,
+) -> Advice:
+    """The smallest verified changes for the session at ``index`` of a corpus, each with its
+    effect on every other session, ordered so the first one does the least harm.
+
+    ``before``: every session's first refusal under ``config``; ``first_refusals(config)``:
+    the same under another configuration (callers cache it: it replays the whole corpus);
+    ``labels[i]``: ``"loop"``, ``"ok"`` or ``None``. ``goal="clear"`` (never refused) falls
+    back to ``"pass"`` (the first refusal goes, a later one may remain) when no change clears
+    the session.
+    """
+    found = smallest_changes(engine, prepared, config, target, goal,
+                             include_what_ifs=include_what_ifs, limit=limit)
+    used: Goal = goal
+    if not found and goal == "clear":
+        found = smallest_changes(engine, prepared, config, target, "pass",
+                                 include_what_ifs=include_what_ifs, limit=limit)
+        used = "pass"
+    advised: list[AdvisedChange] = []
+    for change in found:
+        effect = corpus_effect(before, first_refusals(change.config), labels)
+        advised.append(AdvisedChange(change, effect, effect.without(index)))
+    order = {id(a): n for n, a in enumerate(advised)}
+    advised.sort(key=lambda a: (a.harmful, a.side_effects, not a.change.deployable, order[id(a)]))
+    recommended = next((a for a in advised if not a.harmful), None)
+    return Advice(used, tuple(advised), recommended, _advice_verdict(goal, used, advised,
+                                                                     recommended))
+
+
+def _advice_verdict(goal: Goal, used: Goal, advised: Sequence[AdvisedChange],
+                    recommended: AdvisedChange | None) -> str:
+    catching = goal == "refuse"
+    if not advised:
+        return ("No single setting change would catch this loop." if catching
+                else "No single setting change lets this session through.")
+    prefix = ""
+    if used != goal:
+        prefix = ("No setting change keeps this session from being refused altogether; the "
+                  "changes below only let this call through, and a later one is refused. ")
+    if recommended is None:
+        what = "catches this loop" if catching else "lets this session through"
+        return (prefix + f"No change {what} without side effects: each one below stops catching "
+                "a session labelled a real loop or refuses a session labelled good work.")
+    what = "catches this loop" if catching else (
+        "lets this call through" if used == "pass" else "lets this session through")
+    if not recommended.side_effects:
+        return prefix + f"The smallest change that {what} changes no other session."
+    n = len(recommended.others.sessions)
+    return (prefix + f"The smallest change that {what} without going against a label also "
+            f"changes {n} other session{'s' if n != 1 else ''}.")

@@ -279,3 +279,25 @@ def test_compare_json_on_a_missing_path_exits_2_but_reports_the_rest(samples: Pa
     assert code == 2
     assert "no-such-folder" in err
     assert json.loads(out.splitlines()[-1])["summary"]["same"] > 0
+
+
+def test_compare_across_releases_ends_with_the_upgrade_paragraph(samples: Path) -> None:
+    args = ["compare", "sample_transcripts", "--engine", "openclaw",
+            "--a-version", "2026.6.11", "--b-version", "2026.7.35"]
+    code, out, _ = run([*args, "--json"], REPO_ROOT)
+    assert code == 0
+    closing = json_lines(out)[-1]
+    assert closing["summary"]["same"] == 13
+    assert closing["summary_text"] == (
+        "Moving OpenClaw from 2026.6.11 to 2026.7.35 with the same settings changes nothing for "
+        "these 13 sessions: every session is refused, or let through, exactly where it was "
+        "before.")
+    code, out, _ = run(args, REPO_ROOT)
+    assert code == 0 and out.rstrip().endswith("exactly where it was before.")
+
+
+def test_compare_within_one_release_has_no_upgrade_paragraph(samples: Path) -> None:
+    code, out, _ = run(["compare", "sample_transcripts", "--engine", "gglib", "--json",
+                        "--b", "max_repeated_batch_steps=4"], REPO_ROOT)
+    assert code == 0
+    assert "summary_text" not in json_lines(out)[-1]

@@ -26,7 +26,7 @@ from loopscope.cli.common import (
     read_settings_file,
     resolve_engine_config,
 )
-from loopscope.engines import ConfigError
+from loopscope.engines import ConfigError, get_engine
 from loopscope.experiments.compare import CompareResult
 from loopscope.experiments.compare import compare as compare_configs
 from loopscope.experiments.metrics import LabelLike, Metrics
@@ -39,6 +39,7 @@ from loopscope.experiments.sweep import (
     parse_axis,
     run_sweep,
 )
+from loopscope.experiments.upgrade import impact_of_compare, summary_text
 from loopscope.model import Session, escape_for_display
 
 __all__ = ["compare", "sweep"]
@@ -268,6 +269,12 @@ def _where(fr: Any) -> str:
 _LABEL_TEXT = {"loop": "labelled a real loop", "ok": "labelled good work"}
 
 
+def _same_settings(engine: Any, a: Any, b: Any) -> bool:
+    """Do A and B give every setting they share the same value (only the release differs)?"""
+    va, vb = engine.values(a), engine.values(b)
+    return all(va[k] == vb[k] for k in va.keys() & vb.keys())
+
+
 def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> str:
     lines = []
     for change in result:
@@ -306,7 +313,9 @@ def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> st
 @click.option("--b", "b_pairs", metavar="KEY=VALUE", multiple=True,
               help="A setting of configuration B (on top of --config/--set). Repeatable.")
 @click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines: one object per changed session, then a summary object.")
+              help="JSON Lines: one object per changed session, then a summary object (with "
+                   "different --a-version/--b-version, it also holds summary_text: the upgrade "
+                   "impact in one paragraph).")
 def compare(
     paths: tuple[str, ...],
     engine_name: str,
@@ -360,12 +369,31 @@ def compare(
               file=sys.stderr, disable=None, leave=False) as bar:
         result = compare_configs(engine_name, sessions, resolution_a.config,
                                  resolution_b.config, progress=bar.update)
+    engine = get_engine(engine_name)
+    version_a = engine.version_of(resolution_a.config)
+    version_b = engine.version_of(resolution_b.config)
+    upgrade = version_a != version_b
+    # Labels annotate the readable list and the upgrade paragraph; the JSON change lines are
+    # the outcomes alone.
+    labels = _load_labels(paths, labels_file, status) if upgrade or not as_json else {}
+    paragraph = None
+    if upgrade:
+        same_settings = _same_settings(engine, resolution_a.config, resolution_b.config)
+        paragraph = summary_text(
+            impact_of_compare(result, labels), engine.title, version_a, version_b,
+            settings_note="with the same settings" if same_settings
+            else "(with the settings given for each side)")
     if as_json:
         for change in result:
             click.echo(orjson.dumps(change.to_json()))
-        click.echo(orjson.dumps(result.summary_json()))
+        closing = result.summary_json()
+        if paragraph is not None:
+            closing["summary_text"] = paragraph
+        click.echo(orjson.dumps(closing))
     else:
-        # Labels only annotate the readable list; the JSON lines are the outcomes alone.
-        click.echo(_compare_table(result, _load_labels(paths, labels_file, status)))
+        click.echo(_compare_table(result, labels))
+        if paragraph is not None:
+            click.echo("")
+            click.echo(paragraph)
     status.print_problems(verbose=verbose)
     sys.exit(status.exit_code())
