@@ -130,7 +130,7 @@ def test_explain_costly_ceiling_and_tier_off() -> None:
     step, steps = refused(moving(3, "read_file"), cfg)
     e = explain_step(step, steps, cfg)
     assert step.extra["rule"] == "ceiling"
-    assert any("read-only tier is off" in d for d in e.details)
+    assert any("read-only allowance is switched off" in d for d in e.details)
 
 
 def test_explain_quiet_poll() -> None:

@@ -208,12 +208,12 @@ def explain_step(
             else:
                 compare = "it got the same result each time"
             headline = (
-                f"The same batch ({tools}) ran {_times(total or 0)} in a row, and the last "
-                f"{count} of those runs brought no new result ({compare})."
+                f"The same set of tool calls ({tools}) ran {_times(total or 0)} in a row, and "
+                f"gglib counted {count} of those runs without a new result ({compare})."
             )
             if cls == "mutating":
                 details.append(
-                    "Batches that change things may repeat without a new result at most "
+                    "Tool calls that change things may repeat without a new result at most "
                     f"{x.get('effective_max')} times."
                 )
                 keys = ("max_repeated_batch_steps",)
@@ -231,33 +231,37 @@ def explain_step(
                     limitations.append("L2")
             if x.get("answers_joined") and not x.get("identical") and not x.get("not_evaluated"):
                 details.append(
-                    "This turn's output was new, but gglib decides before it sees the output (L4)."
+                    "gglib decides before it sees the output, so it could not take into account "
+                    "that this time the recorded answer differs (L4)."
                 )
                 limitations.append("L4")
         else:
             headline = (
-                f"The results of {tools} kept changing, but the run reached {total} occurrences, "
-                f"and this kind of batch may continue at most {x.get('ceiling')} times in total."
+                f"The results of {tools} kept changing, but the same calls ran {total} times in a "
+                f"row, and calls of this kind may run at most {x.get('ceiling')} times in a row "
+                "whatever the results."
             )
             if cls == "costly_observation":
                 details.append("Navigating, clicking and fetching pages cost something elsewhere.")
             if tier_off:
-                details.append("The read-only tier is off (max_observation_steps = none).")
+                details.append("The read-only allowance is switched off.")
             details.append(
-                "Upstream cannot tell this apart from a repeat with identical results: its note "
-                "still says \"received the same result each time\", which is inaccurate here (L5)."
+                "gglib's own message cannot tell this apart from a repeat with identical "
+                "results: it still says \"received the same result each time\", which is not "
+                "true here (L5)."
             )
             limitations.append("L5")
             keys = ("max_repeated_batch_steps", "max_observation_steps")
     if step.after_divergence:
         details.append(
-            "This step comes after the first refusal, so it is a shadow verdict: upstream's "
-            "proxy would already refuse (or note) every request from the first refusal on (L9)."
+            "This comes after the first refusal, so the recorded session would not have got "
+            "this far: gglib would already have stopped (or flagged) every request from the "
+            "first refusal on (L9)."
         )
         limitations.append("L9")
     details.append(
-        "In note mode (gglib's default) the request is forwarded with a note instead; the note is "
-        "best-effort and may never reach the model (L16)."
+        "By default gglib does not block: it passes the request on with a note asking the model "
+        "to change approach, and the note may never reach the model (L16)."
     )
     limitations.append("L16")
     return StepExplanation(
@@ -275,30 +279,31 @@ def _explain_pass(step: Step, config: GglibConfig | None) -> StepExplanation:
     details: list[str] = []
     limitations: list[str] = []
     if step.after_divergence:
-        details.append("Shadow verdict after the first refusal (L9).")
+        details.append("This comes after the first refusal, so it would not have happened as "
+                       "recorded (L9).")
         limitations.append("L9")
     if x.get("kind") == "prose":
         if step.count is None:
             return StepExplanation(
-                "An empty reply: the stagnation detector ignores it.",
+                "An empty reply: the repeated-reply check ignores it.",
                 tuple(details),
                 limitations=tuple(limitations),
             )
         return StepExplanation(
-            f"This reply appears {_times(step.count)} within the last {x.get('window')} prose "
-            f"replies; the limit is {x.get('max_steps')}.",
+            f"This reply appears {_times(step.count)} within the last {x.get('window')} "
+            f"replies without tool calls; the limit is {x.get('max_steps')}.",
             tuple(details),
             ("max_stagnation_steps",),
             tuple(limitations),
         )
     headline = (
-        f"Occurrence {x.get('total')} of this batch in a row; {step.count} of "
+        f"Occurrence {x.get('total')} of these tool calls in a row; {step.count} of "
         f"{x.get('effective_max')} allowed without a new result."
     )
     if x.get("ceiling") is None:
-        details.append("Read-only batch: no ceiling on occurrences with changing results.")
+        details.append("Read-only tools: no limit while the results keep changing.")
     else:
-        details.append(f"At most {x.get('ceiling')} occurrences in a row in total.")
+        details.append(f"At most {x.get('ceiling')} times in a row, whatever the results.")
     if x.get("rescued"):
         details.append(
             "Rescued: counting repeats alone would have refused it, but an earlier result in the "
@@ -307,8 +312,8 @@ def _explain_pass(step: Step, config: GglibConfig | None) -> StepExplanation:
         limitations.append("L3")
     if x.get("identical") and step.count == 1:
         details.append(
-            "The same batch got the same results as its previous occurrence, with other work in "
-            "between: a cycle reading, which gglib never refuses (L1)."
+            "The same calls got the same results as their previous occurrence, with other work "
+            "in between: a cycle, which gglib never refuses (L1)."
         )
         limitations.append("L1")
     return StepExplanation(
@@ -375,9 +380,9 @@ def session_limitations(
         sigs = {s.signature for s in cycles}
         out.append((
             "L1",
-            f"{len(cycles)} batch step(s) repeated an earlier batch with the same results after "
-            f"other work in between ({len(sigs)} distinct batch(es)). gglib never refuses such "
-            "cycles: the run breaks whenever a different batch runs.",
+            f"{len(cycles)} time(s) the agent repeated an earlier set of tool calls with the same "
+            f"results after other work in between ({len(sigs)} different set(s)). gglib never "
+            "refuses such cycles: the count starts again whenever different calls run.",
         ))
     for i, s in enumerate(steps):
         if s.detector == "loop" and s.extra.get("rule") == "strike" and s.extra.get("batch_class") != "mutating":
@@ -385,8 +390,8 @@ def session_limitations(
             if compared and all(h.extra.get("outcome") == "answer_repeated" for h in compared):
                 out.append((
                     "L2",
-                    f"Turn {s.turn}: a quiet poll of read-only tools was refused; the output did "
-                    "not change, which may just mean nothing happened yet.",
+                    f"Turn {s.turn + 1}: a quiet poll of read-only tools was refused; the output "
+                    "did not change, which may just mean nothing happened yet.",
                 ))
                 break
     rescued = [s for s in batches if s.extra.get("rescued")]
@@ -394,24 +399,25 @@ def session_limitations(
         out.append((
             "L3",
             f"{len(rescued)} step(s) passed only because a result changed (rescued). Any clock, "
-            "timing or counter in the output counts as a change, so a mutating batch may run up "
-            "to the ceiling and a read-only one without bound.",
+            "timing or counter in the output counts as a change, so calls that change things "
+            "may repeat up to the ceiling and read-only ones without limit.",
         ))
     for s in steps:
         x = s.extra
         if s.detector == "loop" and x.get("rule") == "strike" and x.get("answers_joined") and not x.get("identical") and not x.get("not_evaluated"):
             out.append((
                 "L4",
-                f"Turn {s.turn}: the refused turn's own output was new, but gglib decides before "
-                "it sees the output.",
+                f"Turn {s.turn + 1}: gglib decided before it saw the output, so the refused "
+                "turn's own recorded answer, which differs, did not count.",
             ))
             break
     ceiling = [s for s in steps if s.extra.get("rule") == "ceiling"]
     if ceiling:
         out.append((
             "L5",
-            f"{len(ceiling)} ceiling refusal(s): upstream reports them exactly like repeats with "
-            "identical results, and its note wrongly says \"received the same result each time\".",
+            f"{len(ceiling)} ceiling refusal(s): gglib reports them exactly like repeats with "
+            "identical results, and its message wrongly says \"received the same result each "
+            "time\".",
         ))
     names = list(dict.fromkeys(t for s in batches for t in s.tools))
     camel = [n for n in names if _CAMEL_COSTLY.search(n) and not is_costly_name(n)]
@@ -431,15 +437,16 @@ def session_limitations(
         shown = ", ".join(repr(p) for p in short)
         out.append((
             "L7",
-            f"observation_tools has empty or short pattern(s) {shown}: an empty pattern makes "
-            "every batch read-only, a short one captures unrelated tools.",
+            f"The read-only tool patterns include empty or short pattern(s) {shown}: an empty "
+            "pattern makes every tool read-only, a short one captures unrelated tools.",
         ))
     if first is not None and steps and steps[-1] is not first:
         later = sum(1 for s in steps if s.after_divergence)
         out.append((
             "L9",
-            f"After the first refusal (turn {first.turn}) upstream would refuse (or note) every "
-            f"later request of this session; the {later} later step(s) are shadow verdicts.",
+            f"After the first refusal (turn {first.turn + 1}) gglib would stop (or flag) every "
+            f"later request of this session; the {later} later step(s) show what it would have "
+            "said, had the session gone on as recorded.",
         ))
     if any(s.detector == "stagnation" for s in steps):
         out.append((
@@ -451,22 +458,22 @@ def session_limitations(
     if unjoined:
         out.append((
             "L12",
-            f"{len(unjoined)} of {len(batches)} batch step(s) could not be joined with their "
-            "results; those repeats fall back to pure counting and can never be rescued.",
+            f"{len(unjoined)} of {len(batches)} step(s) could not be matched with their "
+            "results; those repeats are only counted and can never be rescued.",
         ))
     odd_names = [n for n in names if "|" in n or ":" in n]
     if odd_names:
         out.append((
             "L13",
-            f"Tool name(s) containing '|' or ':' can collide with other batches' signatures: "
+            f"Tool name(s) containing '|' or ':' can be mistaken for other sets of calls: "
             f"{', '.join(odd_names)}.",
         ))
     clamp = [w for w in warnings if "outside" in w]
     if clamp:
         out.append((
             "L14",
-            "A setting was clamped to 1..100 as gglib's agent settings do; the upstream proxy "
-            "would have used the raw persisted value.",
+            "A setting was clamped to 1..100 as gglib's agent settings do; gglib itself "
+            "would have used the raw stored value.",
         ))
     if messages is not None:
         out.extend(_message_limitations(messages))
@@ -506,20 +513,20 @@ def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
     if deep:
         out.append((
             "L8",
-            f"{deep} batch(es) have arguments nested 16 or more levels deep; everything from "
+            f"{deep} turn(s) have arguments nested 16 or more levels deep; everything from "
             "that depth on is ignored, so different calls may count as repeats.",
         ))
     if runs_broken:
         out.append((
             "L11",
-            f"{runs_broken} time(s) a user (or other) turn broke a run of the same batch; each "
-            "such turn resets both detectors.",
+            f"{runs_broken} time(s) a user (or other) turn broke a run of the same tool calls; "
+            "each such turn resets both detectors.",
         ))
     if non_object:
         out.append((
             "L15",
-            f"{non_object} message entr(y/ies) are not objects; upstream's guard would fail open "
-            "for the rest of such a session, loopscope still evaluates it.",
+            f"{non_object} message entr(y/ies) are not objects; gglib's own guard would let "
+            "the rest of such a session through, loopscope still evaluates it.",
         ))
     return out
 
@@ -538,13 +545,14 @@ class GglibExplainer:
         e = explain_step(step, replay.steps, config)
         upstream: list[tuple[str, str]] = []
         if e.upstream_refusal:
-            upstream.append(("What a client saw in refuse mode (HTTP 400)", e.upstream_refusal))
+            upstream.append(("gglib's error, when it is set to refuse (HTTP 400)",
+                             e.upstream_refusal))
         if e.upstream_note:
-            upstream.append(("The note gglib adds in note mode (its default)", e.upstream_note))
+            upstream.append(("The note gglib adds by default", e.upstream_note))
         action = None
         if step.verdict == "refuse":
-            action = ("gglib would have refused this request (or, in its default note mode, "
-                      "forwarded it with a note asking the model to change approach).")
+            action = ("gglib would have stopped this request (or, as it does by default, passed "
+                      "it on with a note asking the model to change approach).")
         return Explained(
             e.headline, e.details, None, action,
             tuple(Limitation(i, LIMITATION_TEXTS.get(i, i)) for i in e.limitations),
@@ -577,8 +585,8 @@ class GglibExplainer:
 
 
 LIMITATION_TEXTS: dict[str, str] = {
-    "L1": "Cycles escape: a different batch in between breaks the run, so A, B, A, B … is never "
-          "refused.",
+    "L1": "Cycles escape: different calls in between start the count again, so A, B, A, B … "
+          "is never refused.",
     "L2": "A quiet poll (waiting for output that does not change) is refused like a loop.",
     "L3": "A single changed answer earlier in the run rescues later repeats, up to the ceiling.",
     "L4": "gglib decides before it sees a turn's output, so a turn whose output was new can "
@@ -588,8 +596,7 @@ LIMITATION_TEXTS: dict[str, str] = {
     "L9": "After the first refusal, the rest of the session would not have happened as "
           "recorded; loopscope keeps replaying to show what the guard would have said.",
     "L10": "Only replies without tool calls are compared for stagnation.",
-    "L16": "In note mode (gglib's default) the request goes through with a note; the model may "
-           "ignore it.",
+    "L16": "By default gglib passes the request on with a note; the model may ignore it.",
 }
 """Plain words for the limitation ids :func:`explain_step` reports."""
 
