@@ -121,7 +121,7 @@ def explain_step(step: Step, config: OpenClawConfig | None = None) -> StepExplan
     if sentence is None:
         details: list[str] = []
         if config is not None and not config.resolved.detection_on:
-            details.append("Loop detection is switched off (enabled is false).")
+            details.append("Loop detection is switched off.")
         return StepExplanation(f"OpenClaw would have let this call of "
                                f"{_tool(step.tools[0] if step.tools else '')} through.",
                                tuple(details))
@@ -186,9 +186,9 @@ LIMITATIONS: Final[dict[str, str]] = {
     "breaker_per_pattern": "The global circuit breaker counts one exact call (tool and "
     "arguments) at a time, not the session: an agent alternating two calls never reaches it; "
     "only ping-pong can stop it.",
-    "sticky_block": "Upstream, a blocked call is retried against the same history, so it is "
+    "sticky_block": "In OpenClaw, a blocked call is retried against the same history, so it is "
     "blocked again at the same count and the breaker is never reached; loopscope keeps counting "
-    "after the first refusal (those steps are marked after_divergence).",
+    "after the first refusal (those steps are shaded as after the point of divergence).",
     "warnings_only_logged": "Warnings are only written to OpenClaw's log: the agent is never "
     "told to stop until the call is blocked.",
     "warnings_below_10": "Warnings with a count below 10 are computed but never logged "
@@ -220,10 +220,10 @@ LIMITATIONS: Final[dict[str, str]] = {
     "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
     "sends without their plugin, so fresh message ids make every result look new.",
     "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; upstream arms it only after a compaction retry.",
+    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
     "parallel_calls": "Replay approximation: calls made in one message are evaluated one after "
     "another.",
-    "names_not_normalised": "Replay approximation: tool names are used as recorded; upstream "
+    "names_not_normalised": "Replay approximation: tool names are used as recorded; OpenClaw "
     "lowercases them and maps bash to exec.",
     "stream_guard_not_modelled": "Not modelled: OpenClaw's unknown-tool stream guard, which "
     "rewrites the assistant message after repeated calls of a missing tool.",
