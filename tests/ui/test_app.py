@@ -89,12 +89,13 @@ def test_app_opens_on_the_samples_without_errors() -> None:
 
 @pytest.mark.parametrize(
     ("page", "heading"),
-    [("overview", "Where would the guard refuse?"), ("session", "Why"),
+    [("overview", "Where would the guard refuse?"), ("session", "Why did it stop?"),
      ("import_report", "Import report"), ("export", "Export"), ("guide", "Guide")],
 )
 def test_every_page_renders(page: str, heading: str) -> None:
     at = run_app(page=page)  # fails on any exception
-    titles = [t.value for t in at.title] + [h.value for h in at.header]
+    titles = ([t.value for t in at.title] + [h.value for h in at.header]
+              + [h.value for h in at.subheader])
     assert any(heading in t for t in titles), titles
     # Errors on a page are refusals being explained, never failures of the page itself.
     for e in at.error:
@@ -254,35 +255,84 @@ def test_restore_default_patterns() -> None:
     assert control(at, "gglib.observation_tools").value.splitlines() == list(DEFAULT_OBSERVATION_TOOLS)
 
 
-def test_a_folder_outside_the_allowed_roots_is_refused() -> None:
+def _main_errors(at: AppTest) -> list[str]:
+    import re
+
+    return [re.sub(r"\\(.)", r"\1", e.value) for e in at.main.error]
+
+
+def test_a_folder_outside_the_allowed_roots_is_refused_in_the_main_area() -> None:
     at = run_app({"source": "folder", "folder": "/etc"})
-    assert any("allowed roots" in w.value for w in at.sidebar.warning)
-    assert WRITE_LOOP in table(at).index  # the samples are shown instead
+    errors = _main_errors(at)
+    assert any("The folder cannot be opened" in e and "allowed roots" in e for e in errors), errors
+    assert WRITE_LOOP in table(at).index  # the samples are shown instead, and it says so
+    assert any("bundled samples are shown instead" in e for e in errors)
+
+
+def test_samples_outside_the_allowed_roots_are_not_shown_silently(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    st.cache_resource.clear()
+    try:
+        at = run_app()
+        errors = _main_errors(at)
+        assert any("bundled sample sessions lie outside" in e and str(tmp_path) in e
+                   for e in errors), errors
+        assert any("No sessions are loaded" in i.value for i in at.info)
+    finally:
+        st.cache_resource.clear()
 
 
 def test_a_folder_inside_the_allowed_roots_loads() -> None:
     at = run_app({"source": "folder", "folder": str(SAMPLES)})
     assert WRITE_LOOP in table(at).index
-    assert not any("allowed roots" in w.value for w in at.sidebar.warning)
+    assert not _main_errors(at)
 
 
 # --------------------------------------------------------------------------- session page
 
 
+def _plain_text(values: list[str]) -> str:
+    """Rendered Markdown text as a reader sees it (backslash escapes removed)."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", " ".join(values))
+
+
 def test_session_page_explains_the_first_refusal() -> None:
     # The URL names a session as the page shows it (relative to the loaded folder).
     at = run_app({"session": WRITE_LOOP}, page="session")
-    errors = " ".join(e.value for e in at.error)
-    assert "First refusal" in errors
+    errors = _plain_text([e.value for e in at.error])
+    assert "gglib would have refused this session at call 4 (turn 4)" in errors
     assert "write_file" in errors
-    markdown = " ".join(m.value for m in at.markdown)
-    assert "Repeats allowed for tools that change things" in markdown  # the smallest change
-    # Applying the suggested change moves the slider and lets the session through.
+    markdown = _plain_text([m.value for m in at.markdown])
+    assert "labelled a real loop from turn 3, and gglib stops it" in markdown
+    assert "Nothing to change" in markdown  # the label agrees: no advice to undo it
+
+
+def test_a_false_refusal_gets_honest_advice_that_can_be_applied_and_undone() -> None:
+    at = run_app({"session": QUIET_POLL}, page="session")
+    markdown = _plain_text([m.value for m in at.markdown])
+    assert "this is a false refusal" in markdown
+    # Every change is judged on the other sessions too, and the page says when none is free.
+    assert "other sessions:" in markdown or "no other session changes" in markdown
     apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_pass_")]
     assert apply
+    before = control(at, "gglib.max_observation_steps").value
     apply[0].click()
     at.run()
-    assert control(at, "gglib.max_repeated_batch_steps").value == 3
+    assert not at.exception
+    assert control(at, "gglib.max_observation_steps").value != before or any(
+        control(at, k).value != v for k, v in (("gglib.max_repeated_batch_steps", 2),))
+    banner = _plain_text([m.value for m in at.markdown if "Applied for every session" in m.value])
+    assert "Across the 13 loaded sessions" in banner
+    at.button(key="applied.undo").click()
+    at.run()
+    assert control(at, "gglib.max_observation_steps").value == before
+    assert control(at, "gglib.max_repeated_batch_steps").value == 2
+    assert not [m for m in at.markdown if "Applied for every session" in m.value]
 
 
 # --------------------------------------------------------------------------- export

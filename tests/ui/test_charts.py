@@ -99,9 +99,9 @@ def test_overview_has_a_run_line_and_a_start_marker_per_detector_and_verdict() -
     # ... and each run of consecutive steps gets one shaped marker where it starts, whose
     # hover says how many steps the run has.
     starts = {key(t): (list(t.x), [list(c) for c in t.customdata]) for t in markers(fig)}
-    # (turn, call, count, steps in the run, last call, last count)
-    assert starts[("gglib", "loop", "refuse")] == ([2.0], [[2, 2, 3, 2, 3, 4]])
-    assert starts[("openclaw", "ping_pong", "refuse")] == ([2.0], [[2, 2, 20, 1, 2, 20]])
+    # (turn, call, count, steps in the run, last call, last count), turns and calls from 1
+    assert starts[("gglib", "loop", "refuse")] == ([2.0], [[3, 3, 3, 2, 4, 4]])
+    assert starts[("openclaw", "ping_pong", "refuse")] == ([2.0], [[3, 3, 20, 1, 3, 20]])
     assert len(starts) == 5
     # Only the markers answer hovers and clicks: a lines-only trace cannot be selected, and
     # would win the hover at a run's first step.
@@ -397,3 +397,42 @@ def test_the_row_titles_get_a_left_margin_without_a_second_draw() -> None:
     assert fig.layout.margin.l >= charts.ROW_TITLE_CHAR_PX * longest
     short = charts.overview_figure(_rows()[:1], ["gglib"])
     assert short.layout.margin.l < fig.layout.margin.l
+
+
+def test_thirty_detectors_keep_a_shape_each() -> None:
+    styles = charts.styles_for_detectors([(f"d{i}", f"detector {i}") for i in range(30)])
+    shapes = [s.symbol for s in styles.values()]
+    assert len(set(shapes)) == 30
+    assert charts.UNKNOWN_STYLE.symbol not in shapes  # an unknown detector stays apart
+    colours = [s.color for s in styles.values()]
+    assert len(set(colours[:18])) == 18
+
+
+def test_call_axes_count_from_one() -> None:
+    vals, text = charts.call_ticks(23)
+    assert text[0] == "1" and vals[0] == 0.0  # call 1 is the first call (x = 0)
+    assert all(float(t) - 1 == v for v, t in zip(vals, text, strict=True))
+    assert len(text) <= 9
+    fig = charts.overview_figure(_rows())
+    assert fig.layout.xaxis.ticktext[0] == "1"
+
+
+def test_the_overview_legend_lists_each_detector_once_in_columns() -> None:
+    same = replay("gglib", [step(0, 0, "refuse", "loop", 3)])
+    rows = [charts.OverviewRow("a", {"gglib": same, "openclaw": replay("openclaw", [
+        step(0, 0, "refuse", "loop", 3)])}, 2)]
+    fig = charts.overview_figure(rows)
+    shown = [t.name for t in fig.data if t.showlegend is not False and (t.meta or {}).get("role") == "start"]
+    assert shown == ["the same set of tool calls again and again — refused"]
+    assert fig.layout.legend.entrywidthmode == "pixels" and fig.layout.legend.xref == "container"
+
+
+def test_stacked_session_charts_share_the_call_axis() -> None:
+    short = replay("gglib", [step(0, 0), step(1, None, "refuse", "stagnation", 6)])
+    long = replay("openclaw", [step(0, 0), step(1, 1)])
+    calls = _calls(["a", "b"])
+    end = 3.0
+    a = charts.session_figure(short, calls, x_end=end)
+    b = charts.session_figure(long, calls, x_end=end)
+    assert a.layout.xaxis2.range == b.layout.xaxis2.range
+    assert a.layout.margin.l == b.layout.margin.l and a.layout.margin.r == b.layout.margin.r

@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from loopscope.ui import data, gc_policy, pages, settings, state
+from loopscope.ui import data, gc_policy, notices, pages, settings, state
 
 LAST_RUN_KEY = "_loopscope_last_run_ms"
 """Server-side duration of the previous full run, in ms (shown in the sidebar)."""
@@ -22,7 +22,9 @@ def main() -> None:
     gc_policy.before_run()
     st.set_page_config(
         page_title="loopscope",
-        page_icon=":material/all_inclusive:",
+        # An emoji, not a Material icon: the browser would fetch a Material icon's image
+        # from a font server, and the dashboard makes no network requests.
+        page_icon="♾️",
         layout="wide",
         initial_sidebar_state="expanded",
     )
@@ -39,6 +41,7 @@ def main() -> None:
         last = st.session_state.get(LAST_RUN_KEY)
         if last is not None:
             st.caption(f"Last full re-run on the server: {last:.0f} ms.")
+    notices.render(corpus, getattr(page, "url_path", None))
     page.run()
     st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
     gc_policy.after_run()

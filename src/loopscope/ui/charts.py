@@ -29,8 +29,11 @@ class DetectorStyle:
     symbol: str
 
 
-# Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), each paired
-# with its own marker shape; detectors take them in registry order (engine by engine).
+# Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), then Tol's,
+# each paired with its own marker shape; detectors take them in registry order (engine by
+# engine). Every shape has a filled (refused) and a hollow (warned) form and none repeats, so
+# about 35 detectors stay apart by shape alone; past the 18 colours, colours repeat (the shape
+# still tells them apart). "pentagon" is kept for an unknown detector.
 PALETTE: tuple[tuple[str, str], ...] = (
     ("#D55E00", "diamond"), ("#CC79A7", "star"), ("#0072B2", "circle"),
     ("#009E73", "square"), ("#E69F00", "triangle-up"), ("#56B4E9", "hexagram"),
@@ -38,6 +41,12 @@ PALETTE: tuple[tuple[str, str], ...] = (
     ("#332288", "star-diamond"), ("#AA4499", "hourglass"), ("#44AA99", "bowtie"),
     ("#999933", "triangle-left"), ("#661100", "triangle-right"), ("#6699CC", "star-square"),
     ("#888888", "diamond-tall"), ("#DDCC77", "square-x"), ("#1f1f1f", "circle-x"),
+    ("#D55E00", "hexagon"), ("#0072B2", "star-triangle-up"), ("#009E73", "diamond-wide"),
+    ("#CC79A7", "octagon"), ("#E69F00", "star-triangle-down"), ("#56B4E9", "circle-cross"),
+    ("#882255", "triangle-ne"), ("#117733", "square-cross"), ("#332288", "triangle-sw"),
+    ("#AA4499", "diamond-cross"), ("#44AA99", "hexagon2"), ("#999933", "triangle-se"),
+    ("#661100", "diamond-x"), ("#6699CC", "triangle-nw"), ("#000000", "arrow-up"),
+    ("#D55E00", "arrow-down"), ("#0072B2", "arrow-left"), ("#009E73", "arrow-right"),
 )
 
 
@@ -53,12 +62,22 @@ def detector_styles() -> dict[str, DetectorStyle]:
 def _styles_for(names: tuple[str, ...]) -> dict[str, DetectorStyle]:
     from loopscope.engines import get_engine
 
-    styles: dict[str, DetectorStyle] = {}
+    ids: list[tuple[str, str]] = []
     for engine in map(get_engine, names):
         for info in engine.detectors:
-            if info.id not in styles:
-                color, symbol = PALETTE[len(styles) % len(PALETTE)]
-                styles[info.id] = DetectorStyle(info.label, color, symbol)
+            if info.id not in {i for i, _ in ids}:
+                ids.append((info.id, info.label))
+    return styles_for_detectors(ids)
+
+
+def styles_for_detectors(detectors: Sequence[tuple[str, str]]) -> dict[str, DetectorStyle]:
+    """``(id, label)`` → a style each, in order: a shape of its own for the first
+    ``len(PALETTE)`` detectors (after that shapes repeat; the legend and hover still name
+    the detector)."""
+    styles: dict[str, DetectorStyle] = {}
+    for n, (detector, label) in enumerate(detectors):
+        color, symbol = PALETTE[n % len(PALETTE)]
+        styles[detector] = DetectorStyle(label, color, symbol)
     return styles
 
 
@@ -121,6 +140,21 @@ def divergence_x(replay: SessionReplay, xs: Sequence[float] | None = None) -> fl
         if s.verdict == "refuse":
             return x
     return None
+
+
+# --------------------------------------------------------------------------- 1-based call axis
+
+_TICK_STEPS = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10_000,
+               20_000, 50_000, 100_000)
+
+
+def call_ticks(n_calls: float, target: int = 8) -> tuple[list[float], list[str]]:
+    """Tick positions on a tool-call axis (x is the 0-based call index) labelled from 1, as
+    people count: call 1 sits at x = 0."""
+    n = max(int(n_calls), 1)
+    step = next((s for s in _TICK_STEPS if s >= n / target), _TICK_STEPS[-1])
+    labels = sorted({1, *range(step, n + 1, step)})
+    return [float(v - 1) for v in labels], [str(v) for v in labels]
 
 
 # --------------------------------------------------------------------------- corpus overview
@@ -233,6 +267,11 @@ def engine_title(name: str) -> str:
     return get_engine(name).title
 
 
+LEGEND_COLUMNS = 3
+"""Legend lines are reserved for this many entries per line (a 1,000 px wide chart)."""
+LEGEND_ENTRY_PX = 330
+LEGEND_ROW_PX = 21
+
 BAR_WIDTH = 0.6
 """Row bars' thickness in rows. Set explicitly: Plotly sizes a bar by the smallest gap between
 the bars of its trace, so the divergence bars of two refused sessions five rows apart were
@@ -267,6 +306,7 @@ def overview_figure(
     lengths = np.asarray([max(r.calls, 1) for r in rows], dtype=np.int32)
     bases = np.full(n, -0.5)
     height = _overview_height(n, row_height)
+    tickvals, ticktext = call_ticks(int(lengths.max()) if n else 1, target=6)
     gap = 0.04
     width = (1 - gap * (len(engines) - 1)) / max(len(engines), 1)
     data: list[dict[str, Any]] = []
@@ -279,8 +319,10 @@ def overview_figure(
         # label on every draw to hide those spilling out of the chart (a third of a draw, with
         # 50 row names); the margin is sized to fit them already.
         layout[f"xaxis{suffix}"] = {
-            "anchor": f"y{suffix}", "domain": [left, left + width], "title": {"text": "tool call"},
-            "zeroline": False, "gridcolor": "#e6e6e6", "rangemode": "tozero",
+            "anchor": f"y{suffix}", "domain": [left, left + width],
+            "title": {"text": "tool call (from 1)"},
+            "zeroline": False, "gridcolor": "#e6e6e6", "range": [-0.6, float(lengths.max()) if n else 1.0],
+            "tickmode": "array", "tickvals": tickvals, "ticktext": ticktext,
             "ticklabeloverflow": "allow",
         }
         layout[f"yaxis{suffix}"] = {
@@ -339,13 +381,24 @@ def overview_figure(
             data.extend(_detector_traces(g, detector, verdict, engine, rows, names, marker_type,
                                          axes))
     titles = [row_title(r) for r in rows]
-    # The legend sits above the column titles: lift it by ~30 px in paper units.
-    plot_px = max(height - 30 - 40, 100)
+    # The legend sits above the column titles in three columns (one entry per line made it as
+    # tall as a short chart): reserve its rows in the top margin and lift it above the titles.
+    named: set[str] = set()
+    for t in data:  # one legend entry per detector × verdict, whichever column has it first
+        if t.get("meta", {}).get("role") == "start":
+            t["showlegend"] = t["name"] not in named
+            named.add(t["name"])
+    legend_rows = -(-(len(named) + 1) // LEGEND_COLUMNS)  # + the divergence entry
+    top = 34 + LEGEND_ROW_PX * legend_rows
+    plot_px = max(height - top - 40, 100)
     layout.update(
         barmode="overlay",
-        height=height,
-        margin={"l": _row_title_margin(titles), "r": 10, "t": 30, "b": 40},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 30 / plot_px, "x": 0},
+        height=height + top - 30,
+        margin={"l": _row_title_margin(titles), "r": 10, "t": top, "b": 40},
+        # Entries of a fixed width, from the figure's left edge: as many per line as fit.
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 28 / plot_px, "x": 0.005,
+                "xref": "container", "entrywidth": LEGEND_ENTRY_PX, "entrywidthmode": "pixels",
+                "font": {"size": 12}, "tracegroupgap": 0},
         # A white page with no template: validating (and copying) the full "plotly_white"
         # template was half the cost of building this figure, on every slider move; the few
         # things it gave are set here and on the axes.
@@ -451,10 +504,12 @@ def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[
             if group is not None:
                 _close_run(group, start)
             group = groups[key]
-            start = [x, row, m.turn, call, count, 0, call, count]
+            # Shown in the hover: turns and calls counted from 1 (-1: no call).
+            start = [x, row, m.turn + 1, call + 1 if call >= 0 else -1, count, 0,
+                     call + 1 if call >= 0 else -1, count]
         assert group is not None
         start[5] += 1
-        start[6:] = [call, count]
+        start[6:] = [call + 1 if call >= 0 else -1, count]
         group.x.append(x)
         group.y.append(row)
         previous = (*key, m.position)
@@ -512,12 +567,15 @@ def session_figure(
     compactions: Sequence[float] = (),
     selected_step: int | None = None,
     title: str | None = None,
+    x_end: float | None = None,
 ) -> go.Figure:
     """Session detail: each tool on its own lane (top), counts against thresholds (bottom).
 
     ``calls``: one entry per tool call of the session, by call index. ``counters``: the
     engine's counts and limits, one value per step (``engine.counters``).
-    ``breaks``/``compactions``: x positions of user messages and compactions.
+    ``breaks``/``compactions``: x positions of user messages and compactions. ``x_end``: the
+    end of the call axis that every guard's chart of this session shares (stacked charts then
+    line up call for call).
     """
     steps = replay.steps
     xs = step_positions(steps)
@@ -549,7 +607,7 @@ def session_figure(
         px.append(idx)
         py.append(lanes[c.tool or '""'])
         ptext.append(
-            f"call {idx}: <b>{_esc(c.tool)}</b>({_esc(c.args)})<br>answer: {_esc(c.answer) or '—'}"
+            f"call {idx + 1}: <b>{_esc(c.tool)}</b>({_esc(c.args)})<br>answer: {_esc(c.answer) or '—'}"
             f"<br>verdict: {call_verdict}"
         )
     fig.add_trace(
@@ -590,12 +648,13 @@ def session_figure(
         if s.call is None:
             g["x"].append(x)
             g["y"].append(lanes[PROSE_LANE])
-            g["text"].append(f"turn {s.turn}: reply repeated, count {s.count}")
+            g["text"].append(f"turn {s.turn + 1}: reply repeated, count {s.count}")
             continue
         for pos, tool in enumerate(s.tools or ("",)):
             g["x"].append(s.call + pos)
             g["y"].append(lanes.get(tool or '""', 0))
-            g["text"].append(f"turn {s.turn}, call {s.call + pos}: {_esc(tool)} — count {s.count}")
+            g["text"].append(f"turn {s.turn + 1}, call {s.call + pos + 1}: {_esc(tool)} — "
+                             f"count {s.count}")
     for detector, verdict in _ordered_groups(groups):
         g = groups[(detector, verdict)]
         st_ = style_of(detector)
@@ -626,7 +685,7 @@ def session_figure(
     # ---- divergence, first refusal, breaks, selection
     # The same end for both engines (a prose step sits at most half a call after the last
     # call), so stacked charts share the call axis.
-    end = max(float(len(calls)), (max(xs) + 0.5) if xs else 0.5)
+    end = max(float(len(calls)), (max(xs) + 0.5) if xs else 0.5, x_end or 0.0)
     first = divergence_x(replay, xs)
     if first is not None:
         fig.add_vrect(
@@ -687,7 +746,10 @@ def session_figure(
     )
     fig.update_yaxes(title={"text": "count", "standoff": 4}, rangemode="tozero",
                      gridcolor="#e6e6e6", automargin=False, row=2, col=1)
-    fig.update_xaxes(title="tool call", gridcolor="#eeeeee", row=2, col=1, range=[-0.6, end + 0.5])
+    tickvals, ticktext = call_ticks(end)
+    fig.update_xaxes(gridcolor="#eeeeee", range=[-0.6, end + 0.5], tickmode="array",
+                     tickvals=tickvals, ticktext=ticktext)
+    fig.update_xaxes(title="tool call (from 1)", row=2, col=1)
     fig.update_layout(
         title=title,
         height=max(420, 200 + 34 * n_lanes + 220),

@@ -291,12 +291,34 @@ SOURCE_KEY = "source"
 FOLDER_KEY = "folder"
 UPLOADS_KEY = "_loopscope_uploads"
 DATA_ERROR_KEY = "_loopscope_data_error"
+"""A problem with the chosen data source, in plain words (shown in the main area)."""
+DATA_NOTE_KEY = "_loopscope_data_note"
+"""Something the user should know about the data source that is not a problem."""
+
+
+def samples_allowed(roots: Sequence[Path] | None = None) -> bool:
+    """Whether the bundled samples lie inside the allowed roots (a server that sets
+    ``LOOPSCOPE_ALLOWED_ROOTS`` elsewhere confines them away: the samples fallback is then
+    empty, and the page says so)."""
+    roots = list(roots) if roots is not None else allowed_roots()
+    return _inside(samples_dir(), roots)
+
+
+def samples_fallback_note() -> str | None:
+    """Why the samples shown are empty, when the allowed roots leave them out."""
+    if samples_allowed():
+        return None
+    allowed = ", ".join(escape_for_display(str(r), 120) for r in allowed_roots())
+    return ("The bundled sample sessions lie outside the folders this server may read "
+            f"(LOOPSCOPE_ALLOWED_ROOTS: {allowed}), so none are shown. Upload files, or open "
+            "a folder inside those roots, from the sidebar.")
 
 
 def load_current_corpus(show_progress: bool = True) -> Corpus:
     """The corpus for the data source chosen in the sidebar (samples when nothing else works)."""
     source = st.session_state.get(SOURCE_KEY, SOURCE_SAMPLES)
     st.session_state[DATA_ERROR_KEY] = None
+    st.session_state[DATA_NOTE_KEY] = None
     bar = None
 
     def progress(fraction: float, text: str) -> None:
@@ -312,14 +334,24 @@ def load_current_corpus(show_progress: bool = True) -> Corpus:
             uploads: list[StoredUpload] = list(st.session_state.get(UPLOADS_KEY, []))
             if uploads:
                 return load_uploads(uploads, progress)
-            st.session_state[DATA_ERROR_KEY] = "No files uploaded yet; showing the bundled samples."
+            st.session_state[DATA_NOTE_KEY] = ("No files uploaded yet: add session files in "
+                                               "the sidebar. Until then, the bundled samples "
+                                               "are shown.")
         elif source == SOURCE_FOLDER:
             try:
                 folder = confine(str(st.session_state.get(FOLDER_KEY, "")))
             except PathNotAllowed as exc:
-                st.session_state[DATA_ERROR_KEY] = f"{exc} Showing the bundled samples."
+                st.session_state[DATA_ERROR_KEY] = (
+                    f"The folder cannot be opened: {exc} The bundled samples are shown "
+                    "instead.")
             else:
                 return load_folder(folder, SOURCE_FOLDER, progress)
+        if not samples_allowed():
+            note = samples_fallback_note()
+            previous = st.session_state.get(DATA_ERROR_KEY)
+            st.session_state[DATA_ERROR_KEY] = (
+                f"{previous.removesuffix(' The bundled samples are shown instead.')} {note}"
+                if previous else note)
         return load_folder(samples_dir(), SOURCE_SAMPLES, progress)
     finally:
         if bar is not None:

@@ -1,6 +1,18 @@
-"""Explanations on screen: the plain sentence for every refusal and warning, the smallest
-setting change (verified by a re-run, from ``loopscope.explain``), and the known limitations
-that apply to the session. A suggested change can be applied with one click."""
+"""The session page's answer to "why did it stop?", for every guard shown.
+
+* :func:`render_why` — the ``why`` block at the top of the session page: per guard, the verdict
+  in one plain sentence, what the session's label makes of it ("this is a false refusal"),
+  what the real guard would have done, and honest advice: the smallest verified changes, each
+  with what it does to this session *and to every other loaded session*, the harmless ones
+  first, and a plain statement when no change is free of harm.
+* :func:`render_details` — everything else an explanation holds (every refusal and warning,
+  the guard's own messages, the known limitations), below the charts.
+* "Apply" sets a change in the sidebar for every session and records what it changed across
+  the corpus; :func:`render_applied` shows that record on every page with an Undo.
+
+Every engine sentence goes through :mod:`loopscope.ui.plain` (the sidebar's words, recorded
+names escaped) before it reaches Markdown.
+"""
 
 from __future__ import annotations
 
@@ -10,74 +22,160 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.advice import SettingChange, smallest_changes
+from loopscope.advice import Advice, AdvisedChange, advise
 from loopscope.engines import SessionReplay, Step, get_engine
 from loopscope.engines.base import ConfigResolution
-from loopscope.model import Session, escape_for_display
+from loopscope.model import Session
 from loopscope.ui import state, views
+from loopscope.ui.plain import (
+    PlainExplanation,
+    label_meaning,
+    md,
+    plain,
+    plain_explanation,
+    to_markdown,
+    where,
+)
 
 MAX_LISTED = 60
 FULL_RERUN_KEY = "_loopscope_full_rerun"
+APPLIED_KEY = "_loopscope_applied"
+SHOWN_CHANGES = 3
+"""Changes shown at once per guard; the rest sit in an expander."""
 
 
-@dataclass
-class Change:
-    """A setting change a user can apply: description, control values, what it leads to."""
+# --------------------------------------------------------------------------- explanations
 
-    description: str
-    values: dict[str, Any]
-    outcome: str = ""
-    notes: tuple[str, ...] = ()
+
+def explanation(name: str, step: Step, replay: SessionReplay, config: Any,
+                version: str | None = None) -> PlainExplanation:
+    """The engine's explanation of ``step`` in the sidebar's words."""
+    engine = get_engine(name)
+    specs = engine.settings_for(version or engine.version_of(config))
+    return plain_explanation(engine.explainer.explain_step(step, replay, config), specs)
 
 
 @dataclass
 class Explained:
+    """Kept for the pages that show one sentence per step (the Guide)."""
+
     step: Step
     headline: str
     details: list[str] = field(default_factory=list)
     upstream: list[tuple[str, str]] = field(default_factory=list)
-    """(title, exact upstream text)."""
-
-
-# --------------------------------------------------------------------------- from the engine
 
 
 def explained(name: str, step: Step, replay: SessionReplay, config: Any) -> Explained:
-    """The engine's explanation of ``step`` in the page's shape."""
-    e = get_engine(name).explainer.explain_step(step, replay, config)
-    details = list(e.what_happened)
-    if e.which_limit:
-        details.append(e.which_limit)
-    if e.guard_action:
-        details.append(e.guard_action)
-    details.extend(lim.text for lim in e.limitations)
-    return Explained(step, e.headline, details, list(e.upstream))
+    e = explanation(name, step, replay, config)
+    return Explained(step, e.headline, [*e.facts, *([e.limit] if e.limit else []),
+                                        *([e.action] if e.action else []), *e.limitations],
+                     list(e.upstream))
 
 
-def _change(name: str, c: SettingChange) -> Change:
-    return Change(c.description, state.control_values(name, c.values), c.effect, tuple(c.notes))
-
-
-def changes_for(name: str, prepared: Any, config: Any, step: Step, goal: str) -> list[Change]:
-    """The smallest verified changes that let ``step`` through (``goal="pass"``) or catch it
-    (``"refuse"``), as applicable changes."""
-    engine = get_engine(name)
-    found = smallest_changes(engine, prepared, config, step, goal)  # type: ignore[arg-type]
-    return [_change(name, c) for c in found]
+def _tools(session: Session) -> set[str]:
+    return {c.name for c in session.calls}
 
 
 def limitations(name: str, session: Session, replay: SessionReplay,
                 res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    found = get_engine(name).explainer.limitations(session, replay, res.config, res.warnings)
-    return [(lim.id, lim.text) for lim in found]
+    """``(id, text in plain words)`` of the known limitations that apply to this session."""
+    engine = get_engine(name)
+    specs = engine.settings_for(engine.version_of(res.config))
+    found = engine.explainer.limitations(session, replay, res.config, res.warnings)
+    return [(lim.id, plain(lim.text, specs, [lim.id])) for lim in found]
 
 
-# --------------------------------------------------------------------------- rendering
+# --------------------------------------------------------------------------- advice
 
 
-def _apply(values: Mapping[str, Any]) -> None:
+def _labels_key(labels: Sequence[str | None]) -> str:
+    return "".join({"loop": "l", "ok": "o"}.get(x or "", "-") for x in labels)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _cached_advice(fingerprint: str, engine: str, config_text: str, index: int, goal: str,
+                   target: tuple[int, int | None] | None, labels_text: str, _corpus: Any,
+                   _config: Any, _labels: tuple[str | None, ...]) -> Advice:
+    """Advice for one session, cached per corpus × configuration × session × goal × labels:
+    the search re-runs the session, and each change found re-runs the corpus (cached too, by
+    configuration, in :func:`loopscope.ui.state.replays_for`)."""
+    del config_text, labels_text  # cache keys only
+    eng = get_engine(engine)
+    prepared = state.prepared_version(_corpus, engine, eng.version_of(_config))
+
+    def first_refusals(config: Any) -> list[Any]:
+        reps = state._cached_replays(fingerprint, engine, state.config_key(config), _corpus,
+                                     config)
+        return [r.first_refusal for r in reps]
+
+    step = None
+    if target is not None:
+        step = next((s for s in eng.run(prepared[index], _config).steps
+                     if (s.turn, s.call) == target), None)
+    return advise(eng, prepared[index], _config, index=index, before=first_refusals(_config),
+                  first_refusals=first_refusals, labels=list(_labels), target=step,
+                  goal=goal)  # type: ignore[arg-type]
+
+
+def advice_for(name: str, index: int, config: Any, goal: str,
+               target: Step | None = None) -> Advice:
+    corpus = state.corpus()
+    labels = tuple(views.session_labels(corpus))
+    key = None if target is None else (target.turn, target.call)
+    return _cached_advice(corpus.fingerprint, name, state.config_key(config), index, goal, key,
+                          _labels_key(labels), corpus, config, labels)
+
+
+def _names(positions: Sequence[int], limit: int = 3) -> str:
+    corpus = state.corpus()
+    shown = [md(corpus.session_names[i], 60) for i in positions[:limit]]
+    more = len(positions) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def effect_text(a: AdvisedChange) -> str:
+    """What a change does to this session and to the others, in one line of Markdown."""
+    here = a.change.effect.replace("the session", "this session", 1)
+    others = a.others
+    if not others.changed:
+        there = "no other session changes"
+    else:
+        there = "other sessions: " + others.summary()
+        harm = []
+        if others.loops_no_longer_caught:
+            harm.append("stops catching " + _names(others.loops_no_longer_caught))
+        if others.good_newly_refused:
+            harm.append("newly refuses " + _names(others.good_newly_refused))
+        if harm:
+            there += " (" + "; ".join(harm) + ")"
+    return f"{here}; {there}"
+
+
+def _apply(name: str, a: AdvisedChange) -> None:
+    """Set a change for every session (a button callback) and remember how to undo it."""
+    values = state.control_values(name, a.change.values)
+    previous = {k: state.widget_value(state.fields_by_key()[k]) for k in values
+                if k in state.fields_by_key()}
+    corpus = state.corpus()
+    st.session_state[APPLIED_KEY] = {
+        "description": a.change.description,
+        "engine": name,
+        "previous": previous,
+        "summary": a.effect.summary(),
+        "sessions": [corpus.sessions[i].source for i in a.effect.sessions],
+    }
     state.apply_settings(values)
     st.session_state[FULL_RERUN_KEY] = True
+
+
+def _undo() -> None:
+    record = st.session_state.pop(APPLIED_KEY, None)
+    if record:
+        state.apply_settings(record["previous"])
+
+
+def _dismiss() -> None:
+    st.session_state.pop(APPLIED_KEY, None)
 
 
 def rerun_if_settings_changed() -> None:
@@ -86,21 +184,48 @@ def rerun_if_settings_changed() -> None:
         st.rerun(scope="app")
 
 
-def render_changes(changes: Sequence[Change], key: str, intro: str) -> None:
-    if not changes:
+def render_applied() -> None:
+    """What the last "Apply" changed across the loaded sessions, with Undo (every page)."""
+    record = st.session_state.get(APPLIED_KEY)
+    if not record:
         return
-    st.markdown(intro)
-    for i, c in enumerate(changes):
-        cols = st.columns([5, 1])
-        text = f"- {escape_for_display(c.description, 300)}"
-        if c.outcome:
-            text += f" — {c.outcome}."
-        for n in c.notes:
-            text += f" *{escape_for_display(n, 200)}*"
-        cols[0].markdown(text)
-        if c.values:
-            cols[1].button("Apply", key=f"{key}_{i}", on_click=_apply, args=(c.values,),
-                           help="Set this in the sidebar (and the URL).")
+    title = state.ENGINE_TITLES.get(record["engine"], record["engine"])
+    with st.container(border=True, key="applied"):
+        st.markdown(f":material/check_circle: **Applied for every session:** "
+                    f"{md(record['description'], 300)} ({md(title)}). Across the "
+                    f"{len(state.corpus().sessions)} loaded sessions: {record['summary']}.")
+        c1, c2, _ = st.columns([1, 1, 4])
+        c1.button("Undo", key="applied.undo", on_click=_undo, icon=":material/undo:",
+                  help="Put the settings back as they were before this change.")
+        c2.button("Keep it", key="applied.keep", on_click=_dismiss, icon=":material/done:")
+
+
+def _render_change(name: str, a: AdvisedChange, key: str, recommended: bool) -> None:
+    badge = ":green-badge[:material/thumb_up: smallest harmless change] " if recommended else ""
+    warn = " :orange-badge[:material/warning: goes against a label]" if a.harmful else ""
+    whatif = "" if a.change.deployable else " :gray-badge[what-if]"
+    notes = "".join(f" *{md(n, 200)}*" for n in a.change.notes)
+    with st.container(border=False, gap="small"):
+        st.markdown(f"{badge}**{md(a.change.description, 300)}**{warn}{whatif} — "
+                    f"{effect_text(a)}.{notes}")
+        st.button("Apply for every session", key=key, on_click=_apply, args=(name, a),
+                  icon=":material/done:", type="primary" if recommended else "secondary",
+                  help="Set this in the sidebar, for every loaded session. What it changed is "
+                  "shown at the top of the page, with Undo.")
+
+
+def _render_advice(name: str, advice: Advice, key: str, intro: str) -> None:
+    st.markdown(f"**{intro}** {md(advice.verdict)}")
+    if not advice.changes:
+        return
+    shown = list(advice.changes[:SHOWN_CHANGES])
+    for i, a in enumerate(shown):
+        _render_change(name, a, f"{key}_{i}", a is advice.recommended)
+    rest = advice.changes[SHOWN_CHANGES:]
+    if rest:
+        with st.expander(f"{len(rest)} more change(s)"):
+            for i, a in enumerate(rest, start=len(shown)):
+                _render_change(name, a, f"{key}_{i}", False)
 
 
 def _missed_loop_step(replay: SessionReplay, from_turn: int | None) -> Step | None:
@@ -114,67 +239,136 @@ def _missed_loop_step(replay: SessionReplay, from_turn: int | None) -> Step | No
     return max(candidates, key=lambda s: (s.count or 0, -s.turn))
 
 
-def render_engine_explanations(
-    name: str,
-    session: Session,
-    replay: SessionReplay,
-    res: ConfigResolution[Any],
-    prepared: Any,
-    *,
-    label: str | None = None,
-    from_turn: int | None = None,
-) -> None:
-    """Everything that explains ``replay``: first refusal, smallest change, all other verdicts,
-    and the limitations that apply."""
+# --------------------------------------------------------------------------- the why block
+
+
+def _title(name: str, config: Any) -> str:
+    engine = get_engine(name)
+    if len(engine.versions) > 1:
+        return f"{engine.title} {engine.version_of(config)}"
+    return engine.title
+
+
+def _first_refusal(replay: SessionReplay) -> Step | None:
+    if replay.first_refusal is None:
+        return None
+    return next((s for s in replay.steps if s.verdict == "refuse"), None)
+
+
+def render_engine_why(name: str, session: Session, index: int, replay: SessionReplay,
+                      res: ConfigResolution[Any], label: str | None,
+                      from_turn: int | None) -> None:
+    """One guard's answer: verdict, label's meaning, what the guard would have done, advice."""
+    engine = get_engine(name)
     config = res.config
-    flagged = [s for s in replay.steps if s.verdict != "pass"]
-    first = next((s for s in replay.steps if s.verdict == "refuse"), None)
+    title = _title(name, config)
+    tools = _tools(session)
     key = f"x_{name}"
-    if first is None:
-        if flagged:
-            st.success(f"Never refused; {len(flagged)} warning(s) below.", icon=":material/check:")
-        else:
-            st.success("Never refused or warned under these settings.", icon=":material/check:")
-        if label == "loop":
-            st.warning("This session is labelled a real loop, but it was not caught.",
-                       icon=":material/report:")
-            target = _missed_loop_step(replay, from_turn)
-            if target is not None:
-                render_changes(changes_for(name, prepared, config, target, "refuse"),
-                               f"{key}_catch",
-                               f"Smallest change that would catch it (turn {target.turn + 1}):")
+    st.markdown(f"#### {md(title)}")
+    first = _first_refusal(replay)
+    if first is not None:
+        e = explanation(name, first, replay, config)
+        st.error(f"**{md(engine.title)} would have refused this session at "
+                 f"{where(replay.first_refusal)}.** {to_markdown(e.headline, tools)}",
+                 icon=":material/block:")
     else:
-        e = explained(name, first, replay, config)
-        where = f"turn {first.turn + 1}" + (f", call {first.call + 1}" if first.call is not None
-                                            else "")
-        st.error(f"**First refusal ({where}):** {e.headline}", icon=":material/block:")
-        for d in e.details:
-            st.markdown(f"- {d}")
-        if label == "ok":
-            st.warning("This session is labelled good work: this is a false refusal.",
-                       icon=":material/report:")
-        render_changes(changes_for(name, prepared, config, first, "pass"), f"{key}_pass",
-                       "**Smallest change that lets it through** (verified by re-running):")
-        for title, text in e.upstream:
-            with st.expander(title):
+        warns = replay.warning_count
+        if warns:
+            st.warning(f"**{md(engine.title)} would never have refused this session**; it would "
+                       f"have warned {warns} time(s).", icon=":material/warning:")
+        else:
+            st.success(f"**{md(engine.title)} would never have refused or warned about this "
+                       "session.**", icon=":material/check:")
+        e = None
+    meaning = label_meaning(label, first.turn if first is not None else None, from_turn,
+                            engine.title)
+    bad = (label == "ok" and first is not None) or (label == "loop" and (
+        first is None or (from_turn is not None and first.turn < from_turn)))
+    st.markdown((":material/report: " if bad else ":material/label: ") + md(meaning))
+    if e is not None and e.action:
+        st.markdown(f"**What {md(engine.title)} would have done:** {to_markdown(e.action, tools)}")
+    for note in engine.notes:
+        st.caption(md(note))
+
+    # The advice: let a refusal through, or catch a missed loop; a right refusal needs none.
+    if first is not None:
+        if label == "loop" and (from_turn is None or first.turn >= from_turn):
+            st.markdown("**Nothing to change:** the label agrees with the refusal.")
+        else:
+            early = label == "loop"
+            advice = advice_for(name, index, config, "pass" if early else "clear",
+                                first if early else None)
+            intro = ("How to refuse it later, once the loop has begun:" if early
+                     else "What would let it through:")
+            _render_advice(name, advice, f"{key}_pass", intro)
+    elif label == "loop":
+        target = _missed_loop_step(replay, from_turn)
+        if target is not None:
+            advice = advice_for(name, index, config, "refuse", target)
+            _render_advice(name, advice, f"{key}_catch",
+                           f"What would catch it (at turn {target.turn + 1}):")
+    if e is not None and (e.facts or e.limit or e.limitations or e.upstream):
+        with st.expander("More about this refusal"):
+            for fact in (*e.facts, *([e.limit] if e.limit else []), *e.limitations):
+                st.markdown(f"- {to_markdown(fact, tools)}")
+            for utitle, text in e.upstream:
+                st.caption(f"{md(utitle)} (the guard's own words):")
                 st.code(text, language=None, wrap_lines=True)
-    others = [s for s in flagged if s is not first]
-    if others:
-        with st.expander(f"All other refusals and warnings ({len(others)})"):
-            for s in others[:MAX_LISTED]:
-                e = explained(name, s, replay, config)
-                where = f"turn {s.turn + 1}" + (f", call {s.call + 1}" if s.call is not None
-                                                 else "")
-                word = views.verdict_word(s)
-                st.markdown(f"**{where} — {word}:** {e.headline}")
-            if len(others) > MAX_LISTED:
-                st.caption(f"… and {len(others) - MAX_LISTED} more (export the verdict report "
-                           "for all of them).")
-    try:
-        found = limitations(name, session, replay, res)
-    except Exception:
-        found = []
-    if found:
-        with st.expander(f"Known limitations that apply here ({len(found)})", expanded=True):
-            for _lid, text in found:
-                st.markdown(f"- {text}")
+
+
+def render_why(session: Session, index: int, engines: Sequence[str],
+               replays: Mapping[str, SessionReplay], configs: Mapping[str, Any],
+               label: str | None, from_turn: int | None) -> None:
+    """The ``why`` container: every guard's answer, two per row."""
+    with st.container(key="why"):
+        st.subheader("Why did it stop?", anchor=False)
+        names = list(engines)
+        for row in range(0, len(names), 2):
+            cols = st.columns(2) if len(names) > 1 else [st.container()]
+            for col, name in zip(cols, names[row:row + 2], strict=False):
+                with col, st.container(border=True):
+                    try:
+                        render_engine_why(name, session, index, replays[name], configs[name],
+                                          label, from_turn)
+                    except Exception as exc:  # an explanation bug must not hide the verdicts
+                        st.warning(f"The explanation could not be built "
+                                   f"({md(type(exc).__name__)}: {md(str(exc), 200)}). The "
+                                   "verdicts below are unaffected.", icon=":material/warning:")
+
+
+# --------------------------------------------------------------------------- details
+
+
+def render_details(session: Session, engines: Sequence[str],
+                   replays: Mapping[str, SessionReplay], configs: Mapping[str, Any]) -> None:
+    """Every refusal and warning, and the known limitations, per guard (below the charts)."""
+    tools = _tools(session)
+    for name in engines:
+        replay, res = replays[name], configs[name]
+        flagged = [s for s in replay.steps if s.verdict != "pass"]
+        try:
+            found = limitations(name, session, replay, res)
+        except Exception:
+            found = []
+        if not flagged and not found:
+            continue
+        title = _title(name, res.config)
+        with st.expander(f"{md(title)}: {len(flagged)} refusal(s) and warning(s), "
+                         f"{len(found)} known limitation(s)"):
+            for s in flagged[:MAX_LISTED]:
+                e = explanation(name, s, replay, res.config)
+                at = where(_first(s))
+                st.markdown(f"**{at} — {views.verdict_word(s)}:** {to_markdown(e.headline, tools)}")
+            if len(flagged) > MAX_LISTED:
+                st.caption(f"… and {len(flagged) - MAX_LISTED} more (the Export page's verdict "
+                           "report has all of them).")
+            if found:
+                st.markdown("**Known limitations that apply here**")
+                for _lid, text in found:
+                    st.markdown(f"- {to_markdown(text, tools)}")
+
+
+def _first(step: Step) -> Any:
+    from loopscope.engines import FirstRefusal
+
+    return FirstRefusal(step.turn, step.call, step.detector or "")

@@ -63,24 +63,33 @@ def render_data_source() -> None:
         )
 
 
+DUPLICATES_KEY = "_loopscope_upload_duplicates"
+"""Names of uploaded files whose content was already uploaded (skipped, not loaded twice)."""
+
+
 def _store_uploads(files: list[Any]) -> None:
-    """Copy uploads into the temporary folder under generated names (once per file id)."""
+    """Copy uploads into the temporary folder under generated names (once per file id); a
+    file whose content is already among the uploads is skipped, so adding the same files
+    twice never duplicates sessions."""
     known: dict[str, data.StoredUpload] = st.session_state.setdefault("_loopscope_upload_ids", {})
-    stored: list[data.StoredUpload] = []
+    stored: dict[str, data.StoredUpload] = {}
+    duplicates: list[str] = []
     for f in files:
         fid = getattr(f, "file_id", None) or f"{f.name}:{f.size}"
         item = known.get(fid)
         if item is None:
             item = data.store_upload(f.getvalue(), f.name)
             known[fid] = item
-        stored.append(item)
-    st.session_state[data.UPLOADS_KEY] = stored
+        if item.digest in stored:
+            duplicates.append(f.name)
+            continue
+        stored[item.digest] = item
+    st.session_state[data.UPLOADS_KEY] = list(stored.values())
+    st.session_state[DUPLICATES_KEY] = duplicates
 
 
 def render_corpus_status(corpus: data.Corpus) -> None:
-    note = st.session_state.get(data.DATA_ERROR_KEY)
-    if note:
-        st.warning(note, icon=":material/info:")
+    """A one-line count in the sidebar (problems are shown in the main area)."""
     report = corpus.report
     n_err, n_warn = corpus.import_problem_counts
     parts = [f"**{len(corpus.sessions)}** sessions from **{len(report.files)}** files"]

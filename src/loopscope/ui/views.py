@@ -22,6 +22,9 @@ from loopscope.model import (
 )
 from loopscope.ui import charts, state
 from loopscope.ui.data import Corpus
+from loopscope.ui.plain import md, md_code
+
+__all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain)
 
 ENGINE_TITLES = state.ENGINE_TITLES
 
@@ -85,24 +88,62 @@ def session_labels(corpus: Corpus) -> list[str | None]:
     return [label_of(corpus, s.source) for s in corpus.sessions]
 
 
-def session_link(source: str, turn: int | None = None) -> None:
-    """A link to the session page on ``source`` (and ``turn``).
+def session_params(source: str, turn: int | None = None) -> dict[str, str]:
+    """The session page's query parameters for ``source`` (``turn``: 0-based; the URL counts
+    turns from 1, as the page does)."""
+    params = {"session": state.corpus().display(source)}
+    if turn is not None:
+        params["turn"] = str(turn + 1)
+    return params
 
-    A link rather than ``st.switch_page``: switching pages from code replaces the URL's query
-    string, which loses (or, without new parameters, refuses to clear) the settings bound to
-    the sidebar controls; a page link keeps them and adds the session.
-    """
+
+def session_link(source: str, turn: int | None = None, label: str | None = None) -> None:
+    """A link to the session page on ``source`` (and ``turn``, 0-based) that keeps the
+    settings bound to the sidebar in the URL."""
     from loopscope.ui.pages import page_for
 
     target = page_for("session")
     if target is None:
         return
     corpus = state.corpus()
-    params = {"session": corpus.display(source)}
-    if turn is not None:
-        params["turn"] = str(turn)
-    label = f"Open {corpus.display(source)}" + (f" at turn {turn}" if turn is not None else "")
-    st.page_link(target, label=label, icon=":material/open_in_new:", query_params=params)
+    text = label or (f"Open {md(corpus.display(source))}"
+                     + (f" at turn {turn + 1}" if turn is not None else ""))
+    st.page_link(target, label=text, icon=":material/open_in_new:",
+                 query_params=session_params(source, turn))
+
+
+OPEN_KEY = "_loopscope_open_session"
+
+
+def open_session(source: str, turn: int | None = None) -> None:
+    """Go to the session page on ``source`` (one click from a chart marker or a table row).
+
+    ``st.switch_page`` with ``query_params`` keeps every parameter bound to a control drawn in
+    this run (the sidebar's settings) and adds the session's. From inside a fragment the
+    sidebar is not drawn, so the switch waits for a full run (:func:`open_pending`)."""
+    from loopscope.ui.pages import page_for
+
+    if _fragment_running():
+        st.session_state[OPEN_KEY] = (source, turn)
+        st.rerun(scope="app")
+    target = page_for("session")
+    if target is not None:
+        st.switch_page(target, query_params=session_params(source, turn))
+
+
+def open_pending() -> None:
+    """Finish an :func:`open_session` asked for inside a fragment (call at a page's top)."""
+    pending = st.session_state.pop(OPEN_KEY, None)
+    if pending is not None:
+        open_session(*pending)
+
+
+def _fragment_running() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    # A fragment-only run names the fragments it runs; a full run names none.
+    return bool(ctx is not None and getattr(ctx, "fragment_ids_this_run", None))
 
 
 # --------------------------------------------------------------------------- calls & positions
@@ -133,7 +174,8 @@ def call_infos(session: Session) -> list[charts.CallInfo]:
             if isinstance(ev, ToolResult):
                 answer = ("error: " if ev.is_error else "") + ev.text
         args = c.arguments if c.arguments_kind != "free_text" else c.raw_arguments
-        out.append(charts.CallInfo(escape_for_display(c.name, 80), snippet(args, 120), snippet(answer, 200)))
+        out.append(charts.CallInfo(escape_for_display(c.name, 80), snippet(args, 120),
+                                   snippet(answer, 200)))
     return out
 
 
@@ -212,7 +254,7 @@ def render_event(
     if isinstance(ev, AssistantTurn):
         is_sel = ev.turn == selected_turn
         with st.container(border=True):
-            head = f"**Assistant** · turn {ev.turn}"
+            head = f"**Assistant** · turn {ev.turn + 1}"
             if is_sel:
                 head = f"**▶ Selected** · {head}"
             st.markdown(head)
@@ -220,13 +262,13 @@ def render_event(
                 st.text(_short(ev.text, 1200))
             for c in ev.tool_calls:
                 args = c.arguments if c.arguments_kind != "free_text" else c.raw_arguments
-                st.markdown(f"`{escape_for_display(c.name, 80)}` call {c.index}")
+                st.markdown(f"{md_code(c.name, 80)} call {c.index + 1}")
                 st.code(_short(snippet(args, 2000), 600), language=None, wrap_lines=True)
             for b in badges.get(ev.turn, []):
                 icon = ":material/block:" if "refused" in b else ":material/warning:"
                 (st.error if "refused" in b else st.warning)(b, icon=icon)
     elif isinstance(ev, ToolResult):
-        who = f"call {ev.call_index}" if ev.call_index is not None else "unpaired"
+        who = f"call {ev.call_index + 1}" if ev.call_index is not None else "unpaired"
         st.markdown(f"**Tool answer** ({who}){' — error' if ev.is_error else ''}")
         st.text(_short(escape_for_display(ev.text.replace('\n', '⏎ ')), 600))
     elif isinstance(ev, UserMessage):
@@ -236,7 +278,7 @@ def render_event(
         st.markdown("**System**")
         st.text(_short(ev.text, 300))
     elif isinstance(ev, OtherMessage):
-        st.markdown(f"**{escape_for_display(str(ev.role or 'other'), 40)}**")
+        st.markdown(f"**{md(str(ev.role or 'other'), 40)}**")
         st.text(_short(ev.text, 300))
     elif isinstance(ev, Compaction):
         st.markdown("**Conversation compacted**")

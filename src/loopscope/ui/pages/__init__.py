@@ -32,11 +32,12 @@ class PageSpec:
 PAGES: list[PageSpec] = [
     PageSpec("loopscope.ui.pages.overview", "Overview", "overview", ":material/view_timeline:", default=True),
     PageSpec("loopscope.ui.pages.session", "Session detail", "session", ":material/timeline:"),
+    PageSpec("loopscope.ui.pages.guide", "Guide: how guards decide", "guide", ":material/menu_book:"),
     PageSpec("loopscope.ui.pages.compare", "Compare", "compare", ":material/compare_arrows:"),
+    PageSpec("loopscope.ui.pages.upgrade", "Upgrade impact", "upgrade", ":material/upgrade:"),
     PageSpec("loopscope.ui.pages.sweep", "Labels & sweep", "sweep", ":material/grid_on:"),
     PageSpec("loopscope.ui.pages.import_report", "Import report", "import-report", ":material/fact_check:"),
     PageSpec("loopscope.ui.pages.export", "Export", "export", ":material/download:"),
-    PageSpec("loopscope.ui.pages.guide", "Guide", "guide", ":material/menu_book:"),
 ]
 
 

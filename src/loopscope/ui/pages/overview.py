@@ -1,4 +1,6 @@
-"""Overview: where refusals land across every loaded session, for every guard shown."""
+"""Overview: where refusals land across every loaded session, for every guard shown; what the
+current settings change against a baseline; how the guards compare; and the sessions, a page
+at a time, each one click from its explanation."""
 
 from __future__ import annotations
 
@@ -7,34 +9,65 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from loopscope.ui import charts, state, views
+from loopscope.ui import charts, delta, labelling, state, summaries, views
+from loopscope.ui.plain import md
 
 ALL = "all"
-ROW_LIMITS: list[int | str] = [25, 50, 100, 200, 500, 1000, "all"]
-# Drawing is the browser's cost (SVG: ~1 s per 10,000 markers in headless Chromium), so the
-# timeline starts with the first 50 sessions in the chosen order; the table shows them all.
-# (A comment, not a docstring: Streamlit's "magic" would print a bare string on the page.)
-DEFAULT_ROWS = 50
+PAGE_SIZES: list[int] = [25, 50, 100, 200]
+# The timeline and the table show one page of sessions, in the chosen order: the browser
+# draws (and the server sends) only that page. (A comment, not a docstring: Streamlit's
+# "magic" would print a bare string on the page.)
+DEFAULT_PAGE_SIZE = 50
+WELCOME_KEY = "_loopscope_welcome_done"
+LABEL_TEXT = {"loop": "real loop", "ok": "good work"}
 
 
 def render() -> None:
+    views.open_pending()
     st.title("Where would the guard refuse?", anchor=False)
     corpus = state.corpus()
     if not corpus.sessions:
         st.info("No sessions are loaded. Pick a data source in the sidebar; problems are listed "
                 "under *Import report*.")
         return
-    results = {name: state.replays(name) for name in state.shown_engines()}
+    _welcome()
+    engines = state.shown_engines()
+    results = {name: state.replays(name) for name in engines}
+    found = delta.render(engines)
     _summary(corpus, results)
-    _timelines(corpus, results)
-    _table(corpus, results)
+    _guards(corpus, results)
+    _sessions(corpus, results, found)
+
+
+def _welcome() -> None:
+    """A first line and a start-here path, until the user says they have it."""
+    if st.session_state.get(WELCOME_KEY):
+        return
+    with st.container(border=True, key="welcome"):
+        st.markdown(
+            "**loopscope replays your agents' recorded sessions through the loop guards real "
+            "agents run, and shows where each guard would have stopped them, and why.**\n\n"
+            "**Start here:** 1. Click a session below (a row, or a marker on the timeline): "
+            "its page opens with the answer to *why did it stop?* at the top. "
+            "2. Move a setting in the sidebar: the box above the timeline says which sessions "
+            "it changes. 3. Label sessions as real loops or good work (on a session's page, or "
+            "under *Labels & sweep*), so the advice can tell right from wrong.")
+        c1, c2, _ = st.columns([1, 2, 2])
+        c1.button("Got it", key="welcome.done", icon=":material/done:",
+                  on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
+        from loopscope.ui.pages import page_for
+
+        guide = page_for("guide")
+        if guide is not None:
+            with c2:
+                st.page_link(guide, label="How the guards decide", icon=":material/menu_book:")
 
 
 def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
     cols = st.columns(1 + len(results))
     cols[0].metric("Sessions", len(corpus.sessions))
     for i, (name, reps) in enumerate(results.items()):
-        refused = sum(1 for r in reps if r.refused)
+        refused = sum(1 for r in reps if r.first_refusal is not None)
         warned = sum(1 for r in reps if r.warned)
         cols[1 + i].metric(
             f"{state.ENGINE_TITLES[name]}: refused", refused,
@@ -42,13 +75,23 @@ def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
         cols[1 + i].caption(f"{warned} with warnings")
 
 
+def _guards(corpus: Any, results: dict[str, list[Any]]) -> None:
+    with st.expander("How the guards compare on these sessions", icon=":material/compare:"):
+        rows = summaries.guard_rows(results, labelling.current_labels(corpus), corpus.sessions)
+        st.dataframe(pd.DataFrame([r.as_dict() for r in rows]), hide_index=True,
+                     width="stretch", key="guards_table",
+                     column_config={"notes": st.column_config.TextColumn(width="large")})
+        st.caption("Turns are counted from 1. Loops caught: sessions labelled a real loop that "
+                   "the guard refuses once the loop has begun. Notes: what the guard's replay "
+                   "cannot show.")
+
+
 @st.fragment
-def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
-    c1, c2, c3 = st.columns([1, 1, 0.6])
+def _sessions(corpus: Any, results: dict[str, list[Any]], found: dict[str, Any]) -> None:
+    c1, c2, c3, c4 = st.columns([1.3, 1.3, 0.7, 0.7])
     with c1:
-        options = [ALL, *results]
         view = st.segmented_control(
-            "Show", options=options,
+            "Show", options=[ALL, *results],
             format_func=lambda k: "Every guard" if k == ALL else state.ENGINE_TITLES[k],
             default=ALL, key="view", bind="query-params", required=True,
             help="Which guard's timeline to show: one column per guard, the same rows.",
@@ -60,79 +103,126 @@ def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
             help="Refusals: refused sessions first, most refusals first. Label: real loops, then "
             "good work, then unlabelled.",
         )
-    with c3:
-        limit = st.selectbox(
-            "Rows shown", options=ROW_LIMITS, index=ROW_LIMITS.index(DEFAULT_ROWS), key="rows",
-            bind="query-params",
-            help="The timeline shows the first sessions in the chosen order; the table below and "
-            "the counts above always cover every session.",
-        )
     engines = list(results) if view in (None, ALL) or view not in results else [str(view)]
-    st.caption(
-        "One row per session; x is the tool call. Markers: filled = refused, hollow = warned; "
-        "each detector has its own shape and colour. A line after a marker: the same verdict "
-        "again on each following step (solid = refused, dotted = warned). Hatched grey: after "
-        "the first refusal (would not have happened). Click a marker for a link to that session."
-    )
     shown = {e: results[e] for e in engines}
     order = views.overview_order(corpus, shown, sort or "refusals")
-    if limit != "all" and len(order) > int(limit):
-        st.caption(f"Showing the first {limit} of {len(order)} sessions in this order.")
-        order = order[: int(limit)]
-    rows = views.overview_rows(corpus, shown, order)
-    fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 250 else 16)
-    refused = {e: sum(1 for r in rows if r.replays[e].refused) for e in engines}
+    group = delta.selected(found)
+    if group is not None:
+        keep = set(group[2])
+        order = [i for i in order if i in keep]
+    with c3:
+        size = st.selectbox("Per page", options=PAGE_SIZES,
+                            index=PAGE_SIZES.index(DEFAULT_PAGE_SIZE), key="rows",
+                            bind="query-params",
+                            help="Sessions per page, in the timeline and the table.")
+    pages = max(1, -(-len(order) // int(size)))
+    if not isinstance(st.session_state.get("page"), int) or not 1 <= st.session_state["page"] <= pages:
+        st.session_state.pop("page", None)
+    with c4:
+        page = st.number_input("Page", min_value=1, max_value=pages, value=1, step=1,
+                               key="page", bind="query-params",
+                               help=f"{pages} page(s) of {size} sessions.")
+    start = (int(page) - 1) * int(size)
+    window = order[start:start + int(size)]
+    if group is not None:
+        what = delta.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
+        st.caption(f"Showing only {md(state.ENGINE_TITLES[group[0]])}: {md(what)}, against "
+                   f"{delta.describe_baseline()}. Click the pill again to show every session.")
+    else:
+        st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order)}, in this order. "
+                   "One row per session; x is the tool call. Filled marker = refused, hollow = "
+                   "warned; each detector has its own shape. Hatched grey: after the first "
+                   "refusal (would not have happened). **Click a marker or a row to open the "
+                   "session.**")
+    _timeline(corpus, shown, engines, window)
+    _table(corpus, results, window, found)
+
+
+def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
+              window: list[int]) -> None:
+    rows = views.overview_rows(corpus, shown, window)
+    if not rows:
+        return
+    fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 100 else 18)
+    refused = {e: sum(1 for r in rows if r.replays[e].first_refusal is not None) for e in engines}
     alt = (f"Timeline of {len(rows)} sessions, one row each, with a marker at every refusal and "
-           "warning. " + "; ".join(f"{state.ENGINE_TITLES[e]} refuses {n}" for e, n in refused.items())
+           "warning. " + "; ".join(f"{state.ENGINE_TITLES[e]} refuses {n}"
+                                   for e, n in refused.items())
            + ". The table below lists the same verdicts.")
     event = st.plotly_chart(
-        fig, key="overview_chart", on_select="rerun", selection_mode="points", theme=None, alt=alt,
+        fig, key="overview_chart", on_select="rerun", selection_mode="points", theme=None,
+        alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": "loopscope-overview"}},
     )
-    _open_selected(event, rows)
+    _open_selected(event, window)
 
 
-def _open_selected(event: Any, rows: list[charts.OverviewRow]) -> None:
+def _open_selected(event: Any, window: list[int]) -> None:
+    """A click on a marker opens its session at the marker's turn."""
     points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else (
         getattr(getattr(event, "selection", None), "points", []) or []
     )
     for p in points:
         y = p.get("y") if isinstance(p, dict) else None
-        if isinstance(y, int | float) and 0 <= int(y) < len(rows):
+        if isinstance(y, int | float) and 0 <= int(y) < len(window):
+            # The marker's first custom value is its turn, counted from 1 (a row of a 2-D
+            # array arrives as a list, or as a dict keyed "0", "1", …).
             custom = p.get("customdata") if isinstance(p, dict) else None
-            turn = int(custom[0]) if isinstance(custom, list | tuple) and custom else None
-            views.session_link(next(iter(rows[int(y)].replays.values())).source, turn)
+            first = (custom[0] if isinstance(custom, list | tuple) and custom
+                     else custom.get("0") if isinstance(custom, dict) else None)
+            turn = int(first) - 1 if isinstance(first, int | float) else None
+            views.open_session(state.corpus().sessions[window[int(y)]].source, turn)
             return
 
 
-LABEL_TEXT = {"loop": "real loop", "ok": "good work"}
+def _change_text(i: int, found: dict[str, Any]) -> str:
+    """What the settings change for session ``i`` against the baseline, in a few words."""
+    out = []
+    for engine, effect in found.items():
+        title = state.ENGINE_TITLES[engine]
+        if i in effect.newly_refused:
+            out.append(f"{title}: newly refused")
+        elif i in effect.no_longer_refused:
+            out.append(f"{title}: no longer refused")
+        elif i in effect.moved:
+            out.append(f"{title}: refused elsewhere")
+    return "; ".join(out)
 
 
-def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
-    st.header("Sessions", anchor=False)
+def _table(corpus: Any, results: dict[str, list[Any]], window: list[int],
+           found: dict[str, Any]) -> None:
+    """The page's sessions: one click on a row opens it."""
     sessions = corpus.sessions
-    # Built column by column: one list per column is several times cheaper than a dict per
-    # row, and this table is rebuilt on every slider move.
+    names, calls = corpus.session_names, corpus.call_counts
+    labels = views.session_labels(corpus)
     columns: dict[str, list[Any]] = {
-        "session": corpus.session_names,
-        "format": [s.format for s in sessions],
-        "calls": corpus.call_counts,
-        "turns": [len(s.turns) for s in sessions],
-        "label": [LABEL_TEXT.get(label or "", "") for label in views.session_labels(corpus)],
+        "session": [names[i] for i in window],
+        "calls": [calls[i] for i in window],
+        "turns": [len(sessions[i].turns) for i in window],
+        "label": [LABEL_TEXT.get(labels[i] or "", "") for i in window],
     }
     for name in results:
         title = state.ENGINE_TITLES[name]
-        columns[f"{title} first refusal"] = [_refusal_text(r.first_refusal) for r in results[name]]
-        columns[f"{title} warnings"] = [r.warning_count for r in results[name]]
+        reps = results[name]
+        columns[f"{title} first refusal"] = [_refusal_text(reps[i].first_refusal) for i in window]
+        columns[f"{title} warnings"] = [reps[i].warning_count for i in window]
+    if any(e.changed for e in found.values()):
+        columns["against the baseline"] = [_change_text(i, found) for i in window]
     event = st.dataframe(
-        pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-row",
+        pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-cell",
         key="session_table", width="stretch",
     )
-    selected = getattr(getattr(event, "selection", None), "rows", None) or []
-    if selected:
-        views.session_link(sessions[selected[0]].source)
-    else:
-        st.caption("Select a row for a link to the session.")
+    selection = getattr(event, "selection", None)
+    cells = getattr(selection, "cells", None) or []
+    rows = getattr(selection, "rows", None) or []
+    row = None
+    if cells:
+        first = cells[0]
+        row = first[0] if isinstance(first, list | tuple) else getattr(first, "row", None)
+    elif rows:
+        row = rows[0]
+    if isinstance(row, int) and 0 <= row < len(window):
+        views.open_session(sessions[window[row]].source)
 
 
 def _refusal_text(first: Any) -> str:

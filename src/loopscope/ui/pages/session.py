@@ -9,10 +9,11 @@ from typing import Any
 import streamlit as st
 
 from loopscope.engines import SessionReplay, get_engine
-from loopscope.model import Session, escape_for_display
-from loopscope.ui import charts, explain_view, labelling, state, views
+from loopscope.model import Session
+from loopscope.ui import charts, explain_view, labelling, plain, state, views
+from loopscope.ui.plain import md
 
-LAYOUTS = {"stacked": "Stacked (aligned calls)", "side": "Side by side"}
+LAYOUTS = {"stacked": "Stacked", "side": "Side by side"}
 SESSION_KEY = "session"
 TURN_KEY = "turn"
 
@@ -48,20 +49,20 @@ def _pick_turn_from_chart(chart_key: str, engine: str, source: str) -> None:
         return
     call = round(x)
     if float(x).is_integer() and 0 <= call < len(session.calls):
-        st.session_state[TURN_KEY] = session.calls[call].turn
+        st.session_state[TURN_KEY] = session.calls[call].turn + 1
         return
     # A prose step between calls: the first turn whose step sits at x.
     replay = state.replays(engine)[idx]
     for s, sx in zip(replay.steps, charts.step_positions(replay.steps), strict=True):
         if sx == x:
-            st.session_state[TURN_KEY] = s.turn
+            st.session_state[TURN_KEY] = s.turn + 1
             return
 
 
 def _jump(options: dict[str, int]) -> None:
     choice = st.session_state.get("_jump")
     if choice in options:
-        st.session_state[TURN_KEY] = options[choice]
+        st.session_state[TURN_KEY] = options[choice] + 1
 
 
 @st.fragment
@@ -71,7 +72,7 @@ def _body() -> None:
     sources = [s.source for s in corpus.sessions]
     if st.session_state.get(SESSION_KEY) not in sources:
         st.session_state.pop(SESSION_KEY, None)
-    top = st.columns([3, 1.4, 1])
+    top = st.columns([3, 1, 1.4])
     with top[0]:
         source = st.selectbox(
             "Session", options=sources, format_func=corpus.display, key=SESSION_KEY,
@@ -84,37 +85,47 @@ def _body() -> None:
     engines = state.shown_engines()
     replays = {name: state.replays(name)[idx] for name in engines}
 
+    n_turns = len(session.turns)
+    # A bound control reads the URL only when it is drawn: a turn in a link counts too.
+    current = st.session_state.get(TURN_KEY, _url_int(TURN_KEY))
+    if n_turns and (not isinstance(current, int) or not 1 <= current <= n_turns):
+        st.session_state.pop(TURN_KEY, None)
+        st.session_state[TURN_KEY] = _default_turn(replays) + 1
     with top[1]:
+        shown_turn = st.number_input(
+            "Turn", min_value=1, max_value=max(n_turns, 1), step=1, key=TURN_KEY,
+            bind="query-params", disabled=n_turns == 0,
+            help="The assistant turn the transcript opens at, counted from 1. Click a chart "
+            "marker to jump to it.",
+        ) if n_turns else None
+    turn = int(shown_turn) - 1 if shown_turn is not None else None
+    with top[2]:
         layout = st.segmented_control(
             "Layout", options=list(LAYOUTS), format_func=lambda k: LAYOUTS[k], default="stacked",
             key="layout", bind="query-params", required=True,
-            help="Stacked: every guard's chart shares the call axis. Side by side: two charts "
-            "per row.",
+            help="Stacked: every guard's chart shares the call axis, full width. Side by side: "
+            "two charts per row.",
         )
-    n_turns = len(session.turns)
-    if n_turns and (not isinstance(st.session_state.get(TURN_KEY), int)
-                    or not 0 <= st.session_state[TURN_KEY] < n_turns):
-        st.session_state.pop(TURN_KEY, None)
-        st.session_state[TURN_KEY] = _default_turn(replays)
-    with top[2]:
-        turn = st.number_input(
-            "Turn", min_value=0, max_value=max(n_turns - 1, 0), step=1, key=TURN_KEY,
-            bind="query-params", disabled=n_turns == 0,
-            help="The assistant turn the transcript opens at (0 = first). Click a chart marker "
-            "to jump to it.",
-        ) if n_turns else None
 
     label = views.label_of(corpus, session.source)
-    facts = [f"format {session.format}", f"{len(session.calls)} tool calls",
-             f"{n_turns} assistant turns"]
+    from_turn = views.label_from_turn(corpus, session.source)
+    facts = [f"{len(session.calls)} tool calls", f"{n_turns} assistant turns",
+             f"format {md(session.format)}"]
     if label:
         facts.append("labelled **real loop**" if label == "loop" else "labelled **good work**")
-    st.caption(" · ".join(facts))
+    cap, dl = st.columns([4, 1.3])
+    cap.caption(" · ".join(facts))
+    with dl:
+        _report_button(session, idx, engines, replays, configs, label, from_turn)
+
+    explain_view.render_why(session, idx, engines, replays, configs, label, from_turn)
+
     with st.expander("Label this session", icon=":material/label:"):
         # The turn open in the timeline fills the loop start when it is first marked a loop.
         labelling.label_editor(session.source, key="session.label", turns=n_turns,
                                suggested_turn=turn, corpus=corpus)
 
+    st.subheader("Timeline and transcript", anchor=False)
     jump_options = _jump_options(replays)
     if jump_options:
         st.selectbox("Jump to a refusal or warning", options=list(jump_options), index=None,
@@ -123,8 +134,9 @@ def _body() -> None:
 
     breaks, compactions = views.event_positions(session)
     infos = views.call_infos(session)
+    end = _axis_end(session, replays)
     figs = {name: _figure(name, idx, replays[name], infos, configs[name].config, breaks,
-                          compactions, turn)
+                          compactions, turn, end)
             for name in engines}
 
     if layout == "stacked":
@@ -144,7 +156,46 @@ def _body() -> None:
                         _chart(name, figs[name], session.source, replays[name])
         with right:
             _transcript(session, replays, turn)
-    _explanations(session, replays, configs, label)
+    st.subheader("Every refusal and warning, and known limitations", anchor=False)
+    explain_view.render_details(session, engines, replays, configs)
+
+
+def _url_int(key: str) -> int | None:
+    try:
+        return int(st.query_params.get(key, ""))
+    except ValueError:
+        return None
+
+
+def _axis_end(session: Session, replays: dict[str, SessionReplay]) -> float:
+    """One end of the call axis for every guard's chart (so stacked charts line up)."""
+    end = float(len(session.calls))
+    for r in replays.values():
+        xs = charts.step_positions(r.steps)
+        if xs:
+            end = max(end, max(xs) + 0.5)
+    return end
+
+
+def _report_button(session: Session, idx: int, engines: list[str],
+                   replays: dict[str, SessionReplay], configs: dict[str, Any],
+                   label: str | None, from_turn: int | None) -> None:
+    from loopscope.ui import report
+
+    def build() -> str:
+        return report.session_report_html(
+            [report.session_part(state.corpus(), session, idx, engines, replays, configs,
+                                 label, from_turn)],
+            title=f"loopscope report: {state.corpus().display(session.source)}",
+            settings=report.settings_part(engines, configs))
+
+    st.download_button(
+        "Report (HTML)", build, file_name=report.file_name(state.corpus().display(session.source)),
+        mime="text/html", key="session.report", icon=":material/description:",
+        on_click="ignore", width="stretch",
+        help="One self-contained page to attach to a ticket: why, the timelines and the "
+        "settings used. It opens in any browser without loopscope or a network.",
+    )
 
 
 def _default_turn(replays: dict[str, SessionReplay]) -> int:
@@ -158,7 +209,7 @@ def _jump_options(replays: dict[str, SessionReplay]) -> dict[str, int]:
         for s in r.steps:
             if s.verdict == "pass":
                 continue
-            where = f"turn {s.turn}" + (f", call {s.call}" if s.call is not None else "")
+            where = f"turn {s.turn + 1}" + (f", call {s.call + 1}" if s.call is not None else "")
             out[f"{where} — {views.step_badge(name, s)}"] = s.turn
             if len(out) >= 300:
                 return out
@@ -167,7 +218,7 @@ def _jump_options(replays: dict[str, SessionReplay]) -> dict[str, int]:
 
 def _figure(
     name: str, idx: int, replay: SessionReplay, infos: list[charts.CallInfo], config: Any,
-    breaks: list[float], compactions: list[float], turn: int | None,
+    breaks: list[float], compactions: list[float], turn: int | None, end: float,
 ) -> Any:
     selected = None
     if turn is not None:
@@ -176,7 +227,7 @@ def _figure(
     counters = engine.counters(state.prepared(name, config)[idx], replay, config)
     return charts.session_figure(
         replay, infos, counters=counters, breaks=breaks, compactions=compactions,
-        selected_step=selected, title=state.ENGINE_TITLES[name],
+        selected_step=selected, title=state.ENGINE_TITLES[name], x_end=end,
     )
 
 
@@ -184,7 +235,8 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay) -> None:
     key = f"detail_{name}"
     fr = replay.first_refusal
     alt = (f"{state.ENGINE_TITLES[name]} timeline: each tool on its own lane, and the repeat count "
-           "against the thresholds. " + (f"First refusal at turn {fr.turn} ({fr.detector})."
+           "against the thresholds. " + (f"First refusal at {plain.where(fr)} "
+                                         f"({views.detector_title(fr.detector)})."
                                          if fr else "Never refused."))
     st.plotly_chart(
         fig, key=key, on_select=lambda: _pick_turn_from_chart(key, name, source),
@@ -201,33 +253,6 @@ def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int |
             if s.verdict != "pass":
                 badges.setdefault(s.turn, []).append(views.step_badge(name, s))
     views.render_transcript(session, turn, badges)
-
-
-def _explanations(
-    session: Session, replays: dict[str, SessionReplay], configs: dict[str, Any], label: str | None
-) -> None:
-    st.header("Why", anchor=False)
-    corpus = state.corpus()
-    idx = state.session_index()[session.source]
-    names = list(replays)
-    cols = st.columns(min(len(names), 2)) * ((len(names) + 1) // 2)
-    for col, name in zip(cols, names, strict=False):
-        with col:
-            st.subheader(state.ENGINE_TITLES[name], anchor=False)
-            try:
-                explain_view.render_engine_explanations(
-                    name,
-                    session,
-                    replays[name],
-                    configs[name],
-                    state.prepared(name, configs[name].config)[idx],
-                    label=label,
-                    from_turn=views.label_from_turn(corpus, session.source),
-                )
-            except Exception as exc:  # an explanation bug must not hide the verdicts
-                st.warning(f"The explanation could not be built ({type(exc).__name__}: "
-                           f"{escape_for_display(str(exc), 200)}). The verdicts above are unaffected.",
-                           icon=":material/warning:")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -1,0 +1,168 @@
+"""Upgrade impact: the same sessions under the team's current release and settings of a guard
+(A, the sidebar) and under another release of the same guard (B), with the same settings
+wherever B has them. Which sessions become refused, stop being refused, or are refused earlier
+or later — with the labels where there are any — and one paragraph for a release note."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from loopscope.engines import ConfigError, FirstRefusal, get_engine
+from loopscope.experiments.upgrade import UpgradeImpact, summary_text, upgrade_impact
+from loopscope.ui import state, views
+from loopscope.ui.plain import md, where
+
+ENGINE_KEY = "upgrade.engine"
+B_KEY = "upgrade.b"
+CLASSES: tuple[tuple[str, str], ...] = (
+    ("newly_refused", "newly refused"),
+    ("no_longer_refused", "no longer refused"),
+    ("earlier", "refused earlier"),
+    ("later", "refused later"),
+    ("other_detector", "same point, another reason"),
+)
+
+
+def carried_values(engine: str, values: dict[str, Any], version_b: str
+                   ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """A's setting values that B also has; and the labels of A's settings B lacks and of B's
+    settings A lacks (those take B's defaults)."""
+    eng = get_engine(engine)
+    a_specs = {s.name: s for s in eng.settings_for(state.current_version(engine))}
+    b_specs = {s.name: s for s in eng.settings_for(version_b)}
+    kept = {k: v for k, v in values.items() if k in b_specs}
+    dropped = [a_specs[k].label for k in values if k not in b_specs and k in a_specs]
+    added = [s.label for k, s in b_specs.items() if k not in a_specs]
+    return kept, dropped, added
+
+
+def _labels() -> list[str | None]:
+    return views.session_labels(state.corpus())
+
+
+def _change_of(impact: UpgradeImpact, i: int) -> str:
+    for field, text in CLASSES:
+        if i in getattr(impact, field):
+            return text
+    return ""
+
+
+def render() -> None:
+    st.title("Upgrade impact", anchor=False)
+    corpus = state.corpus()
+    if not corpus.sessions:
+        st.info("No sessions are loaded.")
+        return
+    engines = [e for e in state.shown_engines() if len(get_engine(e).versions) > 1]
+    if not engines:
+        st.info("None of the guards shown has more than one release to compare.")
+        return
+    st.caption("A is the release and settings in the sidebar, as the team runs them today. B is "
+               "another release of the same guard, with the same settings wherever B has them. "
+               "Every loaded session is replayed under both.")
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        engine = st.segmented_control(
+            "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+            default=engines[0], bind="query-params", required=True) or engines[0]
+    if engine not in engines:
+        engine = engines[0]
+    eng = get_engine(engine)
+    version_a = state.current_version(engine)
+    others = [v for v in eng.versions if v != version_a]
+    with c2:
+        if st.session_state.get(B_KEY) not in others:
+            st.session_state.pop(B_KEY, None)
+        version_b = st.selectbox(
+            f"Compare {version_a} (A) with", others, index=len(others) - 1, key=B_KEY,
+            bind="query-params",
+            help="The release to move to. The newest is chosen first.") or others[-1]
+
+    res_a = state.resolve(engine)
+    values = state.setting_values(engine)
+    kept, dropped, added = carried_values(engine, values, version_b)
+    try:
+        res_b = eng.config(kept, version_b)
+    except ConfigError as exc:
+        st.warning(f"The current settings do not fit {md(version_b)} ({md(str(exc), 200)}); B "
+                   "uses its defaults.", icon=":material/warning:")
+        res_b = eng.config({}, version_b)
+    notes = []
+    if dropped:
+        notes.append(f"{md(version_b)} has no " + ", ".join(f"“{md(x)}”" for x in dropped))
+    if added:
+        notes.append(f"{md(version_b)} adds " + ", ".join(f"“{md(x)}”" for x in added)
+                     + " (at their defaults)")
+    if notes:
+        st.caption("Settings: " + "; ".join(notes) + ".")
+    for w in res_b.warnings:
+        st.caption(f"B: {md(w, 300)}")
+
+    replays_a = state.replays_for(engine, res_a.config)
+    replays_b = state.replays_for(engine, res_b.config)
+    labels = _labels()
+    firsts_a = [r.first_refusal for r in replays_a]
+    firsts_b = [r.first_refusal for r in replays_b]
+    impact = upgrade_impact(firsts_a, firsts_b, labels)
+    same_settings = not dropped and not added
+    text = summary_text(impact, eng.title, version_a, version_b,
+                        settings_note="with the same settings" if same_settings
+                        else "with the same settings where both have them")
+
+    with st.container(key="upgrade_summary", border=True):
+        st.markdown("**For the release note** (the copy button is at the top right of the box):")
+        st.code(text, language=None, wrap_lines=True)
+    cols = st.columns(len(CLASSES))
+    for col, (field, title) in zip(cols, CLASSES, strict=True):
+        col.metric(title.capitalize(), len(getattr(impact, field)))
+    if any(labels):
+        l1, l2, l3, l4 = st.columns(4)
+        l1.metric("Loops newly caught", len(impact.loops_newly_caught))
+        l2.metric("Loops now missed", len(impact.loops_no_longer_caught))
+        l3.metric("Good sessions newly refused", len(impact.good_newly_refused))
+        l4.metric("Good sessions freed", len(impact.good_no_longer_refused))
+    else:
+        st.caption("No session is labelled: label sessions to see which changes are right.")
+
+    st.subheader("Sessions that change", anchor=False)
+    if not impact.changed:
+        st.success(f"Every session is refused, or let through, at the same point under "
+                   f"{md(version_a)} and {md(version_b)}.", icon=":material/check:")
+        return
+    _table(impact, firsts_a, firsts_b, labels)
+    st.button(f"Use {version_b} in the sidebar", key="upgrade.use_b",
+              on_click=state.apply_settings, args=({state.version_key(engine): version_b},),
+              icon=":material/upgrade:",
+              help="Make B the release every page replays (its settings keep their values "
+              "where they exist).")
+
+
+def _table(impact: UpgradeImpact, a: list[FirstRefusal | None], b: list[FirstRefusal | None],
+           labels: list[str | None]) -> None:
+    corpus = state.corpus()
+    rows = list(impact.changed)
+    frame = pd.DataFrame({
+        "session": [corpus.session_names[i] for i in rows],
+        "change": [_change_of(impact, i) for i in rows],
+        "A": [where(a[i]) or "not refused" for i in rows],
+        "B": [where(b[i]) or "not refused" for i in rows],
+        "label": [{"loop": "real loop", "ok": "good work"}.get(labels[i] or "", "")
+                  for i in rows],
+    })
+    event = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun",
+                         selection_mode="single-cell", key="upgrade.table")
+    selection = getattr(event, "selection", None)
+    cells = getattr(selection, "cells", None) or []
+    if cells:
+        first = cells[0]
+        row = first[0] if isinstance(first, list | tuple) else getattr(first, "row", None)
+        if isinstance(row, int) and 0 <= row < len(rows):
+            views.open_session(corpus.sessions[rows[row]].source)
+    st.caption("Click a session to open it (it opens under A, the sidebar's release).")
+
+
+if __name__ == "__main__":  # run as a Streamlit page
+    render()
