@@ -58,7 +58,7 @@ def cell(at: AppTest, session: str, column: str) -> Any:
 
 
 def control(at: AppTest, key: str) -> Any:
-    for kind in ("slider", "select_slider", "toggle", "text_area"):
+    for kind in ("slider", "select_slider", "toggle", "text_area", "number_input", "text_input"):
         found = [w for w in getattr(at, kind) if w.key == key]
         if found:
             return found[0]
@@ -118,7 +118,7 @@ def test_every_setting_has_a_labelled_control_with_its_upstream_name() -> None:
 # "before"/"after" are substrings of the cell; "" means the session is not refused.
 CASES = [
     ({}, "gglib.max_repeated_batch_steps", 3, WRITE_LOOP, "gglib first refusal", "loop", ""),
-    ({}, "gglib.max_observation_steps", 40, QUIET_POLL, "gglib first refusal", "loop", ""),
+    ({}, "gglib.max_observation_steps", 30, QUIET_POLL, "gglib first refusal", "loop", ""),
     ({}, "gglib.max_observation_steps", "off", RESCUED, "gglib first refusal", "", "loop"),
     ({}, "gglib.max_stagnation_steps", 6, STAGNATION, "gglib first refusal", "stagnation", ""),
     ({}, "gglib.observation_tools", "", QUIET_POLL, "gglib first refusal", "call 17", "call 4"),
@@ -222,18 +222,45 @@ def test_url_query_parameters_set_the_configuration() -> None:
     assert cell(at, WRITE_LOOP, "gglib first refusal") == ""
 
 
+def _unescape(text: str) -> str:
+    import re
+
+    return re.sub(r"\\(.)", r"\1", text)
+
+
 def test_ordering_clamps_are_shown_as_they_apply() -> None:
     at = run_app({"openclaw.warningThreshold": "10", "openclaw.criticalThreshold": "10"})
-    notes = " ".join(sidebar_warnings(at))
-    assert "criticalThreshold raised to 11 because it must exceed warningThreshold (10)" in notes
+    notes = _unescape(" ".join(sidebar_warnings(at)))
+    # In the sidebar's words, with the guard's own names in a muted aside.
+    assert ("“Block after this many repeats” raised to 11 because it must exceed “Warn after "
+            "this many repeats” (10)") in notes
     assert "OpenClaw would refuse to load this config" in notes
+    asides = _unescape(" ".join(c.value for c in at.sidebar.caption))
+    assert "criticalThreshold raised to 11 because it must exceed warningThreshold (10)" in asides
+    # The control shows the value the guard really uses, and can be moved to it.
+    assert "In use: **11**" in asides
+    at.button(key="_use_openclaw.criticalThreshold").click()
+    at.run()
+    assert control(at, "openclaw.criticalThreshold").value == 11
+    assert not any("raised to" in w for w in sidebar_warnings(at))
     at = run_app()
     assert not any("raised to" in w for w in sidebar_warnings(at))
 
 
+def test_a_value_beyond_the_slider_is_typed() -> None:
+    at = run_app({"openclaw.historySize": "250"})
+    box = control(at, "openclaw.historySize")
+    assert type(box).__name__ == "NumberInput" and box.value == 250
+    slider = control(at, "openclaw.warningThreshold")
+    assert type(slider).__name__ == "Slider" and slider.max <= 30
+    at.toggle(key="typed").set_value(True)
+    at.run()
+    assert type(control(at, "openclaw.warningThreshold")).__name__ == "NumberInput"
+
+
 def test_short_or_empty_observation_patterns_are_flagged() -> None:
     at = run_app({"gglib.observation_tools": 'read_file\n""\nls'})
-    notes = " ".join(sidebar_notes(at))
+    notes = _unescape(" ".join(sidebar_notes(at)))
     assert "matches every tool" in notes
     assert "(ls;" in notes
 

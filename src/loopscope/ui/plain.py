@@ -82,8 +82,9 @@ def setting_words(specs: Iterable[SettingSpec]) -> list[tuple[re.Pattern[str], s
     ``detectors.pingPong`` is replaced before a shorter name inside it)."""
     named = sorted({s.name: s.label for s in specs if _is_identifier(s.name)}.items(),
                    key=lambda kv: -len(kv[0]))
-    return [(re.compile(rf"(?<![\w.`]){re.escape(name)}(?![\w`])"), f"“{label}”")
-            for name, label in named]
+    # A name may come with the path of the block it sits in (tools.loopDetection.<name>).
+    return [(re.compile(rf"(?<![\w.`])(?:[A-Za-z_]\w*\.)*{re.escape(name)}(?![\w`])"),
+             f"“{label}”") for name, label in named]
 
 
 def plain(text: str, specs: Iterable[SettingSpec] = (),

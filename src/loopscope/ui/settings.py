@@ -8,6 +8,7 @@ hypothetical values), so what the sidebar says is exactly what the replay uses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,12 +16,12 @@ import streamlit as st
 
 from loopscope import config_io
 from loopscope.engines import ConfigError, get_engine
-from loopscope.model import escape_for_display
 from loopscope.ui import data, state
+from loopscope.ui.plain import md, md_code, plain
 from loopscope.ui.state import OFF, Field
 
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "defaults": ("Upstream defaults", {}),
+    "defaults": ("Shipped defaults", {}),
 }
 
 LOAD_NOTES_KEY = "_loopscope_config_notes"
@@ -59,7 +60,7 @@ def render_data_source() -> None:
             bind="query-params",
             placeholder="e.g. sample_transcripts",
             help="Relative paths start at the server's working directory. Allowed roots: "
-            + ", ".join(f"`{escape_for_display(str(r))}`" for r in data.allowed_roots()),
+            + ", ".join(md_code(str(r)) for r in data.allowed_roots()),
         )
 
 
@@ -126,7 +127,7 @@ def render_presets_and_files() -> None:
         if upload is not None:
             document, error = _parse_upload(upload)
             if error:
-                st.error(error)
+                st.error(md(error, 400))
             elif document is not None:
                 agents = _agent_ids(document)
                 agent = None
@@ -143,16 +144,16 @@ def render_presets_and_files() -> None:
                           on_click=_apply_document, args=(document, agent or None))
         err = st.session_state.get(LOAD_ERROR_KEY)
         if err:
-            st.error(err)
+            st.error(md(err, 400))
         for note in st.session_state.get(LOAD_NOTES_KEY, []) or []:
-            st.info(note, icon=":material/info:")
+            st.info(md(note, 400), icon=":material/info:")
 
 
 def _parse_upload(upload: Any) -> tuple[dict[str, Any] | None, str | None]:
     try:
         return config_io.parse_config_text(upload.getvalue(), name=upload.name), None
     except config_io.ConfigFileError as exc:
-        return None, escape_for_display(str(exc), 400)
+        return None, str(exc)
 
 
 def _agent_ids(document: Mapping[str, Any]) -> list[str]:
@@ -206,7 +207,7 @@ def _apply_document(document: Mapping[str, Any], agent: str | None) -> None:
     try:
         values, notes = document_values(document, agent)
     except (ConfigError, config_io.ConfigFileError) as exc:
-        st.session_state[LOAD_ERROR_KEY] = escape_for_display(str(exc), 400)
+        st.session_state[LOAD_ERROR_KEY] = str(exc)
         st.session_state[LOAD_NOTES_KEY] = []
         return
     state.apply_settings(values)
@@ -221,8 +222,55 @@ def _restore_default(f: Field) -> None:
     st.session_state[f.key] = f.default
 
 
+TYPED_KEY = "typed"
+"""The toggle (and URL key) that turns every number slider into a box to type a value in."""
+
+
+def _current(f: Field) -> Any:
+    """The control's value, from the URL before it is drawn (a bound control reads the URL
+    only when drawn)."""
+    if f.key in st.session_state:
+        return st.session_state[f.key]
+    text = st.query_params.get(f.key)
+    if text is None:
+        return f.default
+    if f.kind in ("patterns", "choice"):
+        return text
+    if f.kind == "bool":
+        return text.lower() == "true"
+    try:
+        return OFF if f.kind == "int_or_off" and text == OFF else int(text)
+    except ValueError:
+        return f.default
+
+
+TYPED_FIELDS_KEY = "_loopscope_typed_fields"
+
+
+def _typed(f: Field) -> bool:
+    """A number box rather than a slider: asked for, or the value lies beyond the slider (and
+    then for the rest of the session, so the control does not change shape under the user)."""
+    if st.session_state.get(TYPED_KEY, st.query_params.get(TYPED_KEY) == "true"):
+        return True
+    sticky: set[str] = st.session_state.setdefault(TYPED_FIELDS_KEY, set())
+    if f.key in sticky:
+        return True
+    value = _current(f)
+    if isinstance(value, int) and not isinstance(value, bool) and not f.min <= value <= f.max:
+        sticky.add(f.key)
+        return True
+    return False
+
+
 def _control(f: Field) -> None:
-    if f.kind == "int":
+    if f.kind in ("int", "int_or_off") and _typed(f):
+        if f.kind == "int":
+            st.number_input(f.label, min_value=f.lowest, max_value=f.highest, value=f.default,
+                            step=1, key=f.key, help=f.help, bind="query-params")
+        else:
+            st.text_input(f"{f.label} (a number, or off)", value=str(f.default), key=f.key,
+                          help=f.help, bind="query-params")
+    elif f.kind == "int":
         st.slider(f.label, min_value=f.min, max_value=f.max, value=f.default, step=1, key=f.key,
                   help=f.help, bind="query-params")
     elif f.kind == "int_or_off":
@@ -251,35 +299,92 @@ def render_engine_choice() -> list[str]:
     return state.shown_engines()
 
 
+def _mentioned(text: str, fields: list[Field]) -> Field | None:
+    """The control a notice is about: the first setting it names."""
+    best: tuple[int, Field] | None = None
+    for f in fields:
+        m = re.search(rf"(?<![\w`]){re.escape(f.native)}(?![\w`])", text)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), f)
+    return best[1] if best else None
+
+
+def _notice(kind: str, text: str, specs: Any) -> None:
+    """A notice in the sidebar's words, with the guard's own wording as a muted aside."""
+    shown = plain(text, specs)
+    (st.warning if kind == "warning" else st.info)(md(shown, 600), icon=(
+        ":material/warning:" if kind == "warning" else ":material/info:"))
+    if shown != text:
+        st.caption(f"In the guard's terms: {md(text, 400)}")
+
+
+def _set_value(key: str, value: Any) -> None:
+    state.apply_settings({key: value})
+
+
 def render_engine(name: str) -> Any:
     """One engine's version choice, notes, controls (real settings, then what-ifs) and the
-    notices of the configuration they make; returns its resolution."""
+    notices of the configuration they make, each under the control it is about; returns the
+    engine's resolution."""
     engine = get_engine(name)
     if len(engine.versions) > 1:
         st.selectbox(
-            f"{engine.title} version", options=list(engine.versions),
+            f"{engine.title} release", options=list(engine.versions),
             index=engine.versions.index(engine.default_version), key=state.version_key(name),
             bind="query-params",
-            help=f"The {engine.title} release to replay. Releases can have different detectors "
-            "and settings.",
+            format_func=lambda v: f"{v} (default)" if v == engine.default_version else v,
+            help=f"The {engine.title} release to replay. Releases can differ in what they "
+            "detect and in their settings; the Upgrade impact page compares two.",
         )
     for note in engine.notes:
-        st.caption(note)
-    fields = state.fields_of(name)
+        st.caption(md(note, 400))
+    fields = list(state.fields_of(name))
+    version = state.current_version(name)
+    # The notices go under the controls they are about, so the configuration is resolved
+    # before the controls are drawn: from their values, or the URL's when not drawn yet.
+    values = {f.key: _current(f) for f in fields}
+    res = state.resolve(name, values, version)
+    specs = engine.settings_for(version)
+    notices: dict[str | None, list[tuple[str, str]]] = {}
+    for kind, texts in (("warning", res.warnings), ("info", res.notes)):
+        for text in texts:
+            target = _mentioned(text, fields)
+            notices.setdefault(target.key if target else None, []).append((kind, text))
+    chosen = state.setting_values(name, values, version)
+    try:
+        in_use = engine.values(res.config)
+    except Exception:  # an engine that cannot say: show what was chosen
+        in_use = chosen
     real = [f for f in fields if f.spec.deployable]
     what_ifs = [f for f in fields if not f.spec.deployable]
-    for f in real:
+
+    def draw(f: Field) -> None:
         _control(f)
+        if f.kind == "int_or_off":
+            try:
+                state.from_control(f, _current(f))
+            except (TypeError, ValueError):
+                st.error(f"Type a whole number or “{OFF}”; the default is used meanwhile.",
+                         icon=":material/error:")
+        for kind, text in notices.get(f.key, []):
+            _notice(kind, text, specs)
+        used = in_use.get(f.native, chosen.get(f.native))
+        if f.kind in ("int", "int_or_off") and used != chosen.get(f.native):
+            value = state.to_control(f, used)
+            c1, c2 = st.columns([1.4, 1], vertical_alignment="center")
+            c1.caption(f"In use: **{md(str(value))}**")
+            c2.button(f"Set {value}", key=f"_use_{f.key}", on_click=_set_value,
+                      args=(f.key, value), help="Move the control to the value the guard uses.")
+
+    for f in real:
+        draw(f)
     if what_ifs:
-        st.markdown(f"**What-ifs** — not settable in {engine.title} "
-                    f"{state.current_version(name)}: a proposal to take upstream")
+        st.markdown(f"**What-ifs** — not settable in {md(engine.title)} {md(version)}: a "
+                    "proposal to take to the guard's authors")
         for f in what_ifs:
-            _control(f)
-    res = state.resolve(name)
-    for w in res.warnings:
-        st.warning(w, icon=":material/warning:")
-    for note in res.notes:
-        st.info(note, icon=":material/info:")
+            draw(f)
+    for kind, text in notices.get(None, []):
+        _notice(kind, text, specs)
     return res
 
 
@@ -299,4 +404,7 @@ def render_sidebar_settings() -> None:
     st.caption("Every change re-runs every loaded session. The URL holds the settings: copy it to "
                "share this view.")
     render_presets_and_files()
+    st.toggle("Type exact values", key=TYPED_KEY, bind="query-params",
+              help="Number boxes instead of sliders, for values beyond a slider's range. A value "
+              "beyond the range always shows as a box.")
     render_engine_settings()

@@ -73,6 +73,10 @@ _CONTROL_KINDS: dict[str, FieldKind] = {
 }
 
 
+SLIDER_AT_LEAST = 30
+"""A slider reaches at least this far (when the engine allows it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     """One engine setting as a dashboard control, made from the engine's :class:`SettingSpec`."""
@@ -100,7 +104,7 @@ class Field:
         if not self.spec.deployable:
             text += ("\n\nA what-if: this value is fixed in the real guard and cannot be "
                      "set there.")
-        return f"{text}\n\nUpstream name: `{self.spec.name}`."
+        return f"{text}\n\n*In the guard's own config:* `{self.spec.name}`."
 
     @property
     def kind(self) -> FieldKind:
@@ -108,11 +112,27 @@ class Field:
 
     @property
     def min(self) -> int:
+        """The slider's lowest value."""
         return self.spec.range[0]
 
     @property
     def max(self) -> int:
-        return self.spec.range[1]
+        """The slider's highest value: fitted to where values live (twice the default, at
+        least 30), within the engine's own slider range; larger values are typed."""
+        lo, hi = self.spec.range
+        default = self.spec.default
+        if isinstance(default, int) and not isinstance(default, bool):
+            hi = min(hi, max(SLIDER_AT_LEAST, 2 * default, lo + 1))
+        return hi
+
+    @property
+    def lowest(self) -> int | None:
+        """The smallest value the engine accepts (a typed value's bound)."""
+        return self.spec.min
+
+    @property
+    def highest(self) -> int | None:
+        return self.spec.max
 
     @property
     def group(self) -> str:
@@ -333,7 +353,14 @@ def coerce_for_control(f: Field, value: Any) -> Any:
         return value
     if f.kind == "int_or_off" and value in (None, OFF):
         return OFF
-    return min(max(int(value), f.min), f.max)
+    # Values beyond the slider are typed (the control becomes a number box): keep them
+    # within the engine's own bounds only.
+    number = int(value)
+    if f.lowest is not None:
+        number = max(number, f.lowest)
+    if f.highest is not None:
+        number = min(number, f.highest)
+    return number
 
 
 # --------------------------------------------------------------------------- corpus & replays
