@@ -85,8 +85,21 @@ def sidecar(folder: Path) -> dict[str, tuple[str, int | None]]:
 
 
 def compare_b_repeats_4(at: AppTest) -> AppTest:
-    at.number_input(key="compare.b.gglib.max_repeated_batch_steps").set_value(4)
+    at.slider(key="compare.b.gglib.max_repeated_batch_steps").set_value(4)
     return ok(at.run())
+
+
+def test_a_comparison_is_in_the_url_and_a_link_reproduces_it(corpus: Path) -> None:
+    # (The browser test checks the URL the controls write; here, that a link reproduces it.)
+    at = compare_b_repeats_4(open_page(COMPARE))
+    shared = AppTest.from_file(APP, default_timeout=120)
+    shared.query_params["compare.b.gglib.max_repeated_batch_steps"] = "4"
+    ok(shared.run())
+    shared.switch_page(COMPARE)
+    ok(shared.run())
+    assert shared.slider(key="compare.b.gglib.max_repeated_batch_steps").value == 4
+    assert shared.slider(key="compare.a.gglib.max_repeated_batch_steps").value == 2
+    assert [m.value for m in shared.metric] == [m.value for m in at.metric]
 
 
 # --------------------------------------------------------------------------- compare
@@ -281,3 +294,25 @@ def test_the_sweep_page_says_when_labels_changed(corpus: Path) -> None:
     assert any("labels changed" in w.value for w in at.warning)
     panel = at.dataframe[0].value  # the metrics panel comes first
     assert panel[panel["Metric"] == "Loops caught"].iloc[0]["gglib"] == "0"
+
+
+def test_a_sweep_link_runs_the_same_sweep(corpus: Path) -> None:
+    at = run_page_sweep(open_page(SWEEP))
+    ran = at.session_state["_sweep_result"]
+    shared = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {
+        "sweep.engine": "gglib", "sweep.gglib.y.key": "max_repeated_batch_steps",
+        "sweep.gglib.x.key": "max_observation_steps",
+        "sweep.gglib.max_repeated_batch_steps.lo": "1", "sweep.gglib.max_repeated_batch_steps.hi": "4",
+        "sweep.gglib.max_observation_steps.lo": "3", "sweep.gglib.max_observation_steps.hi": "15",
+        "sweep.gglib.max_observation_steps.step": "4", "sweep": "run",
+    }.items():
+        shared.query_params[key] = value
+    ok(shared.run())
+    shared.switch_page(SWEEP)
+    ok(shared.run())
+    again = shared.session_state["_sweep_result"]  # no click: the link ran it
+    assert [(dict(c.values), c.metrics) for c in again] == [(dict(c.values), c.metrics) for c in ran]
+    assert len(shared.get("plotly_chart")) == 6
+    best = " ".join(m.value for m in shared.markdown if "Best by the labels" in m.value)
+    assert "fewest wrong outcomes on labelled sessions" in best

@@ -226,12 +226,13 @@ TYPED_KEY = "typed"
 """The toggle (and URL key) that turns every number slider into a box to type a value in."""
 
 
-def _current(f: Field) -> Any:
+def _current(f: Field, key: str | None = None) -> Any:
     """The control's value, from the URL before it is drawn (a bound control reads the URL
-    only when drawn)."""
-    if f.key in st.session_state:
-        return st.session_state[f.key]
-    text = st.query_params.get(f.key)
+    only when drawn). ``key``: the control's own key when it is not the sidebar's."""
+    key = key or f.key
+    if key in st.session_state:
+        return st.session_state[key]
+    text = st.query_params.get(key)
     if text is None:
         return f.default
     if f.kind in ("patterns", "choice"):
@@ -247,45 +248,53 @@ def _current(f: Field) -> Any:
 TYPED_FIELDS_KEY = "_loopscope_typed_fields"
 
 
-def _typed(f: Field) -> bool:
+def _typed(f: Field, key: str | None = None) -> bool:
     """A number box rather than a slider: asked for, or the value lies beyond the slider (and
     then for the rest of the session, so the control does not change shape under the user)."""
     if st.session_state.get(TYPED_KEY, st.query_params.get(TYPED_KEY) == "true"):
         return True
+    key = key or f.key
     sticky: set[str] = st.session_state.setdefault(TYPED_FIELDS_KEY, set())
-    if f.key in sticky:
+    if key in sticky:
         return True
-    value = _current(f)
+    value = _current(f, key)
     if isinstance(value, int) and not isinstance(value, bool) and not f.min <= value <= f.max:
-        sticky.add(f.key)
+        sticky.add(key)
         return True
     return False
 
 
-def _control(f: Field) -> None:
-    if f.kind in ("int", "int_or_off") and _typed(f):
+def control(f: Field, key: str | None = None) -> None:
+    """The control of one setting, bound to the URL under ``key`` (default: the sidebar's
+    ``<engine>.<setting>``; the Compare page draws the same controls under its own keys)."""
+    key = key or f.key
+    if f.kind in ("int", "int_or_off") and _typed(f, key):
         if f.kind == "int":
             st.number_input(f.label, min_value=f.lowest, max_value=f.highest, value=f.default,
-                            step=1, key=f.key, help=f.help, bind="query-params")
+                            step=1, key=key, help=f.help, bind="query-params")
         else:
-            st.text_input(f"{f.label} (a number, or off)", value=str(f.default), key=f.key,
+            st.text_input(f"{f.label} (a number, or off)", value=str(f.default), key=key,
                           help=f.help, bind="query-params")
     elif f.kind == "int":
-        st.slider(f.label, min_value=f.min, max_value=f.max, value=f.default, step=1, key=f.key,
+        st.slider(f.label, min_value=f.min, max_value=f.max, value=f.default, step=1, key=key,
                   help=f.help, bind="query-params")
     elif f.kind == "int_or_off":
         st.select_slider(f.label, options=[OFF, *range(f.min, f.max + 1)], value=f.default,
-                         key=f.key, help=f.help, bind="query-params")
+                         key=key, help=f.help, bind="query-params")
     elif f.kind == "bool":
-        st.toggle(f.label, value=f.default, key=f.key, help=f.help, bind="query-params")
+        st.toggle(f.label, value=f.default, key=key, help=f.help, bind="query-params")
     elif f.kind == "choice":
-        st.selectbox(f.label, options=list(f.spec.choices), key=f.key, help=f.help,
+        st.selectbox(f.label, options=list(f.spec.choices), key=key, help=f.help,
                      bind="query-params")
     elif f.kind == "patterns":
-        st.text_area(f"{f.label} (one per line)", value=f.default, key=f.key, help=f.help,
+        st.text_area(f"{f.label} (one per line)", value=f.default, key=key, help=f.help,
                      height=160, bind="query-params")
-        st.button("Restore the defaults", key=f"_restore_{f.key}", on_click=_restore_default,
-                  args=(f,), icon=":material/restart_alt:")
+        if key == f.key:
+            st.button("Restore the defaults", key=f"_restore_{f.key}",
+                      on_click=_restore_default, args=(f,), icon=":material/restart_alt:")
+
+
+_control = control
 
 
 def render_engine_choice() -> list[str]:

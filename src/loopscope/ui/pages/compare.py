@@ -14,7 +14,8 @@ import streamlit as st
 from loopscope.engines import FirstRefusal
 from loopscope.experiments.compare import CompareResult, compare_replays
 from loopscope.experiments.metrics import compute_metrics
-from loopscope.ui import labelling, metrics_panel, state, views
+from loopscope.ui import labelling, metrics_panel, settings, state, views
+from loopscope.ui.plain import md
 
 ENGINE_KEY = "compare.engine"
 SIDES = ("a", "b")
@@ -56,30 +57,14 @@ def _apply_side(side: str, engine: str) -> None:
 
 
 def _controls(side: str, engine: str) -> None:
+    """One side's controls: the sidebar's controls under this side's keys, bound to the URL
+    (``?compare.b.<engine>.<setting>=…``), so a link reproduces the comparison. A side starts
+    from the sidebar's values."""
     for f in _editable(engine):
         k = _side_key(side, f)
-        if k not in st.session_state:
+        if k not in st.session_state and k not in st.query_params:
             st.session_state[k] = state.widget_value(f)
-        if f.kind == "bool":
-            st.toggle(f.label, key=k, help=f.help)
-        elif f.kind == "int_or_off":
-            st.session_state.setdefault(k, f.default)
-            off_key = f"{k}.off"
-            st.session_state.setdefault(off_key, st.session_state[k] in (state.OFF, None))
-            off = st.checkbox(f"{f.label}: off", key=off_key, help=f.help)
-            if off:
-                st.session_state[k] = state.OFF
-            else:
-                num_key = f"{k}.value"
-                current = st.session_state[k]
-                st.session_state.setdefault(
-                    num_key, f.default if current in (state.OFF, None) else int(current)
-                )
-                st.session_state[k] = st.number_input(
-                    f.label, min_value=f.min, max_value=f.max, step=1, key=num_key, help=f.help
-                )
-        else:
-            st.number_input(f.label, min_value=f.min, max_value=f.max, step=1, key=k, help=f.help)
+        settings.control(f, k)
 
 
 def _where(fr: FirstRefusal | None) -> str:
@@ -104,7 +89,8 @@ def render() -> None:
         engine = engines[0]
     st.caption(
         "A and B start from the settings in the sidebar. Change either side below; the list "
-        "shows every session whose first refusal differs."
+        "shows every session whose first refusal differs. The URL holds both sides: copy it "
+        "to share this comparison."
     )
 
     resolutions = {}
@@ -146,7 +132,7 @@ def render() -> None:
 def _differences(engine: str) -> list[str]:
     a, b = side_values("a", engine), side_values("b", engine)
     return [
-        f"{f.native} {a[f.key]} → {b[f.key]}"
+        f"“{md(f.label)}” {md(str(a[f.key]))} → {md(str(b[f.key]))}"
         for f in _editable(engine)
         if a[f.key] != b[f.key]
     ]

@@ -24,9 +24,11 @@ from loopscope.experiments.sweep import (
     sweep_prepared,
 )
 from loopscope.ui import labelling, metrics_panel, state, views
+from loopscope.ui.plain import md
 
 ENGINE_KEY = "sweep.engine"
 RESULT_KEY = "_sweep_result"
+RUN_PARAM = "sweep"
 # The largest grid this page runs; the CLI (worker processes or Dask) takes larger ones.
 # (Page files run as scripts: a bare string here would be drawn on the page.)
 MAX_UI_CELLS = 400
@@ -56,26 +58,36 @@ def default_range(f: state.Field) -> tuple[int, int, int]:
     return lo, hi, step
 
 
+def _url_or_state(key: str) -> Any:
+    """A bound control's value before it is drawn (the URL's, on a shared link)."""
+    return st.session_state.get(key, st.query_params.get(key))
+
+
 def _axis_inputs(engine: str, which: str, fields: list[state.Field], exclude: str | None) -> Axis:
+    """One axis: the setting and its range, bound to the URL so a link reproduces the sweep."""
     options = [f for f in fields if f.native != exclude]
     names = [f.native for f in options]
-    default_index = 0  # the x list leaves out the y setting: the first two settings by default
     key = f"sweep.{engine}.{which}.key"
-    if st.session_state.get(key) not in names:
-        st.session_state[key] = names[default_index]
+    if _url_or_state(key) not in names:
+        st.session_state[key] = names[0]  # the x list leaves out the y setting
     by_name = {f.native: f for f in options}
     native = st.selectbox(
         "Rows (y)" if which == "y" else "Columns (x)",
         names,
-        format_func=lambda n: f"{by_name[n].label} ({n})",
-        key=key,
+        format_func=lambda n: by_name[n].label,
+        key=key, bind="query-params",
+        help="The setting swept along this axis (its name in the guard's config is in the "
+        "sidebar's help).",
     )
     f = by_name[native]
     lo_d, hi_d, step_d = default_range(f)
     c = st.columns(3)
-    lo = c[0].number_input("From", f.min, f.max, lo_d, 1, key=f"sweep.{engine}.{native}.lo")
-    hi = c[1].number_input("To", f.min, f.max, hi_d, 1, key=f"sweep.{engine}.{native}.hi")
-    step = c[2].number_input("Step", 1, f.max, step_d, 1, key=f"sweep.{engine}.{native}.step")
+    lo = c[0].number_input("From", f.lowest, f.highest, lo_d, 1,
+                           key=f"sweep.{engine}.{native}.lo", bind="query-params")
+    hi = c[1].number_input("To", f.lowest, f.highest, hi_d, 1,
+                           key=f"sweep.{engine}.{native}.hi", bind="query-params")
+    step = c[2].number_input("Step", 1, f.highest, step_d, 1,
+                             key=f"sweep.{engine}.{native}.step", bind="query-params")
     if lo > hi:
         lo, hi = hi, lo
     return Axis(native, tuple(range(int(lo), int(hi) + 1, int(step))))
@@ -145,6 +157,20 @@ def _on_heatmap_select(chart_key: str) -> None:
         apply_cell(values)
 
 
+def _axis_labels(result: SweepResult) -> dict[str, str]:
+    """Setting name → the sidebar's label, for the swept settings."""
+    fields = {f.native: f.label for f in state.fields_of(result.engine)}
+    return {a.key: fields.get(a.key, a.key) for a in result.axes}
+
+
+def _wrap(text: str, width: int = 28) -> str:
+    """A long axis title on two lines (Plotly breaks lines at <br>)."""
+    if len(text) <= width:
+        return text
+    cut = text.rfind(" ", 0, width)
+    return text if cut <= 0 else text[:cut] + "<br>" + text[cut + 1:]
+
+
 def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
             current: Mapping[str, Any] | None = None) -> go.Figure:
     """One metric over the grid, drawn as clickable tiles (rows: first axis; columns: second).
@@ -184,8 +210,8 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
                 "line": {"width": 0},
             },
             hovertemplate=(
-                f"{ya.key}=%{{y}}<br>{xa.key}=%{{x}}<br>{title}: %{{text}}"
-                "<extra>click to apply</extra>"
+                f"{_axis_labels(result)[ya.key]} = %{{y}}<br>{_axis_labels(result)[xa.key]} = "
+                f"%{{x}}<br>{title}: %{{text}}<extra>click to apply</extra>"
             ),
             selected={"marker": {"opacity": 1}},
             unselected={"marker": {"opacity": 1}},
@@ -198,14 +224,18 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
                     "line": {"width": 3}},
             hoverinfo="skip", showlegend=False, name="current",
         ))
+    labels = _axis_labels(result)
+    # The axis titles get room of their own (automargin) so they never cover the tick labels.
     fig.update_layout(
         title={"text": f"{title} ({'lower' if lower_better else 'higher'} is better)",
                "font": {"size": 14}},
-        height=380, margin={"l": 10, "r": 10, "t": 40, "b": 50},
-        xaxis={"title": {"text": xa.key, "standoff": 12}, "type": "category",
-               "categoryorder": "array", "categoryarray": [str(v) for v in xa.values]},
-        yaxis={"title": {"text": ya.key, "standoff": 8}, "type": "category",
-               "categoryorder": "array", "categoryarray": [str(v) for v in ya.values]},
+        height=400, margin={"l": 20, "r": 10, "t": 40, "b": 20},
+        xaxis={"title": {"text": _wrap(labels[xa.key]), "standoff": 14}, "type": "category",
+               "categoryorder": "array", "categoryarray": [str(v) for v in xa.values],
+               "automargin": True},
+        yaxis={"title": {"text": _wrap(labels[ya.key]), "standoff": 14}, "type": "category",
+               "categoryorder": "array", "categoryarray": [str(v) for v in ya.values],
+               "automargin": True},
         clickmode="event+select", dragmode=False, showlegend=False,
         plot_bgcolor="rgba(0,0,0,0)",
     )
@@ -233,7 +263,7 @@ def render() -> None:
         labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
         labelling.label_transfer(corpus)
         for p in labelling.label_problems(corpus)[:10]:
-            st.warning(p.text())
+            st.warning(md(p.text(), 400))
 
     st.subheader("Sweep two settings", anchor=False)
     engines = [e for e in state.shown_engines() if sweepable(e)]
@@ -242,7 +272,7 @@ def render() -> None:
         return
     engine = st.segmented_control(
         "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
-        default=engines[0],
+        default=engines[0], bind="query-params",
     ) or engines[0]
     if engine not in engines:
         engine = engines[0]
@@ -264,12 +294,17 @@ def render() -> None:
             f"{size} cells is more than this page runs ({MAX_UI_CELLS}); raise a step, or use "
             "`loopscope sweep` (worker processes or a Dask cluster)."
         )
-    if st.button("Run sweep", type="primary", icon=":material/grid_on:", disabled=too_big,
-                 key="sweep.run"):
+    # A shared link (?sweep=run) runs the same sweep again when the page opens.
+    ran = st.session_state.get(RESULT_KEY)
+    from_link = (st.query_params.get(RUN_PARAM) == "run" and not too_big and (
+        ran is None or ran.engine != engine or list(ran.axes) != axes))
+    clicked = st.button("Run sweep", type="primary", icon=":material/grid_on:",
+                        disabled=too_big, key="sweep.run")
+    if clicked or from_link:
         try:
             check_axes(axes)
         except GridError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
         else:
             bar = st.progress(0.0, text="Sweeping…")
             done = [0]
@@ -281,7 +316,11 @@ def render() -> None:
             st.session_state[RESULT_KEY] = run_grid(engine, axes, tick)
             st.session_state["_sweep_labels"] = labelling.labels_version(
                 labelling.current_labels(corpus))
+            st.query_params[RUN_PARAM] = "run"
             bar.empty()
+    if st.session_state.get(RESULT_KEY) is not None:
+        st.caption("The URL holds this sweep (the guard, both settings, their ranges): opening "
+                   "the link runs it again.")
     _results()
 
 
@@ -296,7 +335,9 @@ def _results() -> None:
         st.warning("The labels changed since this sweep ran; run it again to update the heatmaps.")
     applied = st.session_state.get("_sweep_applied")
     if applied:
-        st.success("Applied " + ", ".join(f"{k} = {v}" for k, v in applied.items())
+        names = _axis_labels(result)
+        st.success("Applied " + ", ".join(f"“{md(names.get(k, k))}” = {v}"
+                                          for k, v in applied.items())
                    + ". Every page now uses it.")
     current = {
         f.native: state.widget_value(f) for f in state.fields_of(result.engine)
@@ -321,7 +362,8 @@ def _results() -> None:
     def describe(i: int) -> str:
         cell = result.cells[i]
         m = cell.metrics
-        return (", ".join(f"{k}={v}" for k, v in cell.values.items())
+        names = _axis_labels(result)
+        return (", ".join(f"{names[k]} = {v}" for k, v in cell.values.items())
                 + f" — {m.false_refusals} false, {m.loops_missed} missed, "
                 f"{m.wasted_turns} wasted" + (" (adjusted)" if cell.warnings else ""))
 
@@ -333,10 +375,22 @@ def _results() -> None:
         st.button("Apply", key="sweep.apply", on_click=apply_cell,
                   args=(dict(result.cells[picked].values),), icon=":material/check:")
     if best is not None:
-        st.button(f"Apply the best: {', '.join(f'{k}={v}' for k, v in best.values.items())}",
-                  key="sweep.apply_best", on_click=apply_cell, args=(dict(best.values),),
+        labelled = labelling.current_labels(corpus)
+        names = _axis_labels(result)
+        where = ", ".join(f"“{names[k]}” = {v}" for k, v in best.values.items())
+        m = best.metrics
+        wrong = m.false_refusals + m.refused_early + m.loops_missed
+        if labelled:
+            st.markdown(
+                f"**Best by the labels:** {md(where)} — the fewest wrong outcomes on labelled "
+                f"sessions ({wrong}: {m.false_refusals} good session(s) refused, "
+                f"{m.loops_missed} loop(s) missed, {m.refused_early} refused before the loop "
+                f"began), then the fewest turns wasted before a catch ({m.wasted_turns}).")
+        st.button("Apply the best by the labels", key="sweep.apply_best", on_click=apply_cell,
+                  args=(dict(best.values),), disabled=not labelled,
                   help="Fewest wrong outcomes on labelled sessions (false refusals, loops missed "
-                  "or refused too early), then fewest wasted turns.")
+                  "or refused too early), then fewest wasted turns."
+                  if labelled else "Label sessions first: without labels there is no best.")
 
 
 if __name__ == "__main__":  # run as a Streamlit page
