@@ -13,13 +13,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopscope import config_io
+from loopscope.engines import get_engine
 from loopscope.engines.base import SessionReplay
 from loopscope.model import Session
 
 CSV_COLUMNS = (
-    "session", "source", "format", "engine", "label", "calls", "turns", "steps", "refused",
-    "first_refusal_turn", "first_refusal_call", "first_refusal_detector", "refusals", "warnings",
+    "session", "source", "format", "engine", "engine_version", "label", "calls", "turns",
+    "steps", "refused", "first_refusal_turn", "first_refusal_call", "first_refusal_detector",
+    "refusals", "warnings", "settings",
 )
+"""The verdict CSV. Turns and calls count from 1, as the dashboard shows them (the JSONL keeps
+``loopscope replay --json``'s 0-based positions); ``source`` is relative to the loaded folder
+(an upload by its file name), never a path on the server; ``settings`` is the guard's
+configuration that produced the row, as JSON."""
 
 
 def loopscope_config(configs: Mapping[str, Any]) -> str:
@@ -27,12 +33,28 @@ def loopscope_config(configs: Mapping[str, Any]) -> str:
     return config_io.loopscope_config_json(configs)
 
 
-def verdict_report_jsonl(replays: Mapping[str, Sequence[SessionReplay]]) -> str:
-    """The ``loopscope replay --json`` lines of every engine, engine by engine."""
+def _settings(engine: str, config: Any) -> dict[str, Any]:
+    return get_engine(engine).settings_document(config)
+
+
+def verdict_report_jsonl(
+    replays: Mapping[str, Sequence[SessionReplay]],
+    configs: Mapping[str, Any] | None = None,
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """The ``loopscope replay --json`` lines of every engine, engine by engine, each with the
+    ``settings`` that produced it; ``names`` maps a session's source to what to write instead
+    (relative to the loaded folder), so no server path leaves the server."""
     out = io.StringIO()
     for engine in replays:
+        settings = _settings(engine, configs[engine]) if configs and engine in configs else None
         for r in replays[engine]:
-            out.write(json.dumps(r.to_json(), ensure_ascii=False, separators=(",", ":")))
+            line = r.to_json()
+            if names is not None:
+                line["source"] = names.get(r.source, r.source)
+            if settings is not None:
+                line["settings"] = settings
+            out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
             out.write("\n")
     return out.getvalue()
 
@@ -48,22 +70,32 @@ def verdict_report_csv(
     sessions: Sequence[Session],
     replays: Mapping[str, Sequence[SessionReplay]],
     labels: Mapping[str, str | None] | None = None,
+    configs: Mapping[str, Any] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> str:
-    """One row per session and engine: the first refusal and the counts."""
+    """One row per session and engine: the first refusal (from 1), the counts, and the
+    settings that produced them."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for engine, reps in replays.items():
+        config = configs.get(engine) if configs else None
+        version = get_engine(engine).version_of(config) if config is not None else ""
+        settings = (json.dumps(_settings(engine, config), ensure_ascii=False,
+                               separators=(",", ":"), sort_keys=True)
+                    if config is not None else "")
         for s, r in zip(sessions, reps, strict=True):
             fr = r.first_refusal
+            source = (names or {}).get(r.source, r.source)
             writer.writerow([
-                _cell(r.session), _cell(r.source), r.format, engine,
+                _cell(r.session), _cell(source), r.format, engine, version,
                 (labels or {}).get(s.source) or "", len(s.calls), len(s.turns), len(r.steps),
                 "yes" if fr else "no",
-                "" if fr is None else fr.turn,
-                "" if fr is None or fr.call is None else fr.call,
+                "" if fr is None else fr.turn + 1,
+                "" if fr is None or fr.call is None else fr.call + 1,
                 "" if fr is None else fr.detector,
-                sum(1 for st in r.steps if st.verdict == "refuse"),
-                sum(1 for st in r.steps if st.verdict == "warn"),
+                r.refusal_count,
+                r.warning_count,
+                settings,
             ])
     return out.getvalue()

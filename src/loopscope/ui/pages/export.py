@@ -3,6 +3,8 @@ verdicts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from loopscope.engines import get_engine
@@ -47,19 +49,64 @@ def render() -> None:
     corpus = state.corpus()
     results = {name: state.replays(name) for name in engines}
     labels = {s.source: views.label_of(corpus, s.source) for s in corpus.sessions}
+    configs = {name: cfgs[name].config for name in engines}
+    names = {s.source: corpus.display(s.source) for s in corpus.sessions}
+    st.caption("Both files record the settings that produced them (each guard's, with its "
+               "release) and name sessions relative to the loaded folder, or by the uploaded "
+               "file's name. The CSV counts turns and calls from 1, as the dashboard does; the "
+               "JSONL lines are `loopscope replay --json`'s, which count from 0.")
     c3, c4 = st.columns(2)
     c3.download_button(
-        "Download verdicts.csv", export.verdict_report_csv(corpus.sessions, results, labels),
+        "Download verdicts.csv",
+        lambda: export.verdict_report_csv(corpus.sessions, results, labels, configs, names),
         file_name="loopscope-verdicts.csv", mime="text/csv", key="dl_csv",
         icon=":material/table:", on_click="ignore",
-        help="One row per session and guard: first refusal, refusals and warnings.",
+        help="One row per session and guard: first refusal, refusals, warnings and settings.",
     )
     c4.download_button(
-        "Download verdicts.jsonl", export.verdict_report_jsonl(results),
+        "Download verdicts.jsonl", lambda: export.verdict_report_jsonl(results, configs, names),
         file_name="loopscope-verdicts.jsonl", mime="application/x-ndjson", key="dl_jsonl",
         icon=":material/data_object:", on_click="ignore",
-        help="The same lines as `loopscope replay --json`, every step included, guard by guard.",
+        help="The same lines as `loopscope replay --json`, every step included, guard by guard, "
+        "each with the settings that produced it.",
     )
+
+    st.header("Report to attach to a ticket", anchor=False)
+    _report(corpus, engines, results, cfgs)
+
+
+REPORT_LIMIT = 50
+
+
+def _report(corpus: Any, engines: list[str], results: dict[str, list[Any]],
+            cfgs: dict[str, Any]) -> None:
+    """A standalone HTML report of the refused sessions (at most 50)."""
+    from loopscope.ui import report
+
+    refused = [i for i in range(len(corpus.sessions))
+               if any(results[e][i].first_refusal is not None for e in engines)]
+    chosen = refused[:REPORT_LIMIT]
+    st.caption(f"One self-contained page with why each guard refused, the timelines and the "
+               f"settings used: {len(chosen)} refused session(s)"
+               + (f" (the first {REPORT_LIMIT} of {len(refused)})" if len(refused) > REPORT_LIMIT
+                  else "")
+               + ". It opens in any browser, without loopscope or a network. One session's "
+               "report is on its page.")
+
+    def build() -> str:
+        parts = []
+        for i in chosen:
+            session = corpus.sessions[i]
+            parts.append(report.session_part(
+                corpus, session, i, engines, {e: results[e][i] for e in engines}, cfgs,
+                views.label_of(corpus, session.source),
+                views.label_from_turn(corpus, session.source)))
+        return report.session_report_html(parts, title="loopscope report: refused sessions",
+                                          settings=report.settings_part(engines, cfgs))
+
+    st.download_button("Download report.html", build, file_name="loopscope-report.html",
+                       mime="text/html", key="dl_report", icon=":material/description:",
+                       on_click="ignore", disabled=not chosen)
 
 
 if __name__ == "__main__":  # run as a Streamlit page
