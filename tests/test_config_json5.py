@@ -100,7 +100,7 @@ def test_failures_are_remembered_too_and_the_cache_is_bounded(
     real = config_io._parse
     monkeypatch.setattr(config_io, "_parse", lambda d, n: (calls.append(n), real(d, n))[1])
     for _ in range(3):
-        with pytest.raises(config_io.ConfigFileError, match="bad.json5"):
+        with pytest.raises(config_io.ConfigFileError, match=r"bad\.json5"):
             config_io.parse_config_text(b"{a: ,}", "bad.json5")
     assert calls == ["bad.json5"]
     for i in range(config_io.PARSE_CACHE_SIZE + 5):

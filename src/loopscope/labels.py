@@ -68,6 +68,7 @@ __all__ = [
     "LabelsLockTimeout",
     "LoadedLabels",
     "clear_label",
+    "default_label_file",
     "dump_labels",
     "find_label_file",
     "label_file_for",
@@ -79,7 +80,9 @@ __all__ = [
     "relative_source",
     "save_labels",
     "set_label",
+    "split_source",
     "update_label_file",
+    "update_label_file_many",
 ]
 
 LABELS_FILE_NAME = "labels.csv"
@@ -610,9 +613,27 @@ def update_label_file(
     ``ValueError`` too for a ``path`` that is a symlink out of its folder;
     :class:`LabelsLockTimeout` (an ``OSError``) when another writer holds the lock too long.
     """
+    return update_label_file_many(path, [(source, label, from_turn)], columns=columns)
+
+
+def update_label_file_many(
+    path: str | os.PathLike[str],
+    changes: Sequence[tuple[str, LabelValue | None, int | None]],
+    *,
+    columns: Mapping[str, str] | None = None,
+) -> LoadedLabels:
+    """:func:`update_label_file` for several ``(source, label, from_turn)`` changes at once:
+    one locked read-modify-write, one rewrite. ``columns`` applies to every changed row.
+    Every change is validated before the file is touched."""
     for column in columns or {}:
         if column.strip().lower() in HEADER or not column.strip():
             raise ValueError(f"{_quote(column)} cannot be set as an extra column")
+    for source, label, from_turn in changes:  # ValueError before touching anything
+        if label is not None:
+            error = _check_source(source)
+            if error is not None:
+                raise ValueError(f"cannot save label: {error}")
+            Label(source, label, from_turn)
     target = _target(path)
     with _locked(target):
         if os.path.exists(target):
@@ -629,18 +650,21 @@ def update_label_file(
                 "not saving: rewriting the labels file would drop rows it cannot read; fix "
                 "these first: " + "; ".join(p.text() for p in blocking[:3])
             )
-        updated = (clear_label(current.labels, source) if label is None
-                   else set_label(current.labels, source, label, from_turn))
+        updated: LabelSet = current.labels
         layout = list(current.layout)
         extras = {k: dict(v) for k, v in current.extras.items()}
-        key = _clean_source(source) if _check_source(source) is None else source
-        if label is None:
-            extras.pop(key, None)
-        for column, value in (columns or {}).items():
-            name = column.strip()
-            if name not in layout:
-                layout.append(name)
-            extras.setdefault(key, {})[layout.index(name)] = value
+        for source, label, from_turn in changes:
+            key = _clean_source(source) if _check_source(source) is None else source
+            if label is None:
+                updated = clear_label(updated, key)
+                extras.pop(key, None)
+                continue
+            updated = set_label(updated, key, label, from_turn)
+            for column, value in (columns or {}).items():
+                name = column.strip()
+                if name not in layout:
+                    layout.append(name)
+                extras.setdefault(key, {})[layout.index(name)] = value
         _write_atomic(target, _dump(updated, layout, extras))
     return LoadedLabels(updated, problems)
 
@@ -856,6 +880,31 @@ def _clean_source(source: str) -> str:
     """``./a//x.json#2`` → ``a/x.json#2``: one spelling per session."""
     path, suffix = _split_candidate(source)
     return posixpath.normpath(path) + suffix
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """``x.jsonl#2`` → (``x.jsonl``, ``#2``); a source without a session number → (source,
+    ``""``)."""
+    return _split_candidate(source)
+
+
+def default_label_file(source: str) -> str:
+    """Where ``loopscope label`` writes the label of ``source`` (a replay source) when no
+    ``--labels`` is given: the nearest existing ``labels.csv`` from the session's folder up to
+    the working directory (when the session is inside it), else ``labels.csv`` in the
+    session's own folder."""
+    path, _ = _split_candidate(source)
+    folder = os.path.dirname(path) or "."
+    here = os.path.abspath(".")
+    current = os.path.abspath(folder)
+    while _is_within(current, here):
+        candidate = os.path.join(current, LABELS_FILE_NAME)
+        if os.path.isfile(candidate):
+            return os.path.relpath(candidate) if not os.path.isabs(path) else candidate
+        if current == here:
+            break
+        current = os.path.dirname(current)
+    return os.path.join(folder, LABELS_FILE_NAME)
 
 
 def _split_candidate(source: str) -> tuple[str, str]:

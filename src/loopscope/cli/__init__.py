@@ -18,11 +18,13 @@ def main() -> None:
 
 def _register() -> None:
     from loopscope.cli.experiments import compare, sweep
+    from loopscope.cli.labels import register as register_labels
     from loopscope.cli.replay import replay
 
     main.add_command(replay)
     main.add_command(sweep)
     main.add_command(compare)
+    register_labels(main)
 
 
 _register()
