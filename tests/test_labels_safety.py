@@ -68,6 +68,27 @@ def test_two_processes_labelling_at_once_lose_nothing(tmp_path: Path) -> None:
     assert leftovers == []
 
 
+def test_two_threads_of_one_server_lose_nothing(tmp_path: Path) -> None:
+    """Browser sessions of one dashboard are threads of one process: the file lock holds
+    between them too (each save opens its own lock file descriptor)."""
+    import threading
+
+    path = tmp_path / "labels.csv"
+    start = threading.Barrier(2)
+
+    def writer(tag: str) -> None:
+        start.wait()
+        for i in range(60):
+            update_label_file(path, f"{tag}-{i:03d}.json", "ok")
+
+    threads = [threading.Thread(target=writer, args=(tag,)) for tag in ("x", "y")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(load_labels(path).labels) == 120
+
+
 def test_a_writer_waits_for_the_lock_and_gives_up_with_a_clear_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "labels.csv"
