@@ -34,6 +34,13 @@ class ImportLimits:
     max_events_per_session: int = 1_000_000
     max_sessions_per_file: int = 100_000
     max_warnings_per_code: int = 20
+    max_archive_members: int = 100_000
+    """Entries a zip archive (``.eval``) may hold; counted before the archive is opened."""
+    max_archive_bytes: int = 1 * GiB
+    """Bytes all members of one zip archive may inflate to, together."""
+    max_compression_ratio: int = 100
+    """Inflated ÷ compressed size a zip member may reach (past 1 MiB inflated). Real session
+    logs deflate 3–12:1, 3,000 identical calls of a made-up loop 73:1, a zip bomb 400–1000:1."""
 
 
 @dataclass(frozen=True, slots=True)

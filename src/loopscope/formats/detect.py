@@ -11,12 +11,12 @@ import codecs
 import os
 import re
 import stat
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
 from loopscope.formats.text import type_of
@@ -404,15 +404,15 @@ def _fail(layout: Any, code: str, message: str, reason: str, line: int | None = 
     return Probe(Detection(None, layout, reason), error=(code, message, line), **kw)
 
 
-def _zip_detection(path: str) -> Probe:
+def _zip_detection(path: str, limits: ImportLimits) -> Probe:
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError,
-            RuntimeError) as exc:
+        with archive_mod.open_archive(path, limits) as archive:
+            names = archive.names()
+    except archive_mod.ArchiveError as exc:
+        if exc.code == "too_large":
+            return _fail("zip", "too_large", f"zip archive: {exc.message}", "zip archive")
         return _fail("zip", "unknown_format",
-                     f"not a recorded-session format (zip archive that cannot be read: "
-                     f"{escape_for_display(str(exc), 80)})", "zip archive")
+                     f"not a recorded-session format ({exc.message})", "zip archive")
     if "header.json" in names or any(n.startswith("samples/") for n in names):
         return Probe(Detection("inspect_eval", "zip",
                                "zip archive with header.json / samples/ (inspect_ai .eval)"))
@@ -489,7 +489,7 @@ def probe(path: str, limits: ImportLimits) -> Probe:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable")
     if head.startswith(b"PK\x03\x04"):
-        result = _zip_detection(path)
+        result = _zip_detection(path, limits)
         result.size = size
         return result
     encoding = jsonio.sniff_encoding(head)
