@@ -94,3 +94,45 @@ def compare(actual: dict[str, Any], want: dict[str, Any], *, informative: bool =
             if key not in got or not strict_equal(got[key], expected_step[key]):
                 problems.append(f"step {n} {key}: {got.get(key)!r} != {expected_step[key]!r}")
     return problems
+
+
+def chat(*turns: Any, thought: str = "", first_user: bool = True) -> Session:
+    """A session built in code, as an importer would build it.
+
+    Each turn is a reply text (``str``), ``("user", text)``, ``("compaction",)`` or a list of
+    calls ``(name, arguments, result)`` where arguments is the recorded argument text (or a
+    value), and result is ``None`` (no result), a text, or ``("error", text)``. Tool-call
+    turns carry ``thought`` as their text.
+    """
+    from loopscope.formats.builder import SessionBuilder
+
+    builder = SessionBuilder()
+    if first_user:
+        builder.user("Please fix the build.")
+    n = 0
+    for turn in turns:
+        if isinstance(turn, str):
+            builder.assistant(turn, turn)
+        elif isinstance(turn, tuple) and turn[0] == "user":
+            builder.user(turn[1])
+        elif isinstance(turn, tuple) and turn[0] == "compaction":
+            builder.compaction("summary")
+        else:
+            draft = builder.assistant(thought, thought)
+            results = []
+            for name, arguments, result in turn:
+                n += 1
+                kind = "json_text" if isinstance(arguments, str) else "value"
+                builder.call(draft, name, arguments, kind, id=f"call_{n}")
+                if result is not None:
+                    results.append((f"call_{n}", result))
+            for call_id, result in results:
+                if isinstance(result, tuple):
+                    builder.result(call_id, result[1], result[1], is_error=True)
+                else:
+                    builder.result(call_id, result, result)
+    return builder.build(id="chat", source="chat.json", format="openai_chat")
+
+
+def verdicts(replay: Any) -> list[tuple[str, str | None, int | None]]:
+    return [(s.verdict, s.detector, s.count) for s in replay.steps]

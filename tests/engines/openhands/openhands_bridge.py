@@ -27,9 +27,12 @@ are stamped and stored by the SDK's ``ConversationState``/``EventLog``. A stop (
 replay goes on (shadow mode). For a stop the bridge asks the detector's own pattern methods,
 in ``is_stuck``'s order, which one held and its count.
 
-Writes ``{"results": [{"checks": [...], "parsed": [...]}]}`` to stdout: per check
-``{"verdict", "detector", "count", "message", "scan"}``; per action the parsed arguments as
-JSON text or the error text.
+Optional ``"snippets"``: configurations exported by loopscope as Python, each executed with the
+SDK (``agent`` and ``workspace`` provided) to read back what its conversation runs with.
+
+Writes ``{"sdk", "results": [{"checks": [...], "parsed": [...]}], "snippets": [...]}`` to
+stdout: per check ``{"verdict", "detector", "count", "message", "scan"}``; per action the parsed
+arguments as JSON text or the error text.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from typing import Any
@@ -191,10 +195,24 @@ def _check(conversation: LocalConversation) -> dict[str, Any]:
     return out
 
 
+def run_snippet(code: str) -> dict[str, Any]:
+    """Execute an exported configuration (loopscope's own generated Python, never input) with
+    the SDK, and read back what the conversation it builds runs with."""
+    namespace: dict[str, Any] = {"agent": AGENT, "workspace": WORKSPACE}
+    exec(compile(code, "<export>", "exec"), namespace)
+    conversation = namespace["conversation"]
+    detector = conversation.stuck_detector
+    return {"stuck_detection": detector is not None,
+            "thresholds": namespace["stuck_detection_thresholds"].model_dump(),
+            "detector_thresholds": None if detector is None else detector.thresholds.model_dump()}
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     results = [run_case(case, n) for n, case in enumerate(request["cases"])]
-    json.dump({"sdk": _sdk_version(), "results": results}, sys.stdout)
+    snippets = [run_snippet(code) for code in request.get("snippets", [])]
+    json.dump({"sdk": _sdk_version(), "results": results, "snippets": snippets}, sys.stdout)
+    shutil.rmtree(WORKSPACE, ignore_errors=True)
 
 
 def _sdk_version() -> str:

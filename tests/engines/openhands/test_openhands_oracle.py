@@ -22,6 +22,7 @@ import os
 import random
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +59,16 @@ def _python() -> str:
     return python
 
 
-def run_bridge(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_bridge(cases: list[dict[str, Any]], snippets: Sequence[str] = ()) -> dict[str, Any]:
     completed = subprocess.run(
-        [_python(), str(BRIDGE)], input=json.dumps({"cases": cases}), capture_output=True,
-        text=True, timeout=1200, check=False)
+        [_python(), str(BRIDGE)],
+        input=json.dumps({"cases": cases, "snippets": list(snippets)}),
+        capture_output=True, text=True, timeout=1200, check=False)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    answer = json.loads(completed.stdout)
+    answer: dict[str, Any] = json.loads(completed.stdout)
     assert answer["sdk"] == "1.58.2"
-    results: list[dict[str, Any]] = answer["results"]
-    assert len(results) == len(cases)
-    return results
+    assert len(answer["results"]) == len(cases)
+    return answer
 
 
 def session_items(session: Session) -> tuple[list[list[Any]], list[dict[str, str]]]:
@@ -191,11 +192,25 @@ def oracle() -> dict[str, Any]:
     parity_cases = _parity_cases()
     nan = (_nan_session(), OpenHandsConfig())
     cases = [_case(s, c) for s, c in (*random_cases, *parity_cases, nan)] + [TYPOS_CASE]
-    results = run_bridge(cases)
+    answer = run_bridge(cases, [ENGINE.exports(c)[0].text for c in EXPORTED])
+    results = answer["results"]
     k = len(random_cases)
     m = k + len(parity_cases)
     return {"random": (random_cases, results[:k]), "parity": (parity_cases, results[k:m]),
-            "nan": (nan, results[m]), "typos": results[m + 1]}
+            "nan": (nan, results[m]), "typos": results[m + 1], "snippets": answer["snippets"]}
+
+
+EXPORTED = (OpenHandsConfig(), OpenHandsConfig(False, 7, 1, 12, 2, 20),
+            OpenHandsConfig(True, 1, 9, 2, 30, 35))
+"""Configurations whose Python export is executed with the SDK (the last one with a what-if,
+which the export leaves out)."""
+
+
+def test_the_python_export_configures_the_sdk(oracle: dict[str, Any]) -> None:
+    for config, got in zip(EXPORTED, oracle["snippets"], strict=True):
+        assert got["thresholds"] == config.thresholds()
+        assert got["stuck_detection"] is config.enabled
+        assert got["detector_thresholds"] == (config.thresholds() if config.enabled else None)
 
 
 def test_random_sessions_match_the_sdk(oracle: dict[str, Any]) -> None:

@@ -2,70 +2,81 @@
 
 OpenHands compares actions with pydantic/Python ``==``: dicts regardless of key order, lists in
 order, and numbers by value (``1 == 1.0 == True``, ``0 == False == -0.0``). :func:`canonical`
-maps a value parsed by ``json.loads`` to a hashable key such that two values are ``==`` exactly
-when their keys are equal, so the fast path can code each distinct action by an integer once.
+maps a value parsed by ``json.loads`` to a flat text such that two values are ``==`` exactly
+when their texts are equal, so the fast path can code each distinct action by an integer once.
+
+* numbers: an integral finite float or a bool is written as the integer it equals (Python
+  compares ints and floats exactly, so ``2**53 + 1`` and ``2.0**53`` stay apart); other floats
+  by ``repr`` (which round-trips); NaN as ``n``;
+* strings are length-prefixed, so no text can imitate a structure;
+* an object's entries are written in key order (keys are unique strings, so equal objects give
+  the same order).
 
 NaN: ``json.loads`` returns one shared ``float('nan')`` object for every ``NaN`` it reads, and
 Python's container comparisons test identity before ``==``, so inside parsed arguments (which
-are always a dict) a NaN equals every other parsed NaN. The key gives them one class.
+are always a dict) a NaN equals every other parsed NaN. The text gives them one class.
 
-The walk is iterative: arguments nested as deeply as Python's parser allows never exhaust the
-stack.
+The key is a flat string and the walk is iterative: arguments nested as deeply as Python's
+parser allows never exhaust the stack, neither here nor when keys are hashed or compared.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
-from typing import Any, Final
+from typing import Any
 
-__all__ = ["NAN_KEY", "canonical"]
-
-NAN_KEY: Final = ("nan",)
-"""The key of a NaN (containers are tagged ``"d"``/``"l"``, so no other key looks like it)."""
+__all__ = ["canonical"]
 
 
-def _scalar(value: Any) -> Hashable:
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return f"s{len(value)}:{value}"
+    if value is None:
+        return "z"
+    if isinstance(value, bool):
+        return "i1;" if value else "i0;"
+    if isinstance(value, int):
+        return f"i{value};"
     if isinstance(value, float):
         if value != value:
-            return NAN_KEY
+            return "n"
         if math.isfinite(value) and value.is_integer():
-            return int(value)  # 1.0 == 1, -0.0 == 0
-        return value
-    if isinstance(value, bool):
-        return int(value)  # True == 1
-    return value  # str, int, None
+            return f"i{int(value)};"  # 1.0 == 1, -0.0 == 0
+        return f"f{value!r};"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
-def canonical(value: Any) -> Hashable:
-    """A hashable key equal for two ``json.loads`` values exactly when they are ``==``."""
+def canonical(value: Any) -> str:
+    """A text equal for two ``json.loads`` values (inside an object) exactly when they are
+    ``==``."""
     if not isinstance(value, dict | list):
         return _scalar(value)
-    # Post-order walk with an explicit stack of [container, iterator, parts, is_dict, key].
-    frame: list[Any] = [value, iter(value.items() if isinstance(value, dict) else value), [],
+    # Post-order walk with an explicit stack of [iterator, parts, is_dict, key in parent].
+    frame: list[Any] = [iter(value.items() if isinstance(value, dict) else value), [],
                         isinstance(value, dict), None]
     stack: list[list[Any]] = []
     while True:
-        is_dict = frame[3]
-        parts = frame[2]
+        parts = frame[1]
+        is_dict = frame[2]
         descended = False
-        for item in frame[1]:
-            if is_dict:
-                key, child = item
-            else:
-                key, child = None, item
+        for item in frame[0]:
+            key, child = item if is_dict else (None, item)
             if isinstance(child, dict | list):
                 stack.append(frame)
-                frame = [child, iter(child.items() if isinstance(child, dict) else child), [],
+                frame = [iter(child.items() if isinstance(child, dict) else child), [],
                          isinstance(child, dict), key]
                 descended = True
                 break
             parts.append((key, _scalar(child)) if is_dict else _scalar(child))
         if descended:
             continue
-        done: Hashable = ("d", frozenset(parts)) if is_dict else ("l", tuple(parts))
+        if is_dict:
+            parts.sort(key=lambda kv: kv[0])
+            done = "{" + "".join(f"{len(k)}:{k}{v}" for k, v in parts) + "}"
+        else:
+            done = "[" + "".join(parts) + "]"
         if not stack:
             return done
-        key = frame[4]
+        key = frame[3]
         frame = stack.pop()
-        frame[2].append((key, done) if frame[3] else done)
+        frame[1].append((key, done) if frame[2] else done)

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from loopscope.engines.openhands.canon import canonical
 from loopscope.model import AssistantTurn, Compaction, Session, ToolCall, ToolResult, UserMessage
 
 __all__ = [
@@ -116,8 +117,8 @@ def event_eq(a: Event, b: Event) -> bool:
         return False
     if isinstance(a, ActionEvent):
         assert isinstance(b, ActionEvent)
-        return (a.source == b.source and a.thought == b.thought and a.action == b.action
-                and a.tool_name == b.tool_name)
+        return (a.source == b.source and a.thought == b.thought
+                and _arguments_equal(a.action, b.action) and a.tool_name == b.tool_name)
     if isinstance(a, ObservationEvent):
         assert isinstance(b, ObservationEvent)
         return a.source == b.source and a.text == b.text and a.tool_name == b.tool_name
@@ -128,6 +129,18 @@ def event_eq(a: Event, b: Event) -> bool:
         assert isinstance(b, MessageEvent)
         return a.source == b.source and a.text == b.text
     return a is b
+
+
+def _arguments_equal(x: dict[str, Any] | None, y: dict[str, Any] | None) -> bool:
+    """Python ``==`` of two parsed argument objects (or ``None``)."""
+    try:
+        return x == y
+    except RecursionError:
+        # Nesting deeper than Python's comparison allows (OpenHands itself would fail here):
+        # the same equality, read from the flat canonical text.
+        if x is None or y is None:
+            return x is y
+        return canonical(x) == canonical(y)
 
 
 # --------------------------------------------------------------------------- arguments
