@@ -25,8 +25,13 @@ from loopscope.engines.openhands.config import (
     MONOLOGUE,
     OpenHandsConfig,
 )
-from loopscope.engines.openhands.events import ActionEvent, argument_text, turn_events
-from loopscope.model import AssistantTurn, Session, ToolResult, UserMessage
+from loopscope.engines.openhands.events import (
+    ActionEvent,
+    AgentErrorEvent,
+    argument_text,
+    turn_events,
+)
+from loopscope.model import AssistantTurn, Session, UserMessage
 
 __all__ = [
     "EXPLAINER",
@@ -235,6 +240,9 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
         elif isinstance(event, AssistantTurn):
             turns_after_user = True
             written = turn_events(session, event)
+            for e in written:
+                if isinstance(e, AgentErrorEvent):
+                    error_tools.setdefault(e.error, set()).add(e.tool_name)
             # A call writes an action; a call that did not parse also an error; then results.
             malformed = sum(1 for e in written if isinstance(e, ActionEvent) and e.action is None)
             results = len(written) - len(event.tool_calls) - malformed
@@ -250,8 +258,6 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
                             and previous[2] != key[2]):
                         found.add("reasoning_counts")
                     previous = key
-        elif isinstance(event, ToolResult) and event.is_error:
-            error_tools.setdefault(event.text, set()).add(event.name or "")
     if any(len(tools) > 1 for tools in error_tools.values()):
         found.add("errors_by_text")
 
