@@ -15,6 +15,7 @@ from loopscope.model import Session
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SHARED = Path(os.environ.get("LOOPSCOPE_SHARED", REPO_ROOT.parent / "shared"))
 PARITY = SHARED / "reference" / "parity" / "openhands"
+CORPUS = Path(os.environ.get("LOOPSCOPE_CORPUS", SHARED / "corpus"))
 
 
 def parity_configs() -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from tests.engines.openhands._openhands_gen import random_config, random_session
-from tests.engines.openhands._openhands_helpers import PARITY, config_of, load_sessions
+from tests.engines.openhands._openhands_helpers import CORPUS, PARITY, config_of, load_sessions
 
 from loopscope.engines.openhands import ENGINE, OpenHandsConfig
 from loopscope.engines.openhands.events import (
@@ -166,6 +166,23 @@ def _parity_cases() -> list[tuple[Session, OpenHandsConfig]]:
     return cases
 
 
+def _corpus_cases() -> list[tuple[Session, OpenHandsConfig]]:
+    """The real recorded sessions of ``../shared/corpus`` (when present) under the defaults
+    and two stricter settings."""
+    from loopscope.formats import load_file
+
+    if not CORPUS.is_dir():
+        return []
+    configs = (OpenHandsConfig(), OpenHandsConfig(True, 2, 1, 2, 4, 20),
+               OpenHandsConfig(True, 3, 2, 2, 3, 12))
+    cases: list[tuple[Session, OpenHandsConfig]] = []
+    for path in sorted(CORPUS.rglob("*")):
+        if path.is_file() and path.name != "SOURCES.md":
+            for session in load_file(str(path)).sessions:
+                cases.extend((session, config) for config in configs)
+    return cases
+
+
 def _nan_session() -> Session:
     from loopscope.formats.builder import SessionBuilder
 
@@ -190,14 +207,17 @@ def oracle() -> dict[str, Any]:
     _python()
     random_cases = _random_cases()
     parity_cases = _parity_cases()
+    corpus_cases = _corpus_cases()
     nan = (_nan_session(), OpenHandsConfig())
-    cases = [_case(s, c) for s, c in (*random_cases, *parity_cases, nan)] + [TYPOS_CASE]
-    answer = run_bridge(cases, [ENGINE.exports(c)[0].text for c in EXPORTED])
+    cases = [_case(s, c) for s, c in (*random_cases, *parity_cases, *corpus_cases, nan)]
+    answer = run_bridge([*cases, TYPOS_CASE], [ENGINE.exports(c)[0].text for c in EXPORTED])
     results = answer["results"]
     k = len(random_cases)
     m = k + len(parity_cases)
+    c = m + len(corpus_cases)
     return {"random": (random_cases, results[:k]), "parity": (parity_cases, results[k:m]),
-            "nan": (nan, results[m]), "typos": results[m + 1], "snippets": answer["snippets"]}
+            "corpus": (corpus_cases, results[m:c]), "nan": (nan, results[c]),
+            "typos": results[c + 1], "snippets": answer["snippets"]}
 
 
 EXPORTED = (OpenHandsConfig(), OpenHandsConfig(False, 7, 1, 12, 2, 20),
@@ -230,6 +250,15 @@ def test_parity_sessions_match_the_sdk(oracle: dict[str, Any]) -> None:
     tally: Counter[str] = Counter()
     checks = sum(_compare(s, c, r, tally) for (s, c), r in zip(cases, sdk, strict=True))
     print(f"oracle (parity sessions): {len(cases)} cases, {checks} checks, {dict(tally)}")
+
+
+def test_recorded_sessions_match_the_sdk(oracle: dict[str, Any]) -> None:
+    cases, sdk = oracle["corpus"]
+    if not cases:
+        pytest.skip(f"corpus absent at {CORPUS}")
+    tally: Counter[str] = Counter()
+    checks = sum(_compare(s, c, r, tally) for (s, c), r in zip(cases, sdk, strict=True))
+    print(f"oracle (recorded corpus): {len(cases)} cases, {checks} checks, {dict(tally)}")
 
 
 def test_the_sdk_settles_what_the_spec_leaves_open(oracle: dict[str, Any]) -> None:
