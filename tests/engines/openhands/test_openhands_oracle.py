@@ -261,7 +261,7 @@ def test_recorded_sessions_match_the_sdk(oracle: dict[str, Any]) -> None:
     print(f"oracle (recorded corpus): {len(cases)} cases, {checks} checks, {dict(tally)}")
 
 
-def test_the_sdk_settles_what_the_spec_leaves_open(oracle: dict[str, Any]) -> None:
+def test_the_sdk_settles_nan_equality_and_typo_renames(oracle: dict[str, Any]) -> None:
     """Two behaviours checked on the real SDK, where a plain reading of the rules differs:
 
     * a parsed ``NaN`` equals every other parsed ``NaN`` (``json.loads`` returns one shared
