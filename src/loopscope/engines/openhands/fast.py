@@ -66,7 +66,7 @@ from loopscope.model import Session
 __all__ = ["PreparedSession", "counters", "prepare", "run"]
 
 _MALFORMED: Final = ("malformed",)
-"""The equality key of ``action=None`` (no canonical key is a 1-tuple of a string)."""
+"""The equality key of ``action=None`` (canonical keys of parsed arguments are strings)."""
 
 
 @dataclass(slots=True)
@@ -87,10 +87,15 @@ class PreparedSession:
     user: list[int]
     """Log index of the latest user message before the check (-1: none)."""
     ra: list[int]
+    """Newest actions in a row equal to the newest one."""
     ro: list[int]
+    """Newest observations in a row equal to the newest one."""
     re: list[int]
+    """Newest observations in a row that are errors."""
     ka: list[int]
+    """``i`` from the newest on with ``action[i] == action[i+2]``, without a break."""
     ko: list[int]
+    """The same for observations."""
     mono_start: list[int]
     """Log index where the run of messages the monologue walk reads begins."""
     newest_obs: list[int]
