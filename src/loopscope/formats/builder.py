@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.formats._construct import positional_constructor
+from loopscope.formats.tally import IMPORTED_CALLS
 from loopscope.model import (
     AgentInfo,
     ArgumentsKind,
@@ -375,6 +376,7 @@ class SessionBuilder:
         for severity, code, message, origin in notes:
             emit(severity, code, message, line=origin.line, pointer=origin.pointer)
         parse = self._parse_json_text
+        imported = IMPORTED_CALLS.get()  # the loader's tally of calls that reach a session
         bad_arguments = 0
         unanswered = 0
         first_bad: CallDraft | None = None
@@ -394,6 +396,8 @@ class SessionBuilder:
                         first_bad = first_bad or call
                 if call.result_event is None:
                     unanswered += 1
+                if imported is not None:
+                    imported.append((call.origin, call.element, call.name))
                 calls.append(_new_call(
                     call.index, turn_number, call.position, call.id, call.name, raw,
                     call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.formats.anthropic_messages import (
+    CALL_BLOCKS,
     assistant_blocks,
     emit_server_results,
     user_blocks,
@@ -137,6 +138,10 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
         if first_duplicate is None:
             first_duplicate = line
 
+    def repeated_call(line: int) -> None:
+        duplicate(line)
+        ctx.set_aside_calls("repeated tool_use id", line=line)
+
     for record in group.records:
         value = record.value
         line = record.line
@@ -146,6 +151,9 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
         if isinstance(uuid, str):
             if uuid in seen_uuids:
                 duplicate(line)
+                calls = _call_blocks(value) if rtype == "assistant" else 0
+                if calls:
+                    ctx.set_aside_calls("repeated line", line=line, count=calls)
                 continue
             seen_uuids.add(uuid)
         if session_id is None and isinstance(value.get("sessionId"), str):
@@ -184,7 +192,7 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
                     turn.content.append(content)
             pending = assistant_blocks(builder, turn, content, origin,
                                        seen_call_ids=seen_calls,
-                                       on_duplicate=functools.partial(duplicate, line))
+                                       on_duplicate=functools.partial(repeated_call, line))
             if value.get("isApiErrorMessage") is True:
                 turn.error = extract_text(content, TEXT_JOINER) or "API error"
             emit_server_results(builder, pending, timestamp)
@@ -244,6 +252,16 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
     return builder.build(id=sid, source=ctx.path, format=FORMAT_ID, title=title,
                          agent=AgentInfo("Claude Code", version), metadata=metadata,
                          report=report)
+
+
+def _call_blocks(value: dict[str, Any]) -> int:
+    """The tool calls an assistant line holds (for the tally, when the line is dropped)."""
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict)
+               and block.get("type") in CALL_BLOCKS)
 
 
 def _turn_key(message: dict[str, Any], value: dict[str, Any]) -> str | None:

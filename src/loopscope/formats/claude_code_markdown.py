@@ -137,6 +137,11 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         if key in seen_sections:
             dup_sections += 1
             first_dup = first_dup or section.line
+            if section.role == "assistant":
+                repeated, _ = _blocks(section.body)
+                calls = sum(1 for blk in repeated or () if blk.get("type") == "tool_use")
+                if calls:
+                    ctx.set_aside_calls("repeated section", line=section.line, count=calls)
             continue
         seen_sections.add(key)
         ts = parse_timestamp(section.time_line) if section.time_line else None
@@ -163,6 +168,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                         if tool_id in seen_tool_ids:
                             dup_ids += 1
                             first_dup = first_dup or section.line
+                            ctx.set_aside_calls("repeated tool_use id", line=section.line)
                             continue
                         seen_tool_ids.add(tool_id)
                     turn.content.append(block)

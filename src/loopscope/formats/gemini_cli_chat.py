@@ -142,6 +142,14 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
                    format=FORMAT_ID, agent=AGENT, metadata=metadata, report=report)
 
 
+def _call_count(message: Any) -> int:
+    """The tool calls a ``gemini`` message record holds (for the tally)."""
+    if not isinstance(message, dict) or message.get("type") != "gemini":
+        return 0
+    calls = message.get("toolCalls")
+    return len(calls) if isinstance(calls, list) else 0
+
+
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
     report = CandidateReporter(ctx, 0)
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
@@ -175,7 +183,11 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
             if isinstance(target, str) and target in ordered:
                 cut = keys.index(target)
                 for key in keys[cut:]:
-                    del ordered[key]
+                    removed, removed_origin = ordered.pop(key)
+                    calls = _call_count(removed)
+                    if calls:  # the recording itself took these back
+                        ctx.set_aside_calls("removed by $rewindTo", line=removed_origin.line,
+                                            count=calls)
             else:
                 report("warning", "invalid_record",
                        f"$rewindTo names message {str(target)[:60]!r}, which is not in the "
@@ -191,5 +203,11 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         message_id = value.get("id")
         slot: Any = message_id if isinstance(message_id, str) else ("line", record.line)
         # a dict keeps the first insertion position: the last copy wins at the first position
+        earlier = ordered.get(slot)
+        if earlier is not None:
+            calls = _call_count(earlier[0])
+            if calls:  # an earlier copy of a message that was written again
+                ctx.set_aside_calls("superseded copy of a message", line=earlier[1].line,
+                                    count=calls)
         ordered[slot] = (value, origin)
     yield _build(list(ordered.values()), header, ctx, report)
