@@ -74,7 +74,7 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
     fields: dict[str, str] = {}
     starts: list[int] = []
     for i, line in enumerate(lines):
-        if line in _HEADERS:
+        if line in _HEADERS or line.rstrip() in _HEADERS:
             starts.append(i)
         elif not starts:
             match = _FIELD.match(line)
@@ -85,6 +85,10 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
         end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         body_lines = lines[start + 1:end]
         time_line = ""
+        # Markdown formatters put a blank line after each heading: the time line is the first
+        # line that is not blank.
+        while body_lines and not body_lines[0].strip():
+            body_lines.pop(0)
         if body_lines and body_lines[0].startswith(">"):
             time_line = body_lines[0]
             body_lines = body_lines[1:]
@@ -97,7 +101,7 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
             body_lines.pop()
         while body_lines and not body_lines[0].strip():
             body_lines.pop(0)
-        sections.append(_Section(_HEADERS[lines[start]], start + 1, time_line,
+        sections.append(_Section(_HEADERS[lines[start].rstrip()], start + 1, time_line,
                                  "\n".join(body_lines)))
     return fields, sections
 

@@ -212,6 +212,11 @@ def document_signature(v: Any) -> Detection | None:
             for e in v):
         return Detection("openhands_events", doc,
                          "JSON array of events with source and action/observation (D7)")
+    if isinstance(v, list) and v and all(isinstance(e, dict) and isinstance(e.get("kind"), str)
+                                         for e in v) \
+            and any(e["kind"] in _OPENHANDS_V1_KINDS for e in v):
+        return Detection("openhands_events", doc,
+                         "JSON array of OpenHands V1 events tagged by kind (D7, openhands-sdk)")
     if isinstance(v, dict):
         if "instance_id" in v and isinstance(v.get("history"), list):
             return Detection("openhands_output", doc,
@@ -261,6 +266,8 @@ _PI_TYPES = frozenset({"message", "model_change", "thinking_level_change", "comp
 _CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "progress",
                            "file-history-snapshot", "queue-operation", "attachment"})
 _GEMINI_CHAT_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+_OPENHANDS_V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent",
+                                 "AgentErrorEvent", "SystemPromptEvent"})
 _MANAGED_TYPE = re.compile(r"^(agent|user|session|span)\.[a-z_]+$")
 
 _ROWS = [

@@ -17,7 +17,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text, json_pointer
+from loopscope.formats._ext_common import (
+    CandidateReporter,
+    as_str,
+    extract_text,
+    gemini_injected,
+    json_pointer,
+)
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import CallDraft, SessionBuilder
 from loopscope.formats.text import gemini_response_text
@@ -83,7 +89,11 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
         ts = as_str(message.get("timestamp"))
         content = message.get("content")
         if typ == "user":
-            b.user(extract_text(content, "\n"), content, timestamp=ts, origin=origin)
+            text = extract_text(content, "\n")
+            if gemini_injected(text):
+                b.system(text, content, recorded_role="user", timestamp=ts, origin=origin)
+            else:
+                b.user(text, content, timestamp=ts, origin=origin)
         elif typ == "gemini":
             model = as_str(message.get("model"))
             turn = b.assistant(extract_text(content, ""), content,
