@@ -218,7 +218,7 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
                     held.pop(position, ()):
                 user_blocks(builder, blocks, held_origin, timestamp=held_time,
                             as_system=held_meta_flag, answered=answered,
-                            on_duplicate=functools.partial(duplicate, held_origin.line),
+                            on_duplicate=functools.partial(duplicate, held_origin.line or line),
                             meta=held_meta)
         elif rtype == "user":
             if not isinstance(message, dict):

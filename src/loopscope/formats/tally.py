@@ -82,6 +82,16 @@ def _name(value: Any) -> str:
 Saw = Callable[[Anchor, Any], None]
 
 
+def _at(anchor: Anchor) -> Callable[[int], Anchor]:
+    """Every element of a record at one anchor (a JSONL line)."""
+    return lambda _k: anchor
+
+
+def _under(pointer: str) -> Callable[[int], Anchor]:
+    """Element ``k`` of the list at ``pointer``."""
+    return lambda k: f"{pointer}/{k}"
+
+
 def _chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw) -> None:
     """OpenAI chat: every ``tool_calls`` element of an ``assistant`` message is a call (junk
     elements included: the gglib engine counts them)."""
@@ -98,10 +108,8 @@ def _chat_messages(messages: Any, prefix: str | None, saw: Saw, line: int | None
     if type(messages) is not list:
         return
     for i, message in enumerate(messages):
-        if line is not None:
-            _chat_message(message, lambda _k, ln=line: ln, saw)
-        else:
-            _chat_message(message, lambda k, i=i: f"{prefix}/{i}/tool_calls/{k}", saw)
+        _chat_message(message, _at(line) if line is not None
+                      else _under(f"{prefix}/{i}/tool_calls"), saw)
 
 
 def _chat_body(body: Any, prefix: str, saw: Saw, line: int | None = None) -> None:
@@ -190,8 +198,8 @@ def _anthropic_messages(messages: Any, prefix: str, saw: Saw, line: int | None) 
     if type(messages) is not list:
         return
     for i, message in enumerate(messages):
-        _anthropic_message(message, (lambda _k: line) if line is not None
-                           else (lambda k, i=i: f"{prefix}/{i}/content/{k}"), saw)
+        _anthropic_message(message, _at(line) if line is not None
+                           else _under(f"{prefix}/{i}/content"), saw)
 
 
 def _anthropic_document(value: Any, saw: Saw) -> None:
@@ -275,7 +283,7 @@ def _gemini_chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw
 def _gemini_chat_document(value: Any, saw: Saw) -> None:
     if type(value) is dict and type(value.get("messages")) is list:
         for i, message in enumerate(value["messages"]):
-            _gemini_chat_message(message, lambda k, i=i: f"/messages/{i}/toolCalls/{k}", saw)
+            _gemini_chat_message(message, _under(f"/messages/{i}/toolCalls"), saw)
 
 
 def _gemini_chat_record(value: Any, line: int, saw: Saw) -> None:
@@ -355,7 +363,8 @@ _MANAGED_CALLS = frozenset({"agent.tool_use", "agent.mcp_tool_use", "agent.custo
 def _managed_record(value: Any, line: int, saw: Saw) -> None:
     if type(value) is not dict:
         return
-    event = value.get("raw") if type(value.get("raw")) is dict else value
+    raw = value.get("raw")
+    event: dict[str, Any] = raw if type(raw) is dict else value
     typ = event.get("type")
     if not isinstance(typ, str):
         typ = value.get("type")
@@ -441,9 +450,9 @@ def register(format_id: str, *, record: RecordCounter | None = None,
 
 def counts_format(format_id: str, layout: str) -> bool:
     """Whether a counter exists for this format and layout."""
-    table: dict[str, Any] = {"jsonl": _RECORD_COUNTERS, "document": _DOCUMENT_COUNTERS,
-                             "markdown": _TEXT_COUNTERS}.get(layout, {})
-    return format_id in table
+    tables: dict[str, Any] = {"jsonl": _RECORD_COUNTERS, "document": _DOCUMENT_COUNTERS,
+                              "markdown": _TEXT_COUNTERS}
+    return format_id in tables.get(layout, {})
 
 
 def count_records(format_id: str, records: Iterable[Any], tally: CallTally) -> Iterator[Any]:
