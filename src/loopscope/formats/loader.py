@@ -30,7 +30,7 @@ from loopscope.formats.base import (
     ImportReport,
 )
 from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
-from loopscope.formats.detect import FORMAT_NAMES, Probe, probe
+from loopscope.formats.detect import FORMAT_NAMES, Probe, describe_value, probe
 from loopscope.formats.tally import (
     IMPORTED_CALLS,
     count_document,
@@ -224,7 +224,24 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
     items = _items(module, found, detection, ctx, path)
     if items is None:
         return 0
-    return _collect(items, format_id, ctx, sessions)
+    candidates = _collect(items, format_id, ctx, sessions)
+    if forced is None and sessions and not any(_recorded_work(s) for _, s in sessions):
+        # The keys looked like a recording, but nothing in it is an agent's work: a summary
+        # or a note with a few record-like keys. Saying so beats replaying an empty session.
+        looks = (describe_value(found.value) if found.has_value
+                 else "JSON Lines" if detection.layout == "jsonl" else detection.layout)
+        sessions.clear()
+        ctx.problem("error", "not_a_recording",
+                    f"not a recording: it was taken for {label} by its keys "
+                    f"({escape_for_display(detection.reason, 120)}), but holds no message "
+                    f"of a user or an assistant and no tool result; it looks like {looks}")
+    return candidates
+
+
+def _recorded_work(session: Session) -> bool:
+    """Whether a session holds a conversation: a user or assistant message or a tool result
+    (a session of nothing but unknown records and notes is no recording)."""
+    return any(e.kind in ("user", "assistant", "tool_result") for e in session.events)
 
 
 def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportContext,
