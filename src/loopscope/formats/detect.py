@@ -176,6 +176,15 @@ def _is_conversation(value: Any) -> bool:
         isinstance(value, dict) and isinstance(value.get("messages"), list))
 
 
+def _is_gemini_contents(value: Any) -> bool:
+    """A list of Gemini API ``Content`` objects (``{"role": "user" | "model", "parts": [...]}``),
+    as Gemini CLI saves a conversation checkpoint, with at least one model turn."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(c, dict) and c.get("role") in ("user", "model")
+                    and isinstance(c.get("parts"), list) for c in value)
+            and any(c["role"] == "model" for c in value))
+
+
 def document_signature(v: Any) -> Detection | None:
     """D1–D10 on a whole parsed value; ``None`` when nothing matches."""
     doc: Layout = "document"
@@ -184,10 +193,20 @@ def document_signature(v: Any) -> Detection | None:
                 isinstance(v.get("samples"), list) or ("version" in v and "status" in v)):
             return Detection("inspect_eval", doc, "JSON object with eval and samples (D1)")
         trajectory = v.get("trajectory")
-        if isinstance(trajectory, list) and all(
-                isinstance(step, dict) and "action" in step for step in trajectory):
+        if isinstance(trajectory, list) and (all(
+                isinstance(step, dict) and "action" in step for step in trajectory) or (
+                any(isinstance(step, dict) and "action" in step for step in trajectory)
+                and ("history" in v or "info" in v))):
+            # (A step without an action — a format error, a cost limit — does not make the
+            # file something else.)
             return Detection("swe_agent_traj", doc,
                              "JSON object with a trajectory of actions (D2, SWE-agent)")
+        attempts = v.get("attempts")
+        if isinstance(attempts, list) and attempts and all(
+                isinstance(a, dict) and isinstance(a.get("trajectory"), list) for a in attempts):
+            return Detection("swe_agent_traj", doc,
+                             "JSON object with attempts, each a trajectory (D2, SWE-agent "
+                             "retry agent)")
         tf = v.get("trajectory_format")
         if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
             return Detection(None, doc, "mini-swe-agent trajectory (D3)", unsupported=(
@@ -202,11 +221,18 @@ def document_signature(v: Any) -> Detection | None:
             return Detection("openai_chat", doc, "JSON object with messages and response "
                                                  "(D5, litellm completion log)")
         messages = v.get("messages")
-        if "sessionId" in v and isinstance(messages, list) and all(
+        if "sessionId" in v and isinstance(messages, list) and (all(
                 isinstance(m, dict) and m.get("type") in ("user", "gemini", "info", "error",
-                                                          "warning") for m in messages):
+                                                          "warning") for m in messages) or (
+                ("projectHash" in v or "startTime" in v) and any(
+                    isinstance(m, dict) and m.get("type") == "gemini" for m in messages))):
+            # (A record type a newer Gemini CLI added does not make the file something else.)
             return Detection("gemini_cli_chat", doc,
                              "JSON object with sessionId and typed messages (D6, Gemini CLI)")
+    if _is_gemini_contents(v) or (isinstance(v, dict) and _is_gemini_contents(v.get("history"))
+                                  and "instance_id" not in v):
+        return Detection("gemini_cli_chat", doc, "JSON array of Gemini API contents with role "
+                                                 "and parts (D6, Gemini CLI checkpoint)")
     if isinstance(v, list) and v and all(
             isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e)
             for e in v):

@@ -160,8 +160,67 @@ def _call_count(message: Any) -> int:
     return len(calls) if isinstance(calls, list) else 0
 
 
+def _contents(contents: list[Any], prefix: str, ctx: ImportContext,
+              report: CandidateReporter) -> Session:
+    """A checkpoint: Gemini API ``Content`` objects, the history the model was sent. A
+    ``model`` content is one turn (``text`` parts; ``thought`` parts are thinking;
+    ``functionCall`` parts are calls); a ``user`` content gives its ``functionResponse`` parts
+    as results (by id, else by position), then its text as a user message."""
+    b = SessionBuilder()
+    for i, content in enumerate(contents):
+        origin = Origin(pointer=f"{prefix}/{i}")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        parts = parts if isinstance(parts, list) else []
+        if isinstance(content, dict) and content.get("role") == "model":
+            texts: list[str] = []
+            thoughts: list[str] = []
+            calls: list[tuple[int, dict[str, Any]]] = []
+            for k, part in enumerate(parts):
+                if not isinstance(part, dict):
+                    continue
+                if isinstance(part.get("functionCall"), dict):
+                    calls.append((k, part["functionCall"]))
+                elif isinstance(part.get("text"), str):
+                    (thoughts if part.get("thought") is True else texts).append(part["text"])
+            turn = b.assistant("".join(texts), parts, thinking="\n".join(thoughts),
+                               origin=origin)
+            for k, call in calls:
+                b.call(turn, call.get("name"), call.get("args"), "value", id=call.get("id"),
+                       origin=origin, element=("parts", k))
+            continue
+        texts = []
+        for k, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            response = part.get("functionResponse")
+            if isinstance(response, dict):
+                value = response.get("response")
+                b.result(response.get("id"), value, _result_text(value),
+                         is_error=isinstance(value, dict) and "error" in value
+                         and "output" not in value,
+                         name=as_str(response.get("name")),
+                         origin=Origin(pointer=f"{prefix}/{i}/parts/{k}"))
+            elif isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if texts:
+            text = "\n".join(texts)
+            if gemini_injected(text):
+                b.system(text, parts, recorded_role="user", origin=origin)
+            else:
+                b.user(text, parts, origin=origin)
+    return b.build(id="", source=ctx.path, format=FORMAT_ID, agent=AGENT,
+                   metadata={"layout": "checkpoint"}, report=report)
+
+
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
     report = CandidateReporter(ctx, 0)
+    if isinstance(value, list):
+        yield _contents(value, "", ctx, report)
+        return
+    if isinstance(value, dict) and isinstance(value.get("history"), list) \
+            and not isinstance(value.get("messages"), list):
+        yield _contents(value["history"], "/history", ctx, report)
+        return
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
         report("error", "session_failed", "the chat recording has no 'messages' list")
         yield None

@@ -280,7 +280,24 @@ def _gemini_chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw
                 saw(anchor(k), call.get("name") if type(call) is dict else "")
 
 
+def _gemini_contents(contents: Any, prefix: str, saw: Saw) -> None:
+    """A checkpoint: ``functionCall`` parts of ``model`` contents."""
+    if type(contents) is not list:
+        return
+    for i, content in enumerate(contents):
+        if type(content) is dict and content.get("role") == "model" \
+                and type(content.get("parts")) is list:
+            for k, part in enumerate(content["parts"]):
+                if type(part) is dict and type(part.get("functionCall")) is dict:
+                    saw(f"{prefix}/{i}/parts/{k}", part["functionCall"].get("name"))
+
+
 def _gemini_chat_document(value: Any, saw: Saw) -> None:
+    if type(value) is list:
+        _gemini_contents(value, "", saw)
+    elif type(value) is dict and type(value.get("history")) is list \
+            and type(value.get("messages")) is not list:
+        _gemini_contents(value["history"], "/history", saw)
     if type(value) is dict and type(value.get("messages")) is list:
         for i, message in enumerate(value["messages"]):
             _gemini_chat_message(message, _under(f"/messages/{i}/toolCalls"), saw)
@@ -334,13 +351,20 @@ def _openhands_output_document(value: Any, saw: Saw) -> None:
         _openhands_history(value.get("history"), lambda i: f"/history/{i}", saw)
 
 
-def _swe_agent_document(value: Any, saw: Saw) -> None:
+def _swe_agent_trajectory(value: Any, prefix: str, saw: Saw) -> None:
     if type(value) is dict and type(value.get("trajectory")) is list:
         for k, step in enumerate(value["trajectory"]):
             if type(step) is dict:
                 action = step.get("action")
                 if isinstance(action, str) and action.strip():
-                    saw(f"/trajectory/{k}", action.split(None, 1)[0])
+                    saw(f"{prefix}/trajectory/{k}", action.split(None, 1)[0])
+
+
+def _swe_agent_document(value: Any, saw: Saw) -> None:
+    _swe_agent_trajectory(value, "", saw)
+    if type(value) is dict and type(value.get("attempts")) is list:
+        for n, attempt in enumerate(value["attempts"]):
+            _swe_agent_trajectory(attempt, f"/attempts/{n}", saw)
 
 
 def _inspect_document(value: Any, saw: Saw) -> None:
