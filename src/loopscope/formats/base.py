@@ -15,7 +15,7 @@ from typing import Any, Literal
 from loopscope.formats.tally import CallTally
 from loopscope.model import Problem, Session, Severity, escape_for_display
 
-Layout = Literal["document", "jsonl", "markdown", "zip", "unknown"]
+Layout = Literal["document", "jsonl", "markdown", "zip", "parquet", "unknown"]
 
 KiB = 1024
 MiB = 1024 * KiB

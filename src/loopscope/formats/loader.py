@@ -56,7 +56,8 @@ __all__ = [
 ]
 
 FORMAT_IDS = tuple(FORMAT_NAMES)
-SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md"})
+SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md",
+                             ".parquet"})
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 """Formats whose files follow the gglib file-level number rules: a non-finite or
 out-of-range number anywhere makes the file unreadable (sessions spec §2.1)."""
@@ -255,6 +256,12 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
             ctx.problem("error", "unsupported_variant",
                         f"recognised as {format_id} (zip archive); .eval zip archives are not "
                         "supported yet")
+            return None
+        return importer(path, ctx)
+    if layout == "parquet":
+        importer = getattr(module, "import_parquet", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read Parquet")
             return None
         return importer(path, ctx)
     if layout == "markdown":
