@@ -412,13 +412,14 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
     if tally.counted:
         # Every call seen in the file is imported or set aside with a reason; any other
         # difference is said, naming the first call lost (a replay without it is no replay).
-        missing, first = lost_calls(tally, imported, calls_imported)
+        missing, first, anchor = lost_calls(tally, imported, calls_imported)
         if missing > 0:
             where = f" (first {first})" if first else ""
             ctx.problem("warning", "calls_not_imported",
                         f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
                         f"were not imported{where}; the replay does not include them",
-                        count=missing)
+                        line=anchor if isinstance(anchor, int) else None,
+                        pointer=anchor if isinstance(anchor, str) else None, count=missing)
     stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
 
     def source_of(candidate: int | None) -> str:

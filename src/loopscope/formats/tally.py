@@ -522,13 +522,13 @@ def _anchor_of(origin: Any, element: Any) -> Anchor:
 
 
 def lost_calls(tally: CallTally, imported: list[tuple[Any, Any, str]],
-               imported_count: int) -> tuple[int, str | None]:
-    """How many seen calls are neither in the sessions (``imported_count``) nor set aside, and
-    a description of the first (``line 12: "Bash"``), when the anchors of the calls the
-    builder froze (``imported``) tell which."""
+               imported_count: int) -> tuple[int, str | None, Anchor]:
+    """How many seen calls are neither in the sessions (``imported_count``) nor set aside, a
+    description of the first (``line 12: "Bash"``) and its anchor, when the anchors of the
+    calls the builder froze (``imported``) tell which."""
     missing = len(tally.seen) - imported_count - len(tally.set_aside)
     if missing <= 0:
-        return 0, None
+        return 0, None, None
     left = Counter(anchor for anchor, _ in tally.seen)
     left.subtract(_anchor_of(origin, element) for origin, element, _ in imported)
     left.subtract(anchor for _, anchor in tally.set_aside)
@@ -537,5 +537,5 @@ def lost_calls(tally: CallTally, imported: list[tuple[Any, Any, str]],
             where = f"line {anchor}" if isinstance(anchor, int) else (
                 f"at {escape_for_display(anchor, 80)}" if anchor else "")
             shown = f'"{escape_for_display(name, 60)}"' if name else "a call without a name"
-            return missing, f"{where}: {shown}" if where else shown
-    return missing, None
+            return missing, f"{where}: {shown}" if where else shown, anchor
+    return missing, None, None
