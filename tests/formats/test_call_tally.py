@@ -192,3 +192,31 @@ def test_no_importer_returns_fewer_calls_than_it_counted_without_a_warning(
     with open(path, "wb") as handle:
         handle.write(_mutate(_lines(seed), changes))
     check_invariant(load_file(path))
+
+
+# ----------------------------------------------------------------------------- replay -v
+
+
+def test_replay_verbose_prints_seen_and_imported_calls_per_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from loopscope.cli import main
+
+    lost_file = write(tmp_path, "lost.jsonl", jsonl(
+        _line("user", "u1", "go"),
+        _line("assistant-draft", "a1", [{"type": "tool_use", "id": "t", "name": "Bash",
+                                         "input": {}}]),
+        _line("assistant", "a2", [{"type": "text", "text": "done"}])))
+    spans = str(FIXTURES / "openinference_spans.jsonl")
+    run = CliRunner().invoke(main, ["replay", spans, lost_file, "--engine", "gglib", "--json",
+                                    "--verbose"])
+    assert run.exit_code == 0, run.output
+    assert len(run.stdout.splitlines()) == 3  # stdout keeps the JSON lines only
+    summary = run.stderr.split("loopscope: import summary, 2 file(s)")[1].splitlines()
+    assert summary[1].endswith("lost.jsonl: claude_code, 1 session(s), 1 / 0 tool call(s), "
+                               "1 NOT IMPORTED")
+    assert summary[2].endswith("openinference_spans.jsonl: openinference_spans, 2 session(s), "
+                               "7 / 5 tool call(s) (2 tool span of a call already in the "
+                               "model's output: set aside)")
+    quiet = CliRunner().invoke(main, ["replay", spans, "--engine", "gglib", "--json"])
+    assert "import summary" not in quiet.stderr

@@ -182,7 +182,7 @@ def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int |
                           and c.name == (step.name if isinstance(step.name, str) else "")),
                          None)
         if match is not None:
-            ctx.set_aside_calls("a tool span of a call the model's output already holds",
+            ctx.set_aside_calls("tool span of a call already in the model's output",
                                 line=anchor_line, pointer=anchor_pointer)
         else:
             turn = b.assistant("", None, timestamp=step.timestamp, origin=step.origin)
