@@ -396,13 +396,13 @@ class SessionBuilder:
                         first_bad = first_bad or call
                 if call.result_event is None:
                     unanswered += 1
-                if imported is not None:
-                    imported.append((call.origin, call.element, call.name))
                 calls.append(_new_call(
                     call.index, turn_number, call.position, call.id, call.name, raw,
                     call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
                     call.result_event,
                 ))
+            if imported is not None:
+                imported.extend(item.calls)
             events[item.event] = _new_turn(
                 item.event, turn_number, item.text, tuple(calls), item.thinking,
                 item.content, item.model, item.stop_reason, item.error, item.synthetic,

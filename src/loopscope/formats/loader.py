@@ -174,7 +174,7 @@ def _load_file(path_str: str, limits: ImportLimits, format: str | None,
     detection = Detection(None, "unknown", "not examined")
     sessions: list[tuple[int, Session]] = []
     candidates = 0
-    imported: list[tuple[Any, Any, str]] = []
+    imported: list[Any] = []
     imported_token = IMPORTED_CALLS.set(imported)
     try:
         found = probe(path_str, limits)
@@ -405,7 +405,7 @@ def _drain(items: Iterator[Session | None]) -> Iterator[Any]:
 
 def _finish(path: str, detection: Detection, ctx: ImportContext,
             found: list[tuple[int, Session]], candidates: int,
-            limits: ImportLimits, imported: list[tuple[Any, Any, str]]) -> FileImport:
+            limits: ImportLimits, imported: list[Any]) -> FileImport:
     several = candidates > 1
     tally = ctx.tally
     calls_imported = sum(len(session.calls) for _, session in found)

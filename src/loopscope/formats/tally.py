@@ -38,17 +38,17 @@ Anchor = int | str | None
 """Where a call was recorded: the 1-based line (JSON Lines, Markdown), a JSON Pointer
 (documents), or ``None`` when unknown."""
 
-IMPORTED_CALLS: contextvars.ContextVar[list[tuple[Any, Any, str]] | None] = \
+IMPORTED_CALLS: contextvars.ContextVar[list[Any] | None] = \
     contextvars.ContextVar("loopscope_imported_calls", default=None)
-"""Set by the loader while a file imports: the builder appends ``(origin, element, name)`` for
-every call it freezes (resolved to an anchor only when the counts disagree)."""
+"""Set by the loader while a file imports: the builder adds the draft of every call it freezes
+(its origin is resolved to an anchor only when the counts disagree)."""
 
 
 @dataclass
 class CallTally:
     """Tool calls of one file: seen in the file, imported, set aside on purpose."""
 
-    seen: list[tuple[Anchor, str]] = field(default_factory=list)
+    seen: list[tuple[Anchor, Any]] = field(default_factory=list)
     """One ``(anchor, tool name)`` per call-shaped record the counter found, in file order."""
     counted: bool = False
     """Whether a counter ran (``False``: this layout is not counted, e.g. a zip archive)."""
@@ -56,7 +56,7 @@ class CallTally:
     """``(reason, anchor)`` per call an importer left out on purpose."""
 
     def saw(self, anchor: Anchor, name: Any) -> None:
-        self.seen.append((anchor, name if isinstance(name, str) else ""))
+        self.seen.append((anchor, name))  # (a name that is no string is shown as none)
 
     def aside(self, reason: str, anchor: Anchor = None, count: int = 1) -> None:
         self.set_aside.extend([(reason, anchor)] * count)
@@ -76,10 +76,11 @@ def _name(value: Any) -> str:
 # ----------------------------------------------------------------------------- per format
 #
 # A record counter takes one parsed JSONL record (with its line) and reports its calls through
-# ``saw(anchor, name)``; a document counter takes the whole parsed document. Anchors match the
+# ``saw((anchor, name))``; a document counter takes the whole parsed document. Anchors match the
 # origins the importers give their calls, so that a lost call can be named.
 
-Saw = Callable[[Anchor, Any], None]
+Saw = Callable[[tuple[Anchor, Any]], None]
+"""``CallTally.seen.append``: each counter adds ``(anchor, tool name)`` per call it finds."""
 
 
 def _at(anchor: Anchor) -> Callable[[int], Anchor]:
@@ -101,15 +102,22 @@ def _chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw) -> No
     if type(calls) is list:
         for k, element in enumerate(calls):
             function = element.get("function") if type(element) is dict else None
-            saw(anchor(k), function.get("name") if type(function) is dict else "")
+            saw((anchor(k), function.get("name") if type(function) is dict else ""))
 
 
 def _chat_messages(messages: Any, prefix: str | None, saw: Saw, line: int | None = None) -> None:
     if type(messages) is not list:
         return
     for i, message in enumerate(messages):
-        _chat_message(message, _at(line) if line is not None
-                      else _under(f"{prefix}/{i}/tool_calls"), saw)
+        if type(message) is not dict:
+            continue
+        calls = message.get("tool_calls")
+        # (the anchors are made only for a message that holds calls: most do not)
+        if type(calls) is list and calls and message.get("role") == "assistant":
+            for k, element in enumerate(calls):
+                function = element.get("function") if type(element) is dict else None
+                saw((line if line is not None else f"{prefix}/{i}/tool_calls/{k}",
+                     function.get("name") if type(function) is dict else ""))
 
 
 def _chat_body(body: Any, prefix: str, saw: Saw, line: int | None = None) -> None:
@@ -162,7 +170,7 @@ def _responses_item(item: Any, anchor: Anchor, saw: Saw) -> None:
     if type(item) is dict:
         itype = item.get("type")
         if isinstance(itype, str) and _RESPONSES_CALL.match(itype):
-            saw(anchor, item.get("name") or itype[: -len("_call")])
+            saw((anchor, item.get("name") or itype[: -len("_call")]))
 
 
 def _openai_responses_document(value: Any, saw: Saw) -> None:
@@ -191,15 +199,22 @@ def _anthropic_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw) 
     if type(content) is list:
         for k, block in enumerate(content):
             if type(block) is dict and block.get("type") in _ANTHROPIC_CALLS:
-                saw(anchor(k), block.get("name"))
+                saw((anchor(k), block.get("name")))
 
 
 def _anthropic_messages(messages: Any, prefix: str, saw: Saw, line: int | None) -> None:
     if type(messages) is not list:
         return
+    calls = _ANTHROPIC_CALLS
     for i, message in enumerate(messages):
-        _anthropic_message(message, _at(line) if line is not None
-                           else _under(f"{prefix}/{i}/content"), saw)
+        if type(message) is not dict or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if type(content) is list:
+            for k, block in enumerate(content):
+                if type(block) is dict and block.get("type") in calls:
+                    saw((line if line is not None else f"{prefix}/{i}/content/{k}",
+                         block.get("name")))
 
 
 def _anthropic_document(value: Any, saw: Saw) -> None:
@@ -238,7 +253,7 @@ def _openclaw_record(value: Any, line: int, saw: Saw) -> None:
         if type(content) is list:
             for block in content:
                 if type(block) is dict and block.get("type") == "toolCall":
-                    saw(line, block.get("name"))
+                    saw((line, block.get("name")))
 
 
 def _claude_code_record(value: Any, line: int, saw: Saw) -> None:
@@ -251,7 +266,7 @@ def _claude_code_record(value: Any, line: int, saw: Saw) -> None:
         if type(content) is list:
             for block in content:
                 if type(block) is dict and block.get("type") in _ANTHROPIC_CALLS:
-                    saw(line, block.get("name"))
+                    saw((line, block.get("name")))
 
 
 _CODEX_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "mcp_call",
@@ -264,12 +279,12 @@ def _codex_record(value: Any, line: int, saw: Saw) -> None:
         return
     item = value.get("payload") if value.get("type") == "response_item" else value
     if type(item) is dict and item.get("type") in _CODEX_CALLS:
-        saw(line, item.get("name") or item.get("type"))
+        saw((line, item.get("name") or item.get("type")))
 
 
 def _gemini_stream_record(value: Any, line: int, saw: Saw) -> None:
     if type(value) is dict and value.get("type") == "tool_use":
-        saw(line, value.get("tool_name"))
+        saw((line, value.get("tool_name")))
 
 
 def _gemini_chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw) -> None:
@@ -277,7 +292,7 @@ def _gemini_chat_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw
         calls = message.get("toolCalls")
         if type(calls) is list:
             for k, call in enumerate(calls):
-                saw(anchor(k), call.get("name") if type(call) is dict else "")
+                saw((anchor(k), call.get("name") if type(call) is dict else ""))
 
 
 def _gemini_contents(contents: Any, prefix: str, saw: Saw) -> None:
@@ -289,7 +304,7 @@ def _gemini_contents(contents: Any, prefix: str, saw: Saw) -> None:
                 and type(content.get("parts")) is list:
             for k, part in enumerate(content["parts"]):
                 if type(part) is dict and type(part.get("functionCall")) is dict:
-                    saw(f"{prefix}/{i}/parts/{k}", part["functionCall"].get("name"))
+                    saw((f"{prefix}/{i}/parts/{k}", part["functionCall"].get("name")))
 
 
 def _gemini_chat_document(value: Any, saw: Saw) -> None:
@@ -334,7 +349,7 @@ def _openhands_history(history: Any, anchor: Callable[[int], Anchor], saw: Saw) 
         for event in (element if type(element) is list else [element]):
             is_call, name = openhands_event_is_call(event)
             if is_call:
-                saw(anchor(i), name)
+                saw((anchor(i), name))
 
 
 def _openhands_events_document(value: Any, saw: Saw) -> None:
@@ -357,7 +372,7 @@ def _swe_agent_trajectory(value: Any, prefix: str, saw: Saw) -> None:
             if type(step) is dict:
                 action = step.get("action")
                 if isinstance(action, str) and action.strip():
-                    saw(f"{prefix}/trajectory/{k}", action.split(None, 1)[0])
+                    saw((f"{prefix}/trajectory/{k}", action.split(None, 1)[0]))
 
 
 def _swe_agent_document(value: Any, saw: Saw) -> None:
@@ -377,8 +392,8 @@ def _inspect_document(value: Any, saw: Saw) -> None:
             if type(message) is dict and message.get("role") == "assistant" \
                     and type(message.get("tool_calls")) is list:
                 for k, call in enumerate(message["tool_calls"]):
-                    saw(f"/samples/{n}/messages/{i}/tool_calls/{k}",
-                        call.get("function") if type(call) is dict else "")
+                    saw((f"/samples/{n}/messages/{i}/tool_calls/{k}",
+                        call.get("function") if type(call) is dict else ""))
 
 
 _MANAGED_CALLS = frozenset({"agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use"})
@@ -393,7 +408,7 @@ def _managed_record(value: Any, line: int, saw: Saw) -> None:
     if not isinstance(typ, str):
         typ = value.get("type")
     if typ in _MANAGED_CALLS:
-        saw(line, event.get("name"))
+        saw((line, event.get("name")))
 
 
 # Markdown export: a pretty-printed ``"type": "tool_use"`` line inside an ``### Assistant``
@@ -411,7 +426,7 @@ def _claude_markdown_text(text: str, saw: Saw) -> None:
         heading = _MD_HEADING.match(line)
         if heading is not None:
             if pending is not None:
-                saw(section_line, "")
+                saw((section_line, ""))
                 pending = None
             section = heading.group(1).strip().lower()
             section_line = number
@@ -420,16 +435,16 @@ def _claude_markdown_text(text: str, saw: Saw) -> None:
             continue
         if _MD_TOOL_USE.match(line):
             if pending is not None:
-                saw(section_line, "")
+                saw((section_line, ""))
             pending = number
             continue
         if pending is not None:
             name = _MD_NAME.match(line)
             if name is not None:
-                saw(section_line, name.group(1))
+                saw((section_line, name.group(1)))
                 pending = None
     if pending is not None:
-        saw(section_line, "")
+        saw((section_line, ""))
 
 
 RecordCounter = Callable[[Any, int, Saw], None]
@@ -479,14 +494,42 @@ def counts_format(format_id: str, layout: str) -> bool:
     return format_id in tables.get(layout, {})
 
 
+def _openclaw_records(records: Iterable[Any], saw: Saw) -> Iterator[Any]:
+    """``_openclaw_record`` written into the pass itself: pi/OpenClaw files are the largest
+    JSON Lines files, and a call per line cost a few percent of their import."""
+    for record in records:
+        value = record.value
+        if type(value) is dict:
+            message = value.get("message")
+            if type(message) is dict and message.get("role") == "assistant":
+                content = message.get("content")
+                if type(content) is list:
+                    line = record.line
+                    for block in content:
+                        if type(block) is dict and block.get("type") == "toolCall":
+                            saw((line, block.get("name")))
+        yield record
+
+
+_RECORD_PASSES: dict[str, Callable[[Iterable[Any], Saw], Iterator[Any]]] = {
+    "openclaw_session": _openclaw_records,
+}
+
+
 def count_records(format_id: str, records: Iterable[Any], tally: CallTally) -> Iterator[Any]:
     """Pass the records through unchanged, counting the calls of each."""
     counter = _RECORD_COUNTERS.get(format_id)
     if counter is None:
-        yield from records
-        return
+        return iter(records)
     tally.counted = True
-    saw = tally.saw
+    saw = tally.seen.append
+    inline = _RECORD_PASSES.get(format_id)
+    if inline is not None:
+        return inline(records, saw)
+    return _counted(records, counter, saw)
+
+
+def _counted(records: Iterable[Any], counter: RecordCounter, saw: Saw) -> Iterator[Any]:
     for record in records:
         counter(record.value, record.line, saw)
         yield record
@@ -496,20 +539,21 @@ def count_document(format_id: str, value: Any, tally: CallTally) -> None:
     counter = _DOCUMENT_COUNTERS.get(format_id)
     if counter is not None:
         tally.counted = True
-        counter(value, tally.saw)
+        counter(value, tally.seen.append)
 
 
 def count_text(format_id: str, text: str, tally: CallTally) -> None:
     counter = _TEXT_COUNTERS.get(format_id)
     if counter is not None:
         tally.counted = True
-        counter(text, tally.saw)
+        counter(text, tally.seen.append)
 
 
 # ----------------------------------------------------------------------------- the check
 
 
-def _anchor_of(origin: Any, element: Any) -> Anchor:
+def _anchor_of(call: Any) -> Anchor:
+    origin, element = call.origin, call.element
     if origin is None:
         return None
     if origin.line is not None:
@@ -521,7 +565,7 @@ def _anchor_of(origin: Any, element: Any) -> Anchor:
     return origin.pointer
 
 
-def lost_calls(tally: CallTally, imported: list[tuple[Any, Any, str]],
+def lost_calls(tally: CallTally, imported: list[Any],
                imported_count: int) -> tuple[int, str | None, Anchor]:
     """How many seen calls are neither in the sessions (``imported_count``) nor set aside, a
     description of the first (``line 12: "Bash"``) and its anchor, when the anchors of the
@@ -530,12 +574,13 @@ def lost_calls(tally: CallTally, imported: list[tuple[Any, Any, str]],
     if missing <= 0:
         return 0, None, None
     left = Counter(anchor for anchor, _ in tally.seen)
-    left.subtract(_anchor_of(origin, element) for origin, element, _ in imported)
+    left.subtract(_anchor_of(call) for call in imported)
     left.subtract(anchor for _, anchor in tally.set_aside)
     for anchor, name in tally.seen:
         if left.get(anchor, 0) > 0:
             where = f"line {anchor}" if isinstance(anchor, int) else (
                 f"at {escape_for_display(anchor, 80)}" if anchor else "")
-            shown = f'"{escape_for_display(name, 60)}"' if name else "a call without a name"
+            shown = (f'"{escape_for_display(name, 60)}"' if isinstance(name, str) and name
+                     else "a call without a name")
             return missing, f"{where}: {shown}" if where else shown, anchor
     return missing, None, None
