@@ -482,6 +482,7 @@ def test_langsmith_runs() -> None:
     # exported newest first; ordered by dotted_order
     assert shape(session) == ('U A0[get_weather, get_weather] R0 R1! A1[get_weather] R2 '
                               'A2("Paris: 18°C, sunny. Lyon: 16°C, cloudy.")')
+    assert session.events[0].text == "What's the weather in Paris and in Lyon?"
     assert [c.id for c in session.calls] == ["call_p1", "call_l1", "call_l2"]
     assert session.calls[0].arguments == {"city": "Paris"}
     failed = [e for e in session.events if e.kind == "tool_result" and e.is_error]
@@ -495,6 +496,7 @@ def test_langfuse_observations() -> None:
     assert calls_per_session(result) == [3]
     (session,) = result.sessions
     assert shape(session) == "U A0[lookup_order] R0 A1[issue_refund] R1! A2[issue_refund] R2!"
+    assert session.events[0].text == "Refund order 1042"
     assert [e.text for e in session.events if e.kind == "tool_result"][1:] == [
         "PaymentGatewayError: card expired"] * 2
     assert session.models == ("claude-sonnet-4-5",)

@@ -29,7 +29,8 @@ from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.formats.text import extract_text
 from loopscope.model import AgentInfo, Origin, Session
 
-__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text"]
+__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
+           "task_text"]
 
 
 @dataclass
@@ -76,6 +77,52 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return extract_text(value, "\n")
+
+
+_TASK_KEYS = ("input", "question", "query", "task", "prompt")
+
+
+def task_text(inputs: Any) -> str:
+    """The task a trace was started with, from its recorded input: a string; the first of the
+    usual keys (``input``, ``question``, …) holding a string; the last user message of a
+    ``messages`` list; else the input as text."""
+    if isinstance(inputs, dict):
+        for key in _TASK_KEYS:
+            if isinstance(inputs.get(key), str):
+                return str(inputs[key])
+        if isinstance(inputs.get("messages"), list):
+            found = _last_user_text(inputs["messages"])
+            if found:
+                return found
+    elif isinstance(inputs, list):
+        found = _last_user_text(inputs)
+        if found:
+            return found
+    return as_text(inputs)
+
+
+def _last_user_text(messages: list[Any], depth: int = 0) -> str | None:
+    """The last user message of a chat input, in the shapes LangChain and the OpenAI API
+    write: ``("user", text)`` pairs, ``{"role", "content"}`` objects, serialised
+    ``HumanMessage`` objects (``kwargs``), batches of conversations."""
+    found: str | None = None
+    for message in messages:
+        role: Any = None
+        content: Any = None
+        if isinstance(message, list) and len(message) == 2 and isinstance(message[0], str):
+            role, content = message
+        elif isinstance(message, list) and depth < 4:
+            found = _last_user_text(message, depth + 1) or found
+            continue
+        elif isinstance(message, dict):
+            kwargs = message.get("kwargs")
+            if isinstance(kwargs, dict):
+                role, content = kwargs.get("type"), kwargs.get("content")
+            else:
+                role, content = message.get("role", message.get("type")), message.get("content")
+        if role in ("user", "human") and content:
+            found = as_text(content)
+    return found
 
 
 def json_or_text(value: Any) -> tuple[Any, str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, task_text
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
@@ -52,6 +52,9 @@ def _message_calls(message: Any) -> tuple[str, list[ModelCall]]:
         texts: list[str] = []
         found: list[ModelCall] = []
         for item in message:
+            if isinstance(item, dict) and isinstance(item.get("role"), str) \
+                    and item["role"] != "assistant":
+                continue  # the input echoed back: not the model's output
             part_text, part_calls = _message_calls(item)
             texts.append(part_text)
             found.extend(part_calls)
@@ -105,7 +108,7 @@ def _step(value: dict[str, Any], order: int, origin: Origin, trace_input: dict[s
     trace = common["trace"]
     if common["parent"] is None and trace not in trace_input and value.get("input") is not None:
         trace_input[trace] = value.get("input")
-        return Step(kind="input", text=as_text(value.get("input")), **common)
+        return Step(kind="input", text=task_text(value.get("input")), **common)
     return None
 
 
@@ -141,7 +144,8 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
         if value.get("input") is not None and trace is not None:
             trace_input[str(trace)] = value["input"]
             steps.append(Step(trace=str(trace), kind="input", start="", order=-1,
-                              text=as_text(value["input"]), origin=new_origin(None, "/input")))
+                              text=task_text(value["input"]),
+                              origin=new_origin(None, "/input")))
         observations, prefix = value["observations"], "/observations"
     elif isinstance(value, dict) and isinstance(value.get("data"), list):
         observations, prefix = value["data"], "/data"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, task_text
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
@@ -163,12 +163,7 @@ def _step(run: dict[str, Any], order: int, origin: Origin) -> Step | None:
         text, calls, model = _model(run)
         return Step(kind="model", text=text, calls=calls, model=model, **common)
     if common["parent"] is None and run.get("inputs"):
-        inputs = run["inputs"]
-        task = _tool_input(inputs)
-        if isinstance(inputs, dict):
-            task = next((inputs[k] for k in ("input", "question", "query", "task", "prompt")
-                         if isinstance(inputs.get(k), str)), task)
-        return Step(kind="input", text=as_text(task), **common)
+        return Step(kind="input", text=task_text(run["inputs"]), **common)
     return None
 
 
