@@ -17,7 +17,6 @@ refuses to load such a file, and ``openclaw doctor`` strips them.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -432,8 +431,8 @@ def _block_of_file(data: Mapping[str, Any], agent: str | None, warnings: list[st
         global_block = _get(tools, "loopDetection")
         if global_block is not UNDEFINED:
             retired.extend(validate_block_2026_9(global_block, "tools.loopDetection"))
-        for path, _agent_id, block in agent_blocks(data):
-            retired.extend(validate_block_2026_9(block, path))
+        for path, _agent_id, agent_block in agent_blocks(data):
+            retired.extend(validate_block_2026_9(agent_block, path))
         if agent:
             found, _ = find_agent(data, agent)
             if not found:
@@ -451,8 +450,6 @@ def _block_of_file(data: Mapping[str, Any], agent: str | None, warnings: list[st
                         "block without agents")
     return block
 
-
-_SETTING_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def config_from_values(values: Mapping[str, Any]) -> tuple[OpenClaw9Config, tuple[str, ...]]:

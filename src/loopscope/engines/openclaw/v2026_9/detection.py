@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from loopscope.engines.openclaw.detection import (
     GENERIC_REPEAT,
@@ -51,6 +51,7 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     TERMINAL_EXEC_FAILURE,
     TOOL_LOOP_VETO,
     Outcome,
+    detection_name,
     hash_tool_call,
     hash_tool_outcome,
     is_known_poll_call,
@@ -268,13 +269,15 @@ def detect_tool_call_loop(
     if not js_truthy(enabled):
         return None
     records = state.history if isinstance(state, LoopState9) else state
-    history = select_history(list(records), run_id)  # type: ignore[arg-type]
+    # (2026.6.11's walks take its record type; every record here is a HistoryRecord9)
+    scoped = select_history(cast(list[HistoryRecord], list(records)), run_id)
+    history = cast(list[HistoryRecord9], scoped)
     current = args_hash if args_hash is not None else hash_tool_call(tool_name, params)
-    unknown_count, unknown_name = unknown_tool_streak(history, tool_name)
-    streak, latest = no_progress_streak(history, tool_name, current)  # type: ignore[arg-type]
-    churn, variants = argument_churn_streak(history, tool_name, current)  # type: ignore[arg-type]
+    unknown_count, unknown_name = unknown_tool_streak(scoped, tool_name)
+    streak, latest = no_progress_streak(history, tool_name, current)
+    churn, variants = argument_churn_streak(history, tool_name, current)
     poll = is_known_poll_call(tool_name, params)
-    ping = ping_pong_streak(history, current)
+    ping = ping_pong_streak(scoped, current)
     latest_key = latest or "none"
     if unknown_count >= limits.unknown_tool:
         return LoopVerdict9("critical", UNKNOWN_TOOL_REPEAT, unknown_count,
@@ -415,10 +418,16 @@ class BatchCall:
     """One call of an assistant message, as the admission step sees it."""
 
     tool_name: str
-    """Normalised."""
+    """Normalised: what the call is recorded under."""
     params: Any
     tool_call_id: str | None
     args_hash: str
+    """Of ``tool_name``."""
+
+    @property
+    def detected_as(self) -> str:
+        """The name the detector is given (:func:`~.hashing.detection_name`)."""
+        return detection_name(self.tool_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,13 +461,15 @@ def admit_tool_call_batch(
     run = normalize_run_id(run_id)
     verdicts: list[tuple[LoopVerdict9 | None, bool | None]] = []
     for k, call in enumerate(calls):
-        verdict = detect_tool_call_loop(projected, call.tool_name, call.params, enabled, run_id,
-                                        limits, args_hash=call.args_hash)
+        name = call.detected_as
+        verdict = detect_tool_call_loop(projected, name, call.params, enabled, run_id, limits,
+                                        args_hash=call.args_hash if name == call.tool_name
+                                        else None)
         if verdict is not None and verdict.critical:
             return Admission(tuple(verdicts), k, verdict)
         emitted: bool | None = None
         if verdict is not None:
-            emitted = buckets.should_emit(verdict.warning_key, verdict.detector, call.tool_name,
+            emitted = buckets.should_emit(verdict.warning_key, verdict.detector, name,
                                           verdict.count, run_id)
         verdicts.append((verdict, emitted))
         projected.append(HistoryRecord9(call.tool_name, call.args_hash, call.tool_call_id, run,

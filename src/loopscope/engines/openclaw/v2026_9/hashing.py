@@ -112,6 +112,14 @@ def normalize_tool_name(name: Any) -> str:
     return TOOL_NAME_ALIASES.get(folded, folded)
 
 
+def detection_name(tool_name: str) -> str:
+    """The name the detector sees for a call recorded under ``tool_name`` (already
+    normalised). The admission step normalises the name it was given once more, as
+    ``normalizeToolPolicyName(name || "tool")``: a name of only whitespace, recorded as ``""``,
+    is detected as ``tool`` (and so never sees its own records)."""
+    return tool_name or "tool"
+
+
 def hash_tool_call(tool_name: str, params: Any) -> str:
     """``hashToolCall``: ``"<tool>:<sha256 hex of stableStringify(params)>"`` (no marker
     canonicalisation for arguments)."""
@@ -301,7 +309,7 @@ def _exec_outcome(details: Mapping[str, Any], text: str) -> Outcome | None:
         })
         if (_finite_number(exit_code) and exit_code != 0 and details.get("timedOut") is not True
                 and output != ""
-                and output != f"(Command exited with code {_js_number_text(exit_code)})"):
+                and output != f"(Command exited with code {_js_number_text(exit_code)})"):  # type: ignore[arg-type]
             return Outcome(result_hash, TERMINAL_EXEC_FAILURE,
                            exec_failure_identity(details, exit_code, output))
         return Outcome(result_hash)

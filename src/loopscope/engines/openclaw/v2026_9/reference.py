@@ -214,6 +214,13 @@ def _guard_message(tool: str, count: int, window: int) -> str:
 
 def replay_session_2026_9(session: Session, config: OpenClaw9Config) -> SessionReplay:
     """The plain reference replay through ``openclaw@2026.9.6``."""
+    return replay_with_state(session, config)[0]
+
+
+def replay_with_state(session: Session, config: OpenClaw9Config
+                      ) -> tuple[SessionReplay, LoopState9]:
+    """:func:`replay_session_2026_9` and the detector's history at the end (for the
+    differential test against the real package)."""
     limits = config.limits
     enabled = config.enabled
     state = LoopState9()
@@ -265,4 +272,4 @@ def replay_session_2026_9(session: Session, config: OpenClaw9Config) -> SessionR
     return SessionReplay(
         session=session.id, source=session.source, format=session.format, engine=ENGINE_NAME,
         steps=tuple(steps), first_refusal=first_refusal_of(steps),
-    )
+    ), state
