@@ -9,7 +9,9 @@
 //   {"op": "user"}                 a new run (run-<k>): a fresh guard, recovery available again
 //   {"op": "compaction"}           arms the run's post-compaction guard
 //   {"op": "message", "runId", "calls": [{"name", "params", "toolCallId", "result"?, "error"?}]}
-// and the raw operations {"op": "normalize", "name"}, {"op": "overlay", "cfg", "agentId"}.
+// and the raw operations {"op": "normalize", "name"}, {"op": "overlay", "cfg", "agentId"},
+// {"op": "outcome", "tool", "params", "result"?, "error"?} (the record recordToolCallOutcome
+// appends to an empty history: the outcome's hash, kind, failure identity, flags).
 //
 // Per message, as loopscope's shadow mode does:
 //   1. admitToolCallBatch(calls, ctx) - the real code, detector calls captured through the
@@ -171,6 +173,15 @@ for (const session of input.sessions) {
     if (event.op === "overlay") {
       const merged = resolveToolLoopDetectionConfig({ cfg: event.cfg, agentId: orUndefined(event.agentId) });
       events.push(merged === undefined ? { absent: true } : { merged });
+      continue;
+    }
+    if (event.op === "outcome") {
+      const scratch = { toolCallHistory: [] };
+      const args = { toolName: event.tool, toolParams: event.params, config };
+      if ("result" in event) args.result = event.result;
+      if ("error" in event) args.error = event.error;
+      const record = recordToolCallOutcome(scratch, args);
+      events.push(record ? snapshot(record) : null);
       continue;
     }
     if (event.op !== "message") throw new Error(`unknown op ${event.op}`);

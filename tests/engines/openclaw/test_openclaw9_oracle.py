@@ -246,3 +246,63 @@ def test_names_and_overlays_match_the_real_package() -> None:
     for (cfg, agent), got in zip(overlays, node[len(names):], strict=True):
         merged = merge_agent_overlay_2026_9(cfg, agent)
         assert got == ({"absent": True} if merged is UNDEFINED else {"merged": merged}), cfg
+
+
+def test_outcome_hashing_matches_the_real_package() -> None:
+    """Markers, terminal exec failures and their identity, unchanged writes, sends, vetoes and
+    errors: the record OpenClaw appends for an outcome, field by field."""
+    from tests.engines.openclaw.test_openclaw9_upstream import marked
+
+    from loopscope.engines.openclaw.v2026_9.hashing import hash_tool_outcome
+
+    a, b = "0123456789abcdef", "fedcba9876543210"
+    texts = [marked(a), marked(b), marked(a, close=b), marked(a.upper()), marked(a, escapes=1),
+             marked(a, escapes=2), marked(a, escapes=3), marked(a, body=marked(b)),
+             marked(a, body='say "hi"', escapes=1), marked(a, body='x\\"y', escapes=1),
+             marked(a, body="\u00e9\ud83d\ude00 ok")]
+    volatile = [
+        "2026-09-06T10:00:00Z build failed", "2026-09-07 11:22:33.123+02:00 build failed",
+        "2026-09-06t10:00:00z x", "failed at 10:00:01.5", "attempt 3 failed", "Attempt #17",
+        "RETRY=22: no route", "attempts 3", "took 120ms", "took 4.5 seconds", "took 3 s",
+        "took 12s", "waited 2 minutes", "1 hour", "pid 4000 died", "PID: 77", "ppid=2",
+        "pid4000", "took 2\u017f", "\u212aelvin 3 s", "\u0130d 5 ms", "took 5\u00a0ms",
+        "\u0663 seconds", "x_3s", "3sx", "attempt\u30003", "12:00:00 and 13:00:00 at pid 1",
+        "(Command exited with code 1)", "", "  ",
+    ]
+    ops: list[dict[str, Any]] = []
+    for text in texts:
+        ops.append({"op": "outcome", "tool": "web_fetch", "params": {},
+                    "result": {"content": [{"type": "text", "text": text}],
+                               "details": {"raw": text, text: 1}}})
+    for text in volatile:
+        for exit_code in (1, 0, 2.5, "1"):
+            ops.append({"op": "outcome", "tool": "exec", "params": {"command": "x"},
+                        "result": {"content": [{"type": "text", "text": "fallback"}],
+                                   "details": {"status": "failed", "exitCode": exit_code,
+                                               "aggregated": text}}})
+    for details in ({"changed": False}, {"changed": True}, {"changed": 0}, {}):
+        ops.append({"op": "outcome", "tool": "write", "params": {"path": "a"},
+                    "result": {"content": [{"type": "text", "text": "ok"}], "details": details}})
+    payload = {"ok": True, "messageId": "m", "timestamp": 5, "message": {
+        "id": "x", "text": "hi", "direction": "out"}}
+    for tool in ("conversations_send", "conversations_turn", "sessions_send", "telegram",
+                 "message", "discord"):
+        ops.append({"op": "outcome", "tool": tool, "params": {"action": "send", "to": "x"},
+                    "result": {"content": [{"type": "text", "text": "sent"}],
+                               "details": payload}})
+    ops.append({"op": "outcome", "tool": "read", "params": {},
+                "result": {"content": [], "details": {"status": "blocked",
+                                                      "deniedReason": "tool-loop"}}})
+    ops.append({"op": "outcome", "tool": "gog", "params": {}, "error": "Unknown tool: gog"})
+    ops.append({"op": "outcome", "tool": "read", "params": {}, "error": marked(a)})
+    node = run_bridge([{"config": {"enabled": True}, "events": ops}])[0]["events"]
+    for op, got in zip(ops, node, strict=True):
+        outcome = hash_tool_outcome(op["tool"], op["params"], op.get("result", UNDEFINED),
+                                    op.get("error", UNDEFINED))
+        mine = None if not outcome.recorded else {
+            "resultHash": outcome.result_hash, "outcomeKind": outcome.outcome_kind,
+            "failureIdentityHash": outcome.failure_identity_hash,
+            "noProgress": outcome.no_progress, "unknownToolName": outcome.unknown_tool_name}
+        theirs = None if got is None else {k: got[k] for k in (
+            "resultHash", "outcomeKind", "failureIdentityHash", "noProgress", "unknownToolName")}
+        assert mine == theirs, op
