@@ -26,7 +26,7 @@ from tests.engines.openclaw._openclaw_gen import random_block, random_session
 from tests.engines.openclaw._openclaw_helpers import PARITY, SHARED, load_session
 from tests.engines.openclaw.test_openclaw_parity import _compare, _pairs
 
-from loopscope.engines.openclaw import ENGINE, OpenClawConfig
+from loopscope.engines.openclaw import ENGINE, STEP_FIELDS_2026_9, OpenClawConfig
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
 
 PARITY_ROOT = SHARED / "reference" / "parity"
@@ -80,6 +80,8 @@ def _check_set(version: str, config: dict[str, Any], source: str) -> int:
         plain = ENGINE.replay(session, cfg).to_json()
         fast = ENGINE.run(ENGINE.prepare(session, version), cfg).to_json()
         assert fast == plain, f"{name}: fast path differs from replay"
+        if version == "2026.9.6":
+            assert all(tuple(step) == STEP_FIELDS_2026_9 for step in plain["steps"])
         failures.extend(f"{name}: {p}" for p in _compare(plain, expected[name]))
     assert not failures, "\n".join(failures[:40])
     return len(sessions)
