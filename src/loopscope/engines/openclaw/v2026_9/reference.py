@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
-from loopscope.engines.openclaw.detection import POST_COMPACTION_GUARD
+from loopscope.engines.openclaw.detection import POST_COMPACTION_GUARD, guard_message
 from loopscope.engines.openclaw.guard import PostCompactionGuard
 from loopscope.engines.openclaw.reference import (
     COMPACTION,
@@ -193,7 +193,7 @@ def _message_steps(calls: Message, facts: list[CallFacts], admission: Admission,
             if abort is not None:
                 step = make_step(c, f, verdict="refuse", detector=POST_COMPACTION_GUARD,
                                  count=abort, level="critical",
-                                 message=_guard_message(f.name, abort, window), **common)
+                                 message=guard_message(f.name, abort, window), **common)
             elif own is not None:
                 step = make_step(c, f, verdict="warn", detector=own.detector, count=own.count,
                                  level="warning", message=own.message,
@@ -204,12 +204,6 @@ def _message_steps(calls: Message, facts: list[CallFacts], admission: Admission,
         steps.append(step)
         diverged = diverged or step.verdict == "refuse"
     return steps
-
-
-def _guard_message(tool: str, count: int, window: int) -> str:
-    from loopscope.engines.openclaw.detection import guard_message
-
-    return guard_message(tool, count, window)
 
 
 def replay_session_2026_9(session: Session, config: OpenClaw9Config) -> SessionReplay:
