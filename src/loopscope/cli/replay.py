@@ -43,7 +43,6 @@ def replay(
     paths: tuple[str, ...],
     engine_name: str,
     engine_version: str | None,
-    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -60,7 +59,7 @@ def replay(
     PATH is a session file or a folder (searched recursively). The format is detected.
     In the JSON output, turn and call numbers count from 0.
     """
-    version = chosen_version(engine_name, engine_version, openclaw_version)
+    version = chosen_version(engine_name, engine_version)
     engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent,
                                                version=version)
     prepare_version = engine.version_of(resolution.config)

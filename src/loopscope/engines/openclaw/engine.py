@@ -100,9 +100,9 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
     name = "openclaw"
     title = "OpenClaw"
     summary = ("OpenClaw checks each tool call against a rolling history of recent calls: it "
-               "warns (in its log) and then blocks a call that keeps repeating with the same "
-               "result, a status poll that stops changing, a back-and-forth between two calls, "
-               "or retries of a missing tool.")
+               "warns (in its log; from 2026.9 the agent reads the warning too) and then blocks "
+               "a call that keeps repeating with the same result, a status poll that stops "
+               "changing, a back-and-forth between two calls, or retries of a missing tool.")
     versions = VERSIONS
     default_version = DEFAULT_VERSION
     notes = (ENABLED_DEFAULT_NOTE,)
