@@ -131,6 +131,8 @@ def test_outcomes_and_side_effects_in_words() -> None:
     assert describe_outcome(None, a) == "the session is never refused"
     assert describe_outcome(b, a) == "the session is first refused later, at call 7 (turn 4)"
     assert describe_outcome(a, b).startswith("the session is first refused earlier")
+    # A turn-level step (no call) after a call-level one is later when its turn is later.
+    assert "later" in describe_outcome(FirstRefusal(7, None, "x"), FirstRefusal(6, 5, "x"))
     effect = corpus_effect([a, None, b, None], [None, a, b, FirstRefusal(0, 0, "x")],
                            ["loop", "ok", None, "loop"])
     assert effect.no_longer_refused == (0,) and effect.loops_no_longer_caught == (0,)

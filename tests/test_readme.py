@@ -23,8 +23,7 @@ def test_the_settings_tables_are_generated_from_the_schemas() -> None:
     block = re.search(r"<!-- settings:begin -->\n(.*?)<!-- settings:end -->", README, re.S)
     assert block, "the README has no settings block"
     assert block.group(1) == settings_markdown(), (
-        "README.md's settings tables are out of date: paste `loopscope engines --markdown` "
-        "between the settings markers")
+        "README.md's settings tables are out of date: run `python docs/update_readme.py`")
 
 
 def test_every_replay_option_is_documented() -> None:

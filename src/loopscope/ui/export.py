@@ -6,13 +6,12 @@ Pure functions returning text, so tests can parse what a download would contain.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loopscope import config_io
+from loopscope import config_io, csvsafe
 from loopscope.engines import get_engine
 from loopscope.engines.base import SessionReplay
 from loopscope.model import Session
@@ -59,13 +58,6 @@ def verdict_report_jsonl(
     return out.getvalue()
 
 
-def _cell(value: Any) -> Any:
-    """Keep spreadsheet programs from reading a hostile name as a formula."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def verdict_report_csv(
     sessions: Sequence[Session],
     replays: Mapping[str, Sequence[SessionReplay]],
@@ -76,7 +68,7 @@ def verdict_report_csv(
     """One row per session and engine: the first refusal (from 1), the counts, and the
     settings that produced them."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out, lineterminator="\n")  # no cell a spreadsheet would run
     writer.writerow(CSV_COLUMNS)
     for engine, reps in replays.items():
         config = configs.get(engine) if configs else None
@@ -88,7 +80,7 @@ def verdict_report_csv(
             fr = r.first_refusal
             source = (names or {}).get(r.source, r.source)
             writer.writerow([
-                _cell(r.session), _cell(source), r.format, engine, version,
+                r.session, source, r.format, engine, version,
                 (labels or {}).get(s.source) or "", len(s.calls), len(s.turns), len(r.steps),
                 "yes" if fr else "no",
                 "" if fr is None else fr.turn + 1,
