@@ -313,9 +313,9 @@ LIMITATIONS_2026_9: Final[dict[str, str]] = {
     "one_shot_recovery": "After the first loop stop in a run, OpenClaw lets the agent try "
     "once more; a second loop stop in the same run ends the run. A new user message gives a "
     "new chance.",
-    "shadow_after_stop": "Upstream, a stopped call never runs and only a veto is remembered; "
-    "loopscope keeps the recorded calls and results after a stop (those steps are marked "
-    "after_divergence), so later counts describe the recorded session.",
+    "shadow_after_stop": "In OpenClaw, a stopped call never runs and only a veto is remembered; "
+    "loopscope keeps the recorded calls and results after a stop (those steps are shaded as "
+    "after the point of divergence), so later counts describe the recorded session.",
     "batch_stops_together": "The calls of one message are checked together: one loop stop "
     "skips every call of that message, including ones that were fine.",
     "warnings_in_buckets": "Warnings reach the agent (added to the call's result) only once "
@@ -348,7 +348,7 @@ LIMITATIONS_2026_9: Final[dict[str, str]] = {
     "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
     "sends without their plugin, so fresh message ids make every result look new.",
     "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; upstream arms it only after a compaction retry.",
+    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
     "threshold_above_window": "A what-if threshold above the calls remembered can never be "
     "reached.",
 }
