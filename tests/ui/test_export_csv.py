@@ -37,4 +37,5 @@ def test_verdict_csv_cells_are_neutral_and_readable(tmp_path: Path) -> None:
     assert not [c for c in cells if c.startswith(csvsafe.TRIGGERS)]
     sources = [csvsafe.restore(row[1]) for row in rows[1:]]
     assert sources == [s.source for s in sessions]  # readable: one quote in front, no more
-    assert all(row[4] == "'=cmd" for row in rows[1:])
+    label = rows[0].index("label")
+    assert all(row[label] == "'=cmd" for row in rows[1:])

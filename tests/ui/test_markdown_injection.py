@@ -9,9 +9,8 @@ CommonMark + GFM parser (markdown-it-py with linkify). No image, link or HTML ma
 hostile host ``attacker.invalid``. Plotly chart specs are checked too: Plotly reads ``<a href>``
 in tick and hover texts as a link.
 
-Pages that still show recorded strings unescaped are marked ``xfail(strict=True)``: once the
-dashboard escapes them (``loopscope.model.escape_markdown`` / ``markdown_code``, or
-``st.text``/``st.code``), the mark makes the test fail until it is removed.
+Every page escapes them (``loopscope.model.escape_markdown`` / ``markdown_code`` through
+``loopscope.ui.plain.md`` / ``md_code``, or ``st.text``/``st.code``).
 """
 
 from __future__ import annotations
@@ -182,24 +181,22 @@ def _open(page: str) -> AppTest:
     return at
 
 
-_PENDING = pytest.mark.xfail(strict=True, raises=AssertionError, reason="UI adoption pending: the page shows recorded "
-                             "strings as Markdown without escape_markdown")
-
 PAGE_CASES = [
     pytest.param("overview"),
     pytest.param("compare"),
-    pytest.param("sweep", marks=_PENDING),  # label-file problems quote sources in an alert
-    pytest.param("import_report", marks=_PENDING),  # file names in expanders, problem texts
+    pytest.param("sweep"),  # label-file problems quote sources in an alert
+    pytest.param("import_report"),  # file names in expanders, problem texts
     pytest.param("export"),
     pytest.param("guide"),
+    pytest.param("upgrade"),
 ]
 
 # Sessions by their position in write_hostile_folder's list: tool names (explanations, the
 # transcript), the hostile file name, and a message with a hostile role and tool.
 SESSION_CASES = [
-    *(pytest.param(i, marks=_PENDING, id=f"tool-{i}") for i in range(len(TOOLS))),
+    *(pytest.param(i, id=f"tool-{i}") for i in range(len(TOOLS))),
     pytest.param(len(TOOLS), id="file-name"),
-    pytest.param(len(TOOLS) + 1, marks=_PENDING, id="odd-role"),
+    pytest.param(len(TOOLS) + 1, id="odd-role"),
 ]
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from loopscope.model import escape_for_display
+from loopscope.model import escape_markdown, markdown_code
 
 if TYPE_CHECKING:
     from loopscope.engines import FirstRefusal, SettingSpec, StepExplanation
@@ -40,32 +40,17 @@ __all__ = [
     "where",
 ]
 
-_MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"})
-"""Every ASCII punctuation character, backslash-escaped. CommonMark shows an escaped
-punctuation character as itself, and each of them starts some syntax somewhere: code spans,
-links and images, HTML and entities, emphasis, headings, lists, tables, Streamlit's ``$`` maths
-and ``:red[…]``/``:material/…:`` directives, and the ``:`` ``/`` ``.`` ``@`` that turn a bare
-URL, a ``www.`` host or an e-mail address into a link."""
-
-
 def md(text: str, limit: int | None = None) -> str:
-    """``text`` from a recording, safe inside Markdown (control characters escaped as
-    :func:`~loopscope.model.escape_for_display` shows them, then every punctuation character
-    backslash-escaped). Not for the inside of a code span: use :func:`md_code`."""
-    return escape_for_display(text, limit).translate(_MARKDOWN_ESCAPES)
+    """``text`` from a recording, safe inside Markdown: shown as itself, never a link, an
+    image, HTML or formatting (:func:`loopscope.model.escape_markdown`). Not for the inside of
+    a code span: use :func:`md_code`."""
+    return escape_markdown(text, limit)
 
 
 def md_code(text: str, limit: int | None = None) -> str:
-    """``text`` as a Markdown code span it cannot break out of: the fence is one backtick
-    longer than the longest run of backticks inside, padded with spaces so a backtick at
-    either end stays inside."""
-    shown = escape_for_display(text, limit)
-    longest = run = 0
-    for ch in shown:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    return f"{fence} {shown} {fence}"
+    """``text`` as a Markdown code span it cannot break out of
+    (:func:`loopscope.model.markdown_code`)."""
+    return markdown_code(text, limit)
 
 
 # --------------------------------------------------------------------------- engine wording

@@ -42,7 +42,7 @@ class GuardRow:
             "with warnings": self.warned,
             "first refusal, median turn": ("" if self.median_turn is None
                                            else f"{self.median_turn:g}"),
-            "earliest turn": "" if self.earliest_turn is None else self.earliest_turn,
+            "earliest turn": "" if self.earliest_turn is None else str(self.earliest_turn),
             "loops caught": (f"{self.loops_caught} of {self.loops_labelled}"
                              if labelled else "no labels"),
             "good sessions refused": (f"{self.good_refused} of {self.good_labelled}"

@@ -14,6 +14,7 @@ import streamlit as st
 
 from loopscope.model import escape_for_display
 from loopscope.ui import data, state
+from loopscope.ui.plain import md, md_code
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
@@ -42,9 +43,9 @@ def render() -> None:
         with st.expander(f"Labels file: {len(corpus.label_problems)} problem(s)", expanded=True,
                          icon=":material/warning:"):
             for p in data.problems_sorted(corpus.label_problems):
-                st.markdown(f"- {escape_for_display(p.text(), 400)}")
+                st.markdown(f"- {md(p.text(), 400)}")
     elif corpus.label_file:
-        st.caption(f"Labels read from {corpus.display(corpus.label_file)}.")
+        st.caption(f"Labels read from {md(corpus.display(corpus.label_file))}.")
 
     def file_rank(f: object) -> tuple[int, str]:
         sev = [SEVERITY_RANK.get(p.severity, 3) for p in getattr(f, "problems", [])]
@@ -55,10 +56,10 @@ def render() -> None:
         tag = {0: "error", 1: "warning", 2: "note", 3: "ok"}[worst]
         icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
                 3: ":material/check_circle:"}[worst]
-        title = (f"{corpus.display(f.path)} — {f.detection.format or 'unknown format'} · "
-                 f"{len(f.sessions)} session(s) · {_calls_text(f)} · {tag}")
+        title = (f"{md(corpus.display(f.path))} — {md(f.detection.format or 'unknown format')} "
+                 f"· {len(f.sessions)} session(s) · {md(_calls_text(f))} · {tag}")
         with st.expander(title, expanded=worst <= 1, icon=icon):
-            st.caption(escape_for_display(f.detection.reason, 300))
+            st.caption(md(f.detection.reason, 300))
             if f.problems:
                 rows = [
                     {
@@ -75,7 +76,7 @@ def render() -> None:
             if f.sessions:
                 st.markdown(
                     "\n".join(
-                        f"- `{escape_for_display(s.id, 80)}` — {len(s.calls)} tool calls, "
+                        f"- {md_code(s.id, 80)} — {len(s.calls)} tool calls, "
                         f"{len(s.turns)} assistant turns"
                         for s in f.sessions[:50]
                     )
