@@ -422,9 +422,17 @@ def test_the_overview_legend_lists_each_detector_once_in_columns() -> None:
     rows = [charts.OverviewRow("a", {"gglib": same, "openclaw": replay("openclaw", [
         step(0, 0, "refuse", "loop", 3)])}, 2)]
     fig = charts.overview_figure(rows)
-    shown = [t.name for t in fig.data if t.showlegend is not False and (t.meta or {}).get("role") == "start"]
-    assert shown == ["the same set of tool calls again and again — refused"]
-    assert fig.layout.legend.entrywidthmode == "pixels" and fig.layout.legend.xref == "container"
+    assert fig.layout.showlegend is False  # drawn apart, across the page
+    entries = charts.legend_entries(fig)
+    assert [e.name for e in entries] == ["after divergence (would not have happened)",
+                                         "the same set of tool calls again and again — refused"]
+    assert entries[1].symbol == charts.DETECTOR_STYLES["loop"].symbol
+    many = [charts.LegendEntry(f"detector {i}", "circle", "#000") for i in range(11)]
+    legend = charts.legend_figure(many)
+    texts = [t for t in legend.data if t.mode == "text"]
+    assert len(texts) == 11
+    assert {t.x[0] for t in texts} == {0.07, 1.07, 2.07}  # three columns: four lines
+    assert legend.layout.height == 4 * charts.LEGEND_ROW_PX + 12
 
 
 def test_stacked_session_charts_share_the_call_axis() -> None:

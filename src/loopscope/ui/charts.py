@@ -267,11 +267,6 @@ def engine_title(name: str) -> str:
     return get_engine(name).title
 
 
-LEGEND_COLUMNS = 3
-"""Legend lines are reserved for this many entries per line (a 1,000 px wide chart)."""
-LEGEND_ENTRY_PX = 330
-LEGEND_ROW_PX = 21
-
 BAR_WIDTH = 0.6
 """Row bars' thickness in rows. Set explicitly: Plotly sizes a bar by the smallest gap between
 the bars of its trace, so the divergence bars of two refused sessions five rows apart were
@@ -381,24 +376,19 @@ def overview_figure(
             data.extend(_detector_traces(g, detector, verdict, engine, rows, names, marker_type,
                                          axes))
     titles = [row_title(r) for r in rows]
-    # The legend sits above the column titles in three columns (one entry per line made it as
-    # tall as a short chart): reserve its rows in the top margin and lift it above the titles.
     named: set[str] = set()
     for t in data:  # one legend entry per detector × verdict, whichever column has it first
         if t.get("meta", {}).get("role") == "start":
             t["showlegend"] = t["name"] not in named
             named.add(t["name"])
-    legend_rows = -(-(len(named) + 1) // LEGEND_COLUMNS)  # + the divergence entry
-    top = 34 + LEGEND_ROW_PX * legend_rows
-    plot_px = max(height - top - 40, 100)
     layout.update(
         barmode="overlay",
-        height=height + top - 30,
-        margin={"l": _row_title_margin(titles), "r": 10, "t": top, "b": 40},
-        # Entries of a fixed width, from the figure's left edge: as many per line as fit.
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 28 / plot_px, "x": 0.005,
-                "xref": "container", "entrywidth": LEGEND_ENTRY_PX, "entrywidthmode": "pixels",
-                "font": {"size": 12}, "tracegroupgap": 0},
+        height=height,
+        margin={"l": _row_title_margin(titles), "r": 10, "t": 30, "b": 40},
+        # The legend is drawn apart, in columns across the page (legend_figure): Plotly's own
+        # horizontal legend only spans the plot area, which the row titles narrow, so it put
+        # one entry per line — as tall as a short chart.
+        showlegend=False,
         # A white page with no template: validating (and copying) the full "plotly_white"
         # template was half the cost of building this figure, on every slider move; the few
         # things it gave are set here and on the axes.
@@ -458,6 +448,77 @@ def _detector_traces(g: _MarkerGroup, detector: str, verdict: str, engine: str,
         "meta": {**meta, "role": "start"}, **axes,
     }
     return [run, start]
+
+
+# --------------------------------------------------------------------------- legends
+
+LEGEND_ROW_PX = 22
+
+
+@dataclass(frozen=True, slots=True)
+class LegendEntry:
+    name: str
+    symbol: str
+    color: str
+    line: str | None = None
+    """A line's dash (``solid``, ``dot``, …) to draw a short line instead of a marker."""
+    fill: str | None = None
+    """A filled square's colour (the hatched 'after divergence' band)."""
+
+
+def legend_entries(fig: go.Figure) -> list[LegendEntry]:
+    """What a figure's legend would list: one entry per named trace that shows in it."""
+    out: list[LegendEntry] = []
+    seen: set[str] = set()
+    for t in fig.data:
+        name = getattr(t, "name", None)
+        if not name or name in seen or t.showlegend is False:
+            continue
+        meta = t.meta or {}
+        if t.type == "bar":
+            if meta.get("role") != "divergence":
+                continue
+            out.append(LegendEntry(name, "square", DIVERGENCE_LINE, fill=DIVERGENCE_FILL))
+        elif "markers" in (t.mode or "") and t.marker is not None and t.marker.symbol:
+            out.append(LegendEntry(name, str(t.marker.symbol), str(t.marker.color or PASS_COLOR)))
+        elif t.line is not None:
+            out.append(LegendEntry(name, "line-ew", str(t.line.color or PASS_COLOR),
+                                   line=str(t.line.dash or "solid")))
+        else:
+            continue
+        seen.add(name)
+    return out
+
+
+def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None) -> go.Figure:
+    """The legend as a small figure of its own: the entries in columns across the page (two
+    when a name is long), a marker or a line sample beside each name."""
+    if columns is None:
+        columns = 3 if max((len(e.name) for e in entries), default=0) <= 44 else 2
+    rows = max(1, -(-len(entries) // columns))
+    data: list[dict[str, Any]] = []
+    for k, e in enumerate(entries):
+        col, row = k % columns, k // columns
+        if e.line is not None:
+            data.append({"type": "scatter", "mode": "lines", "x": [col, col + 0.05],
+                         "y": [row, row], "line": {"color": e.color, "dash": e.line, "width": 3},
+                         "hoverinfo": "skip"})
+        else:
+            data.append({"type": "scatter", "mode": "markers", "x": [col + 0.025], "y": [row],
+                         "marker": {"symbol": e.symbol, "size": 11, "color": e.fill or e.color,
+                                    "line": {"color": e.color, "width": 1.2}},
+                         "hoverinfo": "skip"})
+        data.append({"type": "scatter", "mode": "text", "x": [col + 0.07], "y": [row],
+                     "text": [_esc(e.name, 90)], "textposition": "middle right",
+                     "textfont": {"size": 12, "color": "#1f1f1f"}, "hoverinfo": "skip"})
+    hidden = {"visible": False, "fixedrange": True}
+    return go.Figure({"data": data, "layout": {
+        "height": rows * LEGEND_ROW_PX + 12, "margin": {"l": 4, "r": 4, "t": 6, "b": 6},
+        "xaxis": {**hidden, "range": [-0.02, columns]},
+        "yaxis": {**hidden, "range": [rows - 0.5, -0.5]},
+        "showlegend": False, "template": _PLAIN, "plot_bgcolor": "white",
+        "paper_bgcolor": "white", "dragmode": False,
+    }})
 
 
 def _overview_height(n_rows: int, row_height: int) -> int:
@@ -553,9 +614,9 @@ class CallInfo:
     answer: str
 
 
-PROSE_LANE = "(reply without tools)"
-LANE_MARGIN = 175
-"""Left margin of the session chart, in pixels: room for a 24-character lane name."""
+PROSE_LANE = "(reply, no tools)"
+LANE_MARGIN = 140
+"""Left margin of the session chart, in pixels: room for a 19-character lane name."""
 
 
 def session_figure(
@@ -740,7 +801,7 @@ def session_figure(
     # A fixed left margin (lane names shortened to fit) keeps the call axis of two engines'
     # charts aligned when they are stacked.
     fig.update_yaxes(
-        tickmode="array", tickvals=list(lanes.values()), ticktext=[_esc(t, 24) for t in lanes],
+        tickmode="array", tickvals=list(lanes.values()), ticktext=[_esc(t, 19) for t in lanes],
         range=[n_lanes - 0.5, -1.2], showgrid=True, gridcolor="#eeeeee", row=1, col=1,
         automargin=False, tickfont={"color": "#1f1f1f", "size": 12},
     )
@@ -752,7 +813,7 @@ def session_figure(
     fig.update_xaxes(title="tool call (from 1)", row=2, col=1)
     fig.update_layout(
         title=title,
-        height=max(420, 200 + 34 * n_lanes + 220),
+        height=max(380, 160 + 34 * n_lanes + 200),
         margin={"l": LANE_MARGIN, "r": 10, "t": 60 if title else 30, "b": 40},
         legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0, "font": {"size": 12}},
         template="plotly_white",

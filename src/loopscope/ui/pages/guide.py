@@ -11,6 +11,7 @@ import streamlit as st
 
 from loopscope.engines import GuideExample, get_engine
 from loopscope.ui import charts, explain_view, state, views
+from loopscope.ui.plain import md
 
 
 @st.cache_resource(show_spinner=False)
@@ -56,12 +57,12 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
     first = next((s for s in replay.steps if s.verdict == "refuse"), None)
     if first is not None:
         e = explain_view.explained(name, first, replay, config)
-        st.error(f"**Refused at turn {first.turn + 1}:** {e.headline}", icon=":material/block:")
+        st.error(f"**Refused at turn {first.turn + 1}:** {md(e.headline)}", icon=":material/block:")
     else:
         warn = next((s for s in replay.steps if s.verdict == "warn"), None)
         if warn is not None:
             e = explain_view.explained(name, warn, replay, config)
-            st.warning(f"**Warned at turn {warn.turn + 1}:** {e.headline}",
+            st.warning(f"**Warned at turn {warn.turn + 1}:** {md(e.headline)}",
                        icon=":material/warning:")
         else:
             st.success("Never refused.", icon=":material/check:")
@@ -92,8 +93,8 @@ def render() -> None:
             engine = get_engine(name)
             for note in engine.notes:
                 st.info(note, icon=":material/info:")
-            st.markdown("**Detectors**\n\n" + "\n".join(
-                f"- **{d.label}** (`{d.id}`)" + (f": {d.description}" if d.description else "")
+            st.markdown("**What it detects**\n\n" + "\n".join(
+                f"- **{d.label}**" + (f": {d.description}" if d.description else "")
                 for d in engine.detectors))
             for n, ex in enumerate(examples(name)):
                 title = views.detector_title(ex.detector)

@@ -44,23 +44,22 @@ def _welcome() -> None:
     if st.session_state.get(WELCOME_KEY):
         return
     with st.container(border=True, key="welcome"):
-        st.markdown(
+        text, done, guide = st.columns([6, 1, 1.6], vertical_alignment="center")
+        text.markdown(
             "**loopscope replays your agents' recorded sessions through the loop guards real "
-            "agents run, and shows where each guard would have stopped them, and why.**\n\n"
-            "**Start here:** 1. Click a session below (a row, or a marker on the timeline): "
-            "its page opens with the answer to *why did it stop?* at the top. "
-            "2. Move a setting in the sidebar: the box above the timeline says which sessions "
-            "it changes. 3. Label sessions as real loops or good work (on a session's page, or "
-            "under *Labels & sweep*), so the advice can tell right from wrong.")
-        c1, c2, _ = st.columns([1, 2, 2])
-        c1.button("Got it", key="welcome.done", icon=":material/done:",
-                  on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
+            "agents run: where would each guard have stopped them, and why?** "
+            "**Start here:** click a session below (a row, or a marker) — its page opens with "
+            "the answer at the top. Move a setting in the sidebar — the box below says which "
+            "sessions it changes. Label sessions as real loops or good work so the advice can "
+            "tell right from wrong.")
+        done.button("Got it", key="welcome.done", icon=":material/done:",
+                    on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
         from loopscope.ui.pages import page_for
 
-        guide = page_for("guide")
-        if guide is not None:
-            with c2:
-                st.page_link(guide, label="How the guards decide", icon=":material/menu_book:")
+        target = page_for("guide")
+        if target is not None:
+            with guide:
+                st.page_link(target, label="How guards decide", icon=":material/menu_book:")
 
 
 def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
@@ -90,10 +89,10 @@ def _guards(corpus: Any, results: dict[str, list[Any]]) -> None:
 def _sessions(corpus: Any, results: dict[str, list[Any]], found: dict[str, Any]) -> None:
     c1, c2, c3, c4 = st.columns([1.3, 1.3, 0.7, 0.7])
     with c1:
-        view = st.segmented_control(
+        view = st.selectbox(
             "Show", options=[ALL, *results],
             format_func=lambda k: "Every guard" if k == ALL else state.ENGINE_TITLES[k],
-            default=ALL, key="view", bind="query-params", required=True,
+            key="view", bind="query-params",
             help="Which guard's timeline to show: one column per guard, the same rows.",
         )
     with c2:
@@ -144,6 +143,10 @@ def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
     if not rows:
         return
     fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 100 else 18)
+    st.plotly_chart(charts.legend_figure(charts.legend_entries(fig)), key="overview_legend",
+                    theme=None, config={"staticPlot": True},
+                    alt="Legend: the marker shape and colour of each detector; filled = "
+                    "refused, hollow = warned; hatched = after the first refusal.")
     refused = {e: sum(1 for r in rows if r.replays[e].first_refusal is not None) for e in engines}
     alt = (f"Timeline of {len(rows)} sessions, one row each, with a marker at every refusal and "
            "warning. " + "; ".join(f"{state.ENGINE_TITLES[e]} refuses {n}"

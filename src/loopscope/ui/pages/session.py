@@ -140,7 +140,7 @@ def _body() -> None:
             for name in engines}
 
     if layout == "stacked":
-        left, right = st.columns([3, 2])
+        left, right = st.columns([3.3, 1.7])
         with left:
             for name in engines:
                 _chart(name, figs[name], session.source, replays[name])
@@ -238,11 +238,18 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay) -> None:
            "against the thresholds. " + (f"First refusal at {plain.where(fr)} "
                                          f"({views.detector_title(fr.detector)})."
                                          if fr else "Never refused."))
+    # The legend is drawn apart, in two columns under the chart: Plotly's own spans only the
+    # plot area (narrowed by the lane names) and stacked one entry per line over the axis.
+    entries = charts.legend_entries(fig)
+    fig.update_layout(showlegend=False)
     st.plotly_chart(
         fig, key=key, on_select=lambda: _pick_turn_from_chart(key, name, source),
         selection_mode="points", theme=None, alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
+    st.plotly_chart(charts.legend_figure(entries, columns=2), key=f"{key}_legend", theme=None,
+                    config={"staticPlot": True}, alt=f"Legend of the {state.ENGINE_TITLES[name]} "
+                    "timeline.")
 
 
 def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int | None) -> None:
