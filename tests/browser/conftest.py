@@ -108,7 +108,8 @@ def browser(server: Server) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1600, "height": 1000}, accept_downloads=True)
+    # The window a support person or a product manager had open when they tried it.
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     yield pg

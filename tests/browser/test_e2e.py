@@ -5,6 +5,7 @@ Run with ``pytest -m browser``; the server fixture and Chromium set-up are in ``
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -58,7 +59,7 @@ def slider(page: Any, label: str) -> Any:
 # separates runs). Plotly's full data holds the decoded arrays (the figure itself ships numeric
 # arrays base64-encoded).
 COUNT_REFUSALS_JS = """() => {
-    const gd = document.querySelector('.js-plotly-plot');
+    const gd = document.querySelector('[class*=st-key-overview_chart] .js-plotly-plot');
     if (!gd || !gd._fullData) return -1;
     return gd._fullData.filter(t => t.meta && t.meta.verdict === 'refuse' && t.meta.role === 'run')
                        .reduce((n, t) => n + Array.from(t.x || []).filter(Number.isFinite).length, 0);
@@ -69,10 +70,12 @@ def refused_steps_drawn(page: Any) -> int:
     return int(page.evaluate(COUNT_REFUSALS_JS))
 
 
-def shot(page: Any, name: str) -> None:
+def shot(page: Any, name: str, *, full: bool = True) -> None:
+    """With LOOPSCOPE_SCREENSHOT_DIR set, a screenshot (``full=False``: the first screen
+    only, as the user sees it on opening)."""
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SHOTS) / name), full_page=True)
+        page.screenshot(path=str(Path(SHOTS) / name), full_page=full)
 
 
 # --------------------------------------------------------------------------- tests
@@ -81,8 +84,8 @@ def shot(page: Any, name: str) -> None:
 def test_the_app_loads_and_draws_the_timeline(page: Any, server: Any) -> None:
     open_app(page, server.url)
     no_exception(page)
-    page.wait_for_selector(".js-plotly-plot .main-svg")
-    assert page.locator(".js-plotly-plot .scatterlayer path.point").count() > 0
+    page.wait_for_selector("[class*=st-key-overview_chart] .js-plotly-plot .main-svg")
+    assert page.locator("[class*=st-key-overview_chart] .scatterlayer path.point").count() > 0
     assert metric(page, "Sessions") >= 10
     assert refused_steps_drawn(page) > 0
     shot(page, "overview.png")
@@ -90,7 +93,7 @@ def test_the_app_loads_and_draws_the_timeline(page: Any, server: Any) -> None:
 
 def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server: Any) -> None:
     open_app(page, server.url)
-    page.wait_for_selector(".js-plotly-plot .main-svg")
+    page.wait_for_selector("[class*=st-key-overview_chart] .js-plotly-plot .main-svg")
     refused_before = metric(page, "gglib: refused")
     refused_before = refused_steps_drawn(page)
     s = slider(page, "Repeats allowed for tools that change things")
@@ -116,36 +119,154 @@ def test_a_url_with_settings_reproduces_them(page: Any, server: Any) -> None:
     assert metric(page, "OpenClaw: refused") > default_refused
 
 
-def test_clicking_a_marker_links_to_its_session_keeping_the_settings(page: Any, server: Any) -> None:
+def test_one_click_on_a_marker_opens_its_session_keeping_the_settings(page: Any, server: Any) -> None:
     open_app(page, server.url + "/?gglib.max_repeated_batch_steps=3")
-    page.wait_for_selector(".js-plotly-plot .scatterlayer path.point")
-    point = page.locator(".js-plotly-plot .scatterlayer .trace path.point").first
+    page.wait_for_selector("[class*=st-key-overview_chart] .scatterlayer path.point")
+    point = page.locator("[class*=st-key-overview_chart] .scatterlayer .trace path.point").first
+    point.scroll_into_view_if_needed()
     box = point.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    link = page.get_by_role("link", name=re.compile("^Open "))
-    link.wait_for()
-    link.click()
     page.wait_for_url(re.compile(r"/session\?"))
     wait_idle(page)
     no_exception(page)
     assert "gglib.max_repeated_batch_steps=3" in page.url
-    assert "session=" in page.url or page.get_by_test_id("stSelectbox").count() > 0
+    assert "session=" in page.url and "turn=" in page.url  # opened at the marker's turn
     assert slider(page, "Repeats allowed for tools that change things").input_value() == "3"
 
 
-def test_the_session_page_shows_both_engines_and_the_transcript(page: Any, server: Any) -> None:
+def test_one_click_on_a_table_row_opens_its_session(page: Any, server: Any) -> None:
+    from loopscope.formats import load_paths
+
+    # Sorted by name (the URL holds the sort as the page shows it), row 3 is the third name.
+    open_app(page, server.url + "/?sort=" + quote("By name") + "&openclaw.warningThreshold=5")
+    names = sorted(Path(s.source).name + s.source.partition("#")[1] + s.source.partition("#")[2]
+                   for s in load_paths([str(SAMPLES)]).sessions)
+    grid = page.locator("[class*=st-key-session_table]")
+    grid.scroll_into_view_if_needed()
+    wait_idle(page)
+    box = grid.bounding_box()
+    row_px = 35  # Streamlit's row height; the header is one row
+    page.mouse.click(box["x"] + 80, box["y"] + row_px * 3 + row_px / 2)
+    page.wait_for_url(re.compile(r"/session\?.*session="))
+    wait_idle(page)
+    no_exception(page)
+    assert "openclaw.warningThreshold=5" in page.url
+    assert quote(names[2]) in page.url, (names[2], page.url)
+
+
+def test_the_why_block_starts_within_the_first_screen_on_the_longest_session(
+        page: Any, server: Any) -> None:
+    from loopscope.formats import load_paths
+
+    longest = max(load_paths([str(SAMPLES)]).sessions, key=lambda s: len(s.calls))
+    name = Path(longest.source).name
+    open_app(page, server.url + "/session?session=" + quote(name))
+    no_exception(page)
+    why = page.locator(".st-key-why")
+    why.wait_for()
+    top = why.bounding_box()["y"]
+    assert 0 <= top < 900 / 2, f"the why block starts {top:.0f} px down a 900 px window"
+    assert "would have refused this session" in why.inner_text()
+    shot(page, "long-session.png", full=False)
+
+
+def test_a_settings_change_in_the_url_shows_what_it_changed(page: Any, server: Any) -> None:
+    from loopscope.advice import corpus_effect
+    from loopscope.engines import get_engine
+    from loopscope.formats import load_paths
+
+    engine = get_engine("gglib")
+    sessions = load_paths([str(SAMPLES)]).sessions
+    before = [engine.replay(s, engine.default_config()).first_refusal for s in sessions]
+    changed = engine.config({"max_repeated_batch_steps": 3}).config
+    after = [engine.replay(s, changed).first_refusal for s in sessions]
+    expected = corpus_effect(before, after)
+    assert expected.no_longer_refused
+
+    open_app(page, server.url + "/?gglib.max_repeated_batch_steps=3")
+    no_exception(page)
+    box = page.locator(".st-key-delta")
+    box.wait_for()
+    text = box.inner_text()
+    assert f"{len(expected.no_longer_refused)} no longer refused" in text, text
+    assert "against the shipped defaults" in text
+    shot(page, "delta.png", full=False)
+    # Each count narrows the overview to its sessions.
+    box.get_by_role("radio", name=re.compile("no longer refused")).first.click()
+    page.wait_for_function("() => location.search.includes('only=')")
+    wait_idle(page)
+    main = page.get_by_test_id("stMain").inner_text()
+    assert f"Showing only gglib: {len(expected.no_longer_refused)} no longer refused" in main
+
+
+BANDS_JS = """() => {
+    // Every bar the overview draws: its subplot, where it is on the page, and whether it is
+    // hatched (the 'after divergence' band has a pattern fill); and the rows' tick centres.
+    const gd = document.querySelector('[class*=st-key-overview_chart] .js-plotly-plot');
+    const bars = [];
+    gd.querySelectorAll('.barlayer .trace').forEach((g) => {
+        const sub = g.closest('.subplot') ? g.closest('.subplot').classList[1] : '';
+        g.querySelectorAll('path').forEach((p) => {
+            const b = p.getBoundingClientRect();
+            if (b.height === 0) return;
+            const fill = p.style.fill || p.getAttribute('fill') || '';
+            bars.push({sub, top: b.top, bottom: b.bottom, hatched: fill.includes('url(')});
+        });
+    });
+    const ticks = Array.from(gd.querySelectorAll('.yaxislayer-above .ytick, .ytick'))
+        .map(t => { const b = t.getBoundingClientRect(); return b.top + b.height / 2; })
+        .filter(y => y > 0).sort((a, b) => a - b);
+    const refused = gd._fullData.filter(t => t.meta && t.meta.role === 'divergence')
+        .reduce((n, t) => n + Array.from(t.y || []).length, 0);
+    return {bars, ticks: Array.from(new Set(ticks.map(y => Math.round(y * 10) / 10))), refused};
+}"""
+
+
+def test_each_refused_sessions_band_is_exactly_one_row_tall(page: Any, server: Any) -> None:
+    open_app(page, server.url + "/?openclaw.warningThreshold=3&openclaw.criticalThreshold=5"
+                                "&openclaw.globalCircuitBreakerThreshold=7")
+    page.wait_for_selector("[class*=st-key-overview_chart] .barlayer path")
+    wait_idle(page)
+    found = page.evaluate(BANDS_JS)
+    ticks = found["ticks"]
+    pitch = min(b - a for a, b in itertools.pairwise(ticks) if b - a > 1)
+    extents = [b for b in found["bars"] if not b["hatched"]]
+    bands = [b for b in found["bars"] if b["hatched"]]
+    assert bands and len(bands) == found["refused"]  # one band per refused session and guard
+    for band in bands:
+        height = band["bottom"] - band["top"]
+        centre = (band["top"] + band["bottom"]) / 2
+        assert min(abs(t - centre) for t in ticks) < 1.5, "a band sits on its session's row"
+        assert height < pitch, f"a band {height:.1f} px tall covers other rows (rows {pitch:.1f} px)"
+        # Exactly as tall as its session's own bar, in the same column and row.
+        mine = [e for e in extents if e["sub"] == band["sub"]
+                and abs((e["top"] + e["bottom"]) / 2 - centre) < 1.5]
+        assert mine and abs((mine[0]["bottom"] - mine[0]["top"]) - height) < 1.0
+
+
+def test_the_session_page_shows_every_guard_and_the_transcript(page: Any, server: Any) -> None:
+    from loopscope.engines import engine_names
+
     name = "ab_cycle_escapes_gglib_trips_pingpong.json"
     open_app(page, server.url + "/session?session=" + quote(name)
              + "&openclaw.warningThreshold=3&openclaw.criticalThreshold=5"
                "&openclaw.globalCircuitBreakerThreshold=7")
     no_exception(page)
-    # Both engines' charts (drawn one after the other: wait for the second, not just the first).
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    # Every guard's chart, drawn one after the other: wait for the last, not just the first.
+    n = len(engine_names())
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('[class*=st-key-detail_] .js-plotly-plot .main-svg')"
+        ".length >= n", arg=2 * n)  # each chart and its legend
     wait_idle(page)
     body = page.get_by_test_id("stMain").inner_text()
     assert "Transcript" in body
-    assert "First refusal" in body
+    assert "Why did it stop?" in body and "would have refused this session" in body
     assert "back and forth" in body.lower()  # OpenClaw's ping-pong, explained in plain words
+    # Stacked charts share the call axis: every guard's x axis spans the same calls.
+    ranges = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '[class*=st-key-detail_] .js-plotly-plot')).filter(g => g._fullLayout && g._fullLayout.xaxis2)
+        .map(g => g._fullLayout.xaxis2.range.join(','))""")
+    assert len(ranges) == n and len(set(ranges)) == 1, ranges
     shot(page, "session.png")
 
 
@@ -157,7 +278,7 @@ def test_an_uploaded_file_appears(page: Any, server: Any, tmp_path: Path) -> Non
     page.get_by_text(re.compile(r"1\s+sessions from\s+1\s+files")).wait_for()
     wait_idle(page)
     no_exception(page)
-    table = page.get_by_test_id("stDataFrame").first
+    table = page.locator("[class*=st-key-session_table]")
     table.wait_for()
     assert metric(page, "Sessions") == 1
     assert metric(page, "gglib: refused") == 1
@@ -175,7 +296,9 @@ def test_downloading_the_openclaw_config_gives_valid_json5(page: Any, server: An
     with page.expect_download() as info:
         page.get_by_role("button", name=re.compile("loopscope-config.json")).click()
     doc = json5.loads(Path(info.value.path()).read_text())
-    assert set(doc) == {"gglib", "openclaw"}
+    from loopscope.engines import engine_names
+
+    assert set(doc) == set(engine_names())
 
 
 def test_loading_an_openclaw_config_file_sets_the_controls(page: Any, server: Any, tmp_path: Path) -> None:
@@ -199,7 +322,8 @@ IGNORED_AXE_RULES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/session", "/guide", "/export", "/import-report", "/compare", "/sweep"]
+    "path", ["/", "/session", "/guide", "/export", "/import-report", "/compare", "/sweep",
+             "/upgrade"]
 )
 def test_no_serious_accessibility_violations(page: Any, server: Any, path: str) -> None:
     from axe_playwright_python.sync_playwright import Axe
@@ -217,3 +341,45 @@ def test_no_serious_accessibility_violations(page: Any, server: Any, path: str) 
         for v in serious
     )
     assert not serious, report
+
+
+def test_a_comparison_is_shared_by_its_url(page: Any, server: Any) -> None:
+    open_app(page, server.url + "/compare")
+    # B's control (Streamlit names a keyed element's class after its key, dots as dashes).
+    side_b = page.locator("[class*=st-key-compare-b-gglib-max_repeated_batch_steps]").get_by_role(
+        "slider")
+    side_b.wait_for()
+    side_b.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    # The URL is rewritten in place (no navigation): wait for it to hold B's value.
+    page.wait_for_function(
+        "() => location.search.includes('compare.b.gglib.max_repeated_batch_steps=4')")
+    wait_idle(page)
+    shared = page.url
+    open_app(page, shared)
+    no_exception(page)
+    main = page.get_by_test_id("stMain").inner_text()
+    assert "“Repeats allowed for tools that change things” 2 → 4" in main
+
+
+def test_the_report_opens_without_loopscope_or_a_network(page: Any, server: Any,
+                                                         tmp_path: Path) -> None:
+    from loopscope.engines import engine_names
+
+    open_app(page, server.url + "/session?session="
+             + quote("quiet_poll_refused_at_observation_ceiling.json"))
+    with page.expect_download() as info:
+        page.get_by_role("button", name=re.compile("Report")).click()
+    report = tmp_path / "report.html"
+    report.write_bytes(Path(info.value.path()).read_bytes())
+    fetched: list[str] = []
+    page.context.route(re.compile(r"^https?://"),
+                       lambda route: (fetched.append(route.request.url), route.abort()))
+    page.goto(report.as_uri())
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n",
+        arg=len(engine_names()))
+    text = page.inner_text("body")
+    assert "false refusal" in text and "Settings used" in text
+    assert fetched == []

@@ -72,13 +72,16 @@ def _body() -> None:
     sources = [s.source for s in corpus.sessions]
     if st.session_state.get(SESSION_KEY) not in sources:
         st.session_state.pop(SESSION_KEY, None)
+    if SESSION_KEY not in st.session_state and SESSION_KEY not in st.query_params:
+        # No default option: the URL always names the session shown, so a link is exact.
+        st.session_state[SESSION_KEY] = sources[0]
     top = st.columns([3, 1, 1.4])
     with top[0]:
         source = st.selectbox(
             "Session", options=sources, format_func=corpus.display, key=SESSION_KEY,
-            bind="query-params", on_change=_on_session_change,
+            index=None, bind="query-params", on_change=_on_session_change,
             help="Every loaded session. The URL remembers the choice.",
-        )
+        ) or sources[0]
     idx = sources.index(source) if source in sources else 0
     session = corpus.sessions[idx]
     configs = state.current_configs()
