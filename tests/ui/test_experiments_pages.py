@@ -316,3 +316,48 @@ def test_a_sweep_link_runs_the_same_sweep(corpus: Path) -> None:
     assert len(shared.get("plotly_chart")) == 6
     best = " ".join(m.value for m in shared.markdown if "Best by the labels" in m.value)
     assert "fewest wrong outcomes on labelled sessions" in best
+
+
+# --------------------------------------------------------------------------- upgrade impact
+
+UPGRADE = "src/loopscope/ui/pages/upgrade.py"
+
+
+def _upgrade(query: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    ok(at.run())
+    at.switch_page(UPGRADE)
+    return ok(at.run())
+
+
+def test_the_upgrade_page_says_what_moving_to_another_release_changes(corpus: Path) -> None:
+    from loopscope.engines import get_engine
+    from loopscope.experiments.upgrade import summary_text, upgrade_impact
+    from loopscope.labels import labels_for_sessions
+
+    engine = get_engine("openclaw")
+    old, new = engine.versions[0], engine.versions[-1]
+    tuned = {"warningThreshold": 3, "criticalThreshold": 5, "globalCircuitBreakerThreshold": 7}
+    at = _upgrade({"upgrade.b": new, **{f"openclaw.{k}": str(v) for k, v in tuned.items()}})
+    sessions = load_paths([str(corpus)]).sessions
+    labels, _ = labels_for_sessions([str(corpus)])
+    a = [engine.replay(s, engine.config(tuned, old).config).first_refusal for s in sessions]
+    b_values = {k: v for k, v in tuned.items()
+                if k in {s.name for s in engine.settings_for(new)}}
+    b = [engine.replay(s, engine.config(b_values, new).config).first_refusal for s in sessions]
+    impact = upgrade_impact(a, b, [getattr(labels.get(s.source), "label", None) for s in sessions])
+    paragraph = at.code[0].value
+    assert paragraph.startswith(f"Moving OpenClaw from {old} to {new}")
+    assert paragraph == summary_text(impact, "OpenClaw", old, new, settings_note=paragraph[
+        len(f"Moving OpenClaw from {old} to {new} "):paragraph.index(" change")])
+    metrics = {m.label: int(m.value) for m in at.metric}
+    assert metrics["No longer refused"] == len(impact.no_longer_refused)
+    assert metrics["Newly refused"] == len(impact.newly_refused)
+
+
+def test_an_upgrade_that_changes_nothing_says_so(corpus: Path) -> None:
+    at = _upgrade({"upgrade.b": "2026.7.35"})
+    assert "changes nothing for these" in at.code[0].value
+    assert any("at the same point under" in s.value for s in at.success)

@@ -198,7 +198,7 @@ def render(engines: Sequence[str]) -> dict[str, CorpusEffect]:
                    icon=":material/push_pin:", width="stretch",
                    help="Compare every later change with the current settings (the link keeps "
                    "the baseline).")
-        reset.button("Use defaults", key="delta.unpin", on_click=unpin,
+        reset.button("Defaults as baseline", key="delta.unpin", on_click=unpin,
                      icon=":material/restart_alt:", width="stretch",
                      disabled=pinned() is None,
                      help="Compare with the guards' shipped defaults again.")

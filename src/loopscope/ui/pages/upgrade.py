@@ -28,15 +28,18 @@ CLASSES: tuple[tuple[str, str], ...] = (
 
 def carried_values(engine: str, values: dict[str, Any], version_b: str
                    ) -> tuple[dict[str, Any], list[str], list[str]]:
-    """A's setting values that B also has; and the labels of A's settings B lacks and of B's
-    settings A lacks (those take B's defaults)."""
+    """A's setting values that B reads too (by name); A's settings B does not read (it
+    ignores them), and B's own settings A does not have (at B's defaults), in words with the
+    guard's names (two releases may give different settings the same label)."""
     eng = get_engine(engine)
     a_specs = {s.name: s for s in eng.settings_for(state.current_version(engine))}
     b_specs = {s.name: s for s in eng.settings_for(version_b)}
     kept = {k: v for k, v in values.items() if k in b_specs}
-    dropped = [a_specs[k].label for k in values if k not in b_specs and k in a_specs]
-    added = [s.label for k, s in b_specs.items() if k not in a_specs]
-    return kept, dropped, added
+    ignored = [f"“{a_specs[k].label}” ({k})" for k in values if k not in b_specs and k in a_specs]
+    own = [f"“{s.label}” ({k}) = {s.format(s.default)}"
+           + ("" if s.deployable else ", fixed in the guard")
+           for k, s in b_specs.items() if k not in a_specs]
+    return kept, ignored, own
 
 
 def _labels() -> list[str | None]:
@@ -90,14 +93,15 @@ def render() -> None:
         st.warning(f"The current settings do not fit {md(version_b)} ({md(str(exc), 200)}); B "
                    "uses its defaults.", icon=":material/warning:")
         res_b = eng.config({}, version_b)
-    notes = []
-    if dropped:
-        notes.append(f"{md(version_b)} has no " + ", ".join(f"“{md(x)}”" for x in dropped))
-    if added:
-        notes.append(f"{md(version_b)} adds " + ", ".join(f"“{md(x)}”" for x in added)
-                     + " (at their defaults)")
-    if notes:
-        st.caption("Settings: " + "; ".join(notes) + ".")
+    if dropped or added:
+        with st.expander(f"Settings: {md(version_b)} reads {len(kept)} of the "
+                         f"{len(values)} settings of {md(version_a)}", icon=":material/tune:"):
+            if dropped:
+                st.markdown(f"**Not read by {md(version_b)}** (the guard ignores them): "
+                            + ", ".join(md(x) for x in dropped) + ".")
+            if added:
+                st.markdown(f"**{md(version_b)}'s own**, at its defaults: "
+                            + ", ".join(md(x) for x in added) + ".")
     for w in res_b.warnings:
         st.caption(f"B: {md(w, 300)}")
 
@@ -110,7 +114,8 @@ def render() -> None:
     same_settings = not dropped and not added
     text = summary_text(impact, eng.title, version_a, version_b,
                         settings_note="with the same settings" if same_settings
-                        else "with the same settings where both have them")
+                        else f"with the current settings ({version_b} reads {len(kept)} of "
+                        f"the {len(values)})")
 
     with st.container(key="upgrade_summary", border=True):
         st.markdown("**For the release note** (the copy button is at the top right of the box):")
