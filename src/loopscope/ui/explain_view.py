@@ -163,6 +163,7 @@ def _apply(name: str, a: AdvisedChange) -> None:
         "previous": previous,
         "summary": a.effect.summary(),
         "sessions": [corpus.sessions[i].source for i in a.effect.sessions],
+        "fresh": True,
     }
     state.apply_settings(values)
     st.session_state[FULL_RERUN_KEY] = True
@@ -190,6 +191,9 @@ def render_applied() -> None:
     if not record:
         return
     title = state.ENGINE_TITLES.get(record["engine"], record["engine"])
+    if record.pop("fresh", False):  # seen wherever the page is scrolled to
+        st.toast(f"Applied: {md(record['description'], 200)}. {record['summary']}. Undo is at "
+                 "the top of the page.", icon=":material/check_circle:", duration="long")
     with st.container(border=True, key="applied"):
         st.markdown(f":material/check_circle: **Applied for every session:** "
                     f"{md(record['description'], 300)} ({md(title)}). Across the "

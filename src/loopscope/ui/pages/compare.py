@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.engines import FirstRefusal
+from loopscope.engines import FirstRefusal, get_engine
 from loopscope.experiments.compare import CompareResult, compare_replays
 from loopscope.experiments.metrics import compute_metrics
 from loopscope.ui import labelling, metrics_panel, settings, state, views
@@ -87,6 +87,8 @@ def render() -> None:
     ) or engines[0]
     if engine not in engines:
         engine = engines[0]
+    for note in get_engine(engine).notes:
+        st.caption(md(note, 400))
     st.caption(
         "A and B start from the settings in the sidebar. Change either side below; the list "
         "shows every session whose first refusal differs. The URL holds both sides: copy it "

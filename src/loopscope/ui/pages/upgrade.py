@@ -74,6 +74,8 @@ def render() -> None:
     if engine not in engines:
         engine = engines[0]
     eng = get_engine(engine)
+    for note in eng.notes:
+        st.caption(md(note, 400))
     version_a = state.current_version(engine)
     others = [v for v in eng.versions if v != version_a]
     with c2:
