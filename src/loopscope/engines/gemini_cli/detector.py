@@ -77,7 +77,10 @@ class Content:
     text: str
 
 
-class LoopResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LoopResult:
+    """What ``addAndCheck`` returns: ``count`` 0 means no loop."""
+
     count: int
     type: str | None = None
     detail: str | None = None

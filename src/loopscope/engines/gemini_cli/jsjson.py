@@ -20,10 +20,10 @@ String escaping and number formatting are shared with the OpenClaw port
 from __future__ import annotations
 
 import hashlib
+import json.decoder
 import math
 import re
-from collections.abc import Mapping
-from json.decoder import scanstring
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from loopscope.engines.openclaw.jsvalue import (
@@ -200,6 +200,10 @@ def _stringify_iterative(value: Any) -> str:
 # --------------------------------------------------------------------------- JSON.parse
 
 _JSON_WS: Final = " \t\n\r"
+scanstring: Final[Callable[[str, int, bool], tuple[str, int]]] = (
+    json.decoder.scanstring)  # type: ignore[attr-defined]
+"""The ``json`` module's string scanner (the same escapes and surrogate handling as
+:func:`json.loads`)."""
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
