@@ -1,20 +1,19 @@
-"""Reading and writing loopscope configuration files (product spec §3 ``--config``, §4 Export).
+"""Reading and writing loopscope configuration files (``--config FILE`` and the exports).
 
 A config file is JSON, JSON5 or TOML with an object at the top level. It may be:
 
-* the loopscope document this module writes, holding both engines::
+* the loopscope document this module writes, holding any engines under their names::
 
       {"gglib": {"max_repeated_batch_steps": 2, ...},
-       "openclaw": {"tools": {"loopDetection": {"enabled": true, ...}}}}
+       "openclaw": {"version": "2026.6.11", "tools": {"loopDetection": {"enabled": true, ...}}}}
 
-* an OpenClaw config as users have it (``tools.loopDetection``, ``agents.list[]``), or a bare
-  ``loopDetection`` block;
-* a gglib settings object (the four snake_case keys at the top level).
+* a guard's own configuration as users have it (an OpenClaw ``openclaw.json`` with
+  ``tools.loopDetection`` and ``agents.list[]``, a gglib settings object, …): each engine
+  recognises its own (``Engine.settings_from_document``).
 
-:func:`engine_settings` picks the part of a document that one engine's ``resolve_config``
-reads. The writers produce the exports of the dashboard: they take plain mappings (each
-engine's effective settings in its native key names), so this module imports no engine and no
-UI library.
+:func:`engine_settings` picks the part of a document one engine's ``resolve_config`` reads;
+:func:`loopscope_config_document` writes the loopscope document from configurations. No engine
+is named here and no UI library is imported.
 """
 
 from __future__ import annotations
@@ -31,19 +30,15 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "ConfigFileError",
     "engine_settings",
-    "gglib_settings_json",
+    "engines_addressed",
     "loopscope_config_document",
     "loopscope_config_json",
-    "openclaw_loop_detection_json5",
     "parse_config_text",
     "read_config_file",
 ]
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """A configuration file is small; anything bigger is refused before parsing."""
-
-OPENCLAW_ENABLED_COMMENT = "// OpenClaw's default is false; loopscope replays with true"
-
 
 class ConfigFileError(ValueError):
     """A config file that cannot be read. The message names the file and the reason."""
@@ -131,118 +126,58 @@ def _one_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:200]
 
 
-def engine_settings(document: Mapping[str, Any], engine: str) -> Mapping[str, Any] | None:
-    """The part of a config document that ``engine``'s ``resolve_config`` reads.
+def _is_loopscope_document(document: Mapping[str, Any]) -> bool:
+    from loopscope.engines import engine_names
 
-    A loopscope document holds each engine under its name (``"gglib"``, ``"openclaw"``); any
-    other document is handed over whole (a gglib settings object, or an OpenClaw config with
-    ``tools.loopDetection``): each engine ignores the keys it does not know. ``None`` when the
-    loopscope document's entry for ``engine`` is absent while the other engine's is present.
+    return any(isinstance(document.get(name), Mapping) for name in engine_names())
+
+
+def engine_settings(document: Mapping[str, Any], engine: str) -> Mapping[str, Any] | None:
+    """The part of a config document that ``engine``'s ``resolve_config`` reads, or ``None``
+    when the document sets nothing for it.
+
+    A loopscope document holds each engine under its name; any other document is offered to the
+    engine, which recognises its own configuration format. Raises ``KeyError`` for an unknown
+    engine and :class:`ConfigFileError` for a loopscope document whose entry is not an object.
     """
-    if engine not in ("gglib", "openclaw"):
-        raise KeyError(engine)
-    if "gglib" in document or "openclaw" in document:
+    from loopscope.engines import get_engine
+
+    eng = get_engine(engine)
+    if _is_loopscope_document(document):
         part = document.get(engine)
         if part is None:
             return None
         if not isinstance(part, Mapping):
             raise ConfigFileError(f'"{engine}" must be an object, got {type(part).__name__}')
         return part
-    return document
+    return eng.settings_from_document(document)
+
+
+def engines_addressed(document: Mapping[str, Any]) -> list[str]:
+    """The engines a config document sets something for, in registry order."""
+    from loopscope.engines import engine_names
+
+    out = []
+    for name in engine_names():
+        try:
+            if engine_settings(document, name) is not None:
+                out.append(name)
+        except ConfigFileError:
+            out.append(name)  # addressed, but unusable: resolving it will say why
+    return out
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def loopscope_config_document(
-    gglib_cfg: Mapping[str, Any] | Any, openclaw_cfg: Mapping[str, Any] | Any
-) -> dict[str, Any]:
-    """The document ``loopscope replay --config`` reads, holding both engines' settings.
+def loopscope_config_document(configs: Mapping[str, Any]) -> dict[str, Any]:
+    """The document ``loopscope replay --config`` reads: engine name → configuration, each
+    written by its engine (``Engine.settings_document``)."""
+    from loopscope.engines import get_engine
 
-    ``gglib_cfg``: the four gglib keys (or a config object with ``to_json()``).
-    ``openclaw_cfg``: the effective ``loopDetection`` block in OpenClaw's camelCase keys (or an
-    ``OpenClawConfig``, whose ``export_block()`` is used). ``enabled`` is always written.
-    """
-    return {
-        "gglib": _plain(gglib_cfg),
-        "openclaw": {"tools": {"loopDetection": _loop_detection_block(openclaw_cfg)}},
-    }
+    return {name: get_engine(name).settings_document(cfg) for name, cfg in configs.items()}
 
 
-def loopscope_config_json(gglib_cfg: Any, openclaw_cfg: Any) -> str:
+def loopscope_config_json(configs: Mapping[str, Any]) -> str:
     """:func:`loopscope_config_document` as indented JSON text (with a final newline)."""
-    return json.dumps(loopscope_config_document(gglib_cfg, openclaw_cfg), indent=2) + "\n"
-
-
-def gglib_settings_json(gglib_cfg: Mapping[str, Any] | Any) -> str:
-    """The gglib settings object as indented JSON (engine-gglib §3.3)."""
-    return json.dumps(_plain(gglib_cfg), indent=2) + "\n"
-
-
-def openclaw_loop_detection_json5(openclaw_cfg: Mapping[str, Any] | Any) -> str:
-    """``{tools: {loopDetection: {...}}}`` as JSON5 text, ready to paste into ``openclaw.json``.
-
-    ``enabled`` is written explicitly, with the comment the OpenClaw spec (§5.5) asks for.
-    """
-    block = _loop_detection_block(openclaw_cfg)
-    lines = [
-        "// OpenClaw tool-loop detection settings, exported by loopscope.",
-        "// Paste into your OpenClaw config (openclaw.json).",
-        "{",
-        "  tools: {",
-        "    loopDetection: {",
-    ]
-    for key, value in block.items():
-        if key == "enabled":
-            lines.append(f"      {OPENCLAW_ENABLED_COMMENT}")
-        lines.append(f"      {_json5_key(key)}: {_json5_value(value, indent=6)},")
-    lines += ["    },", "  },", "}"]
-    return "\n".join(lines) + "\n"
-
-
-def _json5_key(key: str) -> str:
-    if key.isidentifier():
-        return key
-    return json.dumps(key)
-
-
-def _json5_value(value: Any, indent: int) -> str:
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        pad = " " * (indent + 2)
-        inner = [f"{pad}{_json5_key(str(k))}: {_json5_value(v, indent + 2)}," for k, v in value.items()]
-        return "{\n" + "\n".join(inner) + "\n" + " " * indent + "}"
-    return json.dumps(value)
-
-
-def _plain(cfg: Any) -> dict[str, Any]:
-    if isinstance(cfg, Mapping):
-        out = dict(cfg)
-    elif hasattr(cfg, "to_json"):
-        out = dict(cfg.to_json())
-    else:
-        raise TypeError(f"cannot export a {type(cfg).__name__} as settings")
-    if "observation_tools" in out and isinstance(out["observation_tools"], tuple):
-        out["observation_tools"] = list(out["observation_tools"])
-    return out
-
-
-def _loop_detection_block(cfg: Any) -> dict[str, Any]:
-    if isinstance(cfg, Mapping):
-        block = dict(cfg)
-    elif hasattr(cfg, "export_block"):
-        block = dict(cfg.export_block())
-    elif hasattr(cfg, "to_loop_detection"):
-        block = dict(cfg.to_loop_detection())
-    elif hasattr(cfg, "to_json"):
-        block = dict(cfg.to_json())
-    else:
-        raise TypeError(f"cannot export a {type(cfg).__name__} as a loopDetection block")
-    # A bare document ({"tools": {"loopDetection": …}}) is unwrapped.
-    tools = block.get("tools")
-    if isinstance(tools, Mapping) and isinstance(tools.get("loopDetection"), Mapping):
-        block = dict(tools["loopDetection"])
-    # ``enabled`` first and always present: OpenClaw's own default is false (spec §5.5).
-    enabled = block.pop("enabled", True)
-    return {"enabled": True if enabled is None else bool(enabled), **block}
+    return json.dumps(loopscope_config_document(configs), indent=2) + "\n"

@@ -91,7 +91,7 @@ def test_the_app_loads_and_draws_the_timeline(page: Any, server: Any) -> None:
 def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server: Any) -> None:
     open_app(page, server.url)
     page.wait_for_selector(".js-plotly-plot .main-svg")
-    refused_before = metric(page, "gglib: sessions refused")
+    refused_before = metric(page, "gglib: refused")
     refused_before = refused_steps_drawn(page)
     s = slider(page, "Repeats allowed for tools that change things")
     s.focus()
@@ -99,7 +99,7 @@ def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server:
     page.wait_for_function(f"(n) => ({COUNT_REFUSALS_JS})() !== n", arg=refused_before)
     wait_idle(page)
     no_exception(page)
-    assert metric(page, "gglib: sessions refused") < refused_before
+    assert metric(page, "gglib: refused") < refused_before
     assert refused_steps_drawn(page) < refused_before
     # The URL now carries the setting, so the view can be shared.
     assert "gglib.max_repeated_batch_steps=3" in page.url
@@ -107,13 +107,13 @@ def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server:
 
 def test_a_url_with_settings_reproduces_them(page: Any, server: Any) -> None:
     open_app(page, server.url)
-    default_refused = metric(page, "OpenClaw: sessions refused")
+    default_refused = metric(page, "OpenClaw: refused")
     open_app(page, server.url + "/?openclaw.warningThreshold=3&openclaw.criticalThreshold=5"
                                 "&openclaw.globalCircuitBreakerThreshold=7")
     no_exception(page)
     assert slider(page, "Warn after this many repeats").input_value() == "3"
     assert slider(page, "Block after this many repeats").input_value() == "5"
-    assert metric(page, "OpenClaw: sessions refused") > default_refused
+    assert metric(page, "OpenClaw: refused") > default_refused
 
 
 def test_clicking_a_marker_links_to_its_session_keeping_the_settings(page: Any, server: Any) -> None:
@@ -160,7 +160,7 @@ def test_an_uploaded_file_appears(page: Any, server: Any, tmp_path: Path) -> Non
     table = page.get_by_test_id("stDataFrame").first
     table.wait_for()
     assert metric(page, "Sessions") == 1
-    assert metric(page, "gglib: sessions refused") == 1
+    assert metric(page, "gglib: refused") == 1
 
 
 def test_downloading_the_openclaw_config_gives_valid_json5(page: Any, server: Any) -> None:

@@ -190,13 +190,13 @@ def test_fail_on_false_refusal_uses_the_labels_next_to_the_sessions(tmp_path: Pa
     (tmp_path / "labels.csv").write_text("source,label,from_turn\ns.json,loop,1\n")
     code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib", "--fail-on-false-refusal"])
     assert code == 0, "a refused session labelled loop is a catch, not a false refusal"
-    assert "labelled loop from turn 1" in stdout
+    assert "labelled loop from turn 2" in stdout  # 1-based in readable output
     assert "0 labelled ok but refused" in stdout
     (tmp_path / "labels.csv").write_text("source,label,from_turn\ns.json,ok,\n")
     code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib", "--fail-on-false-refusal"])
     assert code == 1
     assert "1 labelled ok but refused" in stdout
-    assert "smallest change that lets it through: raise max_repeated_batch_steps from 2 to 3" in stdout
+    assert "smallest change that lets it through: raise “Repeats allowed for tools that change things” from 2 to 3 (--set max_repeated_batch_steps=3)" in stdout
 
 
 def test_unreadable_config_file_exits_2_naming_it(tmp_path: Path) -> None:

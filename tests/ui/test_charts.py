@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import time
 from typing import Any
 
@@ -12,6 +13,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("plotly")
 
+from tests.engines.openclaw import _openclaw_gen
+
+from loopscope.engines import get_engine
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
 from loopscope.ui import charts
 
@@ -288,12 +292,15 @@ def test_session_figure_puts_each_tool_on_its_lane_and_annotates_the_refusal() -
              ceiling=15, identical=True),
         step(3, 3, "refuse", "loop", 3, tools=("write_file",), kind="batch", total=3,
              effective_max=2, ceiling=15, rule="strike"),
-        step(4, 4, tools=("read_file",), after=True, kind="batch", total=1, effective_max=15,
-             ceiling=None, rescued=True),
+        step(4, 4, count=1, tools=("read_file",), after=True, kind="batch", total=1,
+             effective_max=15, ceiling=None, rescued=True),
     ]
     r = replay("gglib", steps)
+    engine = get_engine("gglib")
+    counters = engine.counters(None, r, engine.default_config())
     fig = charts.session_figure(r, _calls(["write_file", "run_tests", "write_file", "write_file",
-                                           "read_file"]), breaks=[1.5], selected_step=3)
+                                           "read_file"]), counters=counters, breaks=[1.5],
+                                selected_step=3)
     assert list(fig.layout.yaxis.ticktext) == ["write_file", "run_tests", "read_file"]
     calls = next(t for t in fig.data if t.name == "tool call")
     assert list(calls.x) == [0, 1, 2, 3, 4] and list(calls.y) == [0, 1, 0, 0, 2]
@@ -305,12 +312,12 @@ def test_session_figure_puts_each_tool_on_its_lane_and_annotates_the_refusal() -
     shapes = [s for s in fig.layout.shapes if s.type == "rect"]
     assert shapes and shapes[0].x0 == pytest.approx(3.5)
     count = next(t for t in fig.data if t.name and t.name.startswith("same answer in a row"))
-    assert list(count.y) == [None, None, 1, 3, None]
-    thresholds = next(t for t in fig.data if t.name == "allowed repeats (threshold)")
-    assert list(thresholds.y) == [2, 2, 2, 2, 15]
+    assert list(count.x) == [2, 3, 4] and list(count.y) == [1, 3, 1]  # no count: no point
+    thresholds = next(t for t in fig.data if t.name == "allowed repeats")
+    assert list(thresholds.y) == [2, 2, 2, 2, 15]  # per step: it depends on the batch's class
     names = {t.name for t in fig.data}
-    assert "rescued (answer changed)" in names
-    assert "same answer again after other work (cycle)" in names
+    assert "rescued: an answer changed" in names
+    assert "same answer again after other work (a cycle)" in names
     assert any("user message" in n for n in names)
 
 
@@ -322,29 +329,63 @@ def test_unrefused_session_has_no_divergence_shading() -> None:
 
 
 def test_openclaw_session_figure_draws_the_three_thresholds() -> None:
-    steps = [step(i, i, tools=("exec",), run_id="run-1", result_hash="h") for i in range(4)]
-    steps.append(step(4, 4, "refuse", "generic_repeat", 4, tools=("exec",), run_id="run-1",
-                      result_hash="h"))
-    fig = charts.session_figure(replay("openclaw", steps), _calls(["exec"] * 5),
-                                thresholds={"warning": 2, "critical": 4, "breaker": 6}, history_size=30)
+    engine = get_engine("openclaw")
+    session = _openclaw_gen.random_session(random.Random(4), calls=12)
+    config = engine.config({"warningThreshold": 2, "criticalThreshold": 4,
+                            "globalCircuitBreakerThreshold": 6}).config
+    prepared = engine.prepare(session)
+    r = engine.run(prepared, config)
+    fig = charts.session_figure(r, _calls(["x"] * len(session.calls)),
+                                counters=engine.counters(prepared, r, config))
     lines = {t.name: t.y[0] for t in fig.data if t.name and t.name.split()[-1].isdigit()}
     assert lines == {"warn at 2": 2, "block at 4": 4, "hard stop at 6": 6}
-    streak = next(t for t in fig.data if t.name.startswith("same result in a row"))
-    assert list(streak.y) == [0, 1, 2, 3, 4]
+    assert any(t.name.startswith("same result in a row") for t in fig.data)
 
 
-def test_openclaw_counters_follow_the_detector_walks() -> None:
-    def s(sig: str, h: str | None, run: str = "run-1") -> Step:
-        return Step(0, 0, ("t",), sig, "pass", None, None, False, {"result_hash": h, "run_id": run})
+def _walk_counters(steps: list[Step], history_size: int) -> tuple[list[int], list[int]]:
+    """An independent, step-level walk of OpenClaw's two counts before each call: the streak of
+    identical results of the same call (a changed result stops it; calls without a result are
+    skipped) and the times the same call appears in the run's part of the window."""
+    streaks: list[int] = []
+    recents: list[int] = []
+    for i, cur in enumerate(steps):
+        run = cur.extra.get("run_id")
+        streak = recent = 0
+        latest: Any = None
+        stopped = False
+        for j in range(i - 1, max(0, i - history_size) - 1, -1):
+            rec = steps[j]
+            if rec.extra.get("run_id") != run or rec.signature != cur.signature:
+                continue
+            recent += 1
+            h = rec.extra.get("result_hash")
+            if stopped or h is None:
+                continue
+            if latest is None:
+                latest, streak = h, 1
+            elif h == latest:
+                streak += 1
+            else:
+                stopped = True
+        streaks.append(streak)
+        recents.append(recent)
+    return streaks, recents
 
-    steps = [s("a", "1"), s("b", "9"), s("a", "1"), s("a", None), s("a", "2"), s("a", "2"),
-             s("a", "2", "run-2")]
-    streaks, recents = charts.openclaw_counters(steps, history_size=30)
-    # Other calls are skipped, hash-less records skipped, a changed hash stops the streak.
-    assert streaks == [0, 0, 1, 2, 2, 1, 0]
-    assert recents == [0, 0, 1, 2, 3, 4, 0]  # another run's records are invisible
-    streaks, recents = charts.openclaw_counters(steps, history_size=2)
-    assert recents[5] == 2
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), history=st.sampled_from([2, 5, 30]))
+def test_openclaw_counters_follow_the_detector_walks(seed: int, history: int) -> None:
+    """The chart's counts come from the engine's own counters (no UI copy of the rules); an
+    independent walk over the steps agrees with them."""
+    engine = get_engine("openclaw")
+    session = _openclaw_gen.random_session(random.Random(seed), calls=25)
+    config = engine.config({"historySize": history}).config
+    prepared = engine.prepare(session)
+    r = engine.run(prepared, config)
+    series = {c.label: list(c.values) for c in engine.counters(prepared, r, config)}
+    streaks, recents = _walk_counters(list(r.steps), history)
+    assert series["same result in a row (before this call)"] == streaks
+    assert series["same call in the window"] == recents
 
 
 def test_the_row_titles_get_a_left_margin_without_a_second_draw() -> None:

@@ -84,10 +84,17 @@ def _configs() -> tuple[object, object]:
     return gg, oc
 
 
+def _export(engine: str, config: object) -> str:
+    (item,) = get_engine(engine).exports(config)
+    return item.text
+
+
 def test_openclaw_export_is_json5_with_enabled_stated_and_effective_values() -> None:
+    from loopscope.engines.openclaw.config import JSON5_EXPORT_COMMENT
+
     _, oc = _configs()
-    text = config_io.openclaw_loop_detection_json5(oc)
-    assert config_io.OPENCLAW_ENABLED_COMMENT in text
+    text = _export("openclaw", oc)
+    assert JSON5_EXPORT_COMMENT in text
     block = json5.loads(text)["tools"]["loopDetection"]
     assert block["enabled"] is True
     assert (block["warningThreshold"], block["criticalThreshold"]) == (25, 26)
@@ -97,20 +104,20 @@ def test_openclaw_export_is_json5_with_enabled_stated_and_effective_values() -> 
 
 def test_exports_round_trip_through_the_engines() -> None:
     gg, oc = _configs()
-    doc = json.loads(config_io.loopscope_config_json(gg, oc))
-    assert doc == config_io.loopscope_config_document(gg, oc)
+    doc = json.loads(config_io.loopscope_config_json({"gglib": gg, "openclaw": oc}))
+    assert doc == config_io.loopscope_config_document({"gglib": gg, "openclaw": oc})
     g2 = get_engine("gglib").resolve_config(config_io.engine_settings(doc, "gglib"), []).config
     o2 = get_engine("openclaw").resolve_config(config_io.engine_settings(doc, "openclaw"), []).config
     assert g2 == gg
     assert o2.settings() == oc.settings()  # type: ignore[attr-defined]
-    g3 = get_engine("gglib").resolve_config(json.loads(config_io.gglib_settings_json(gg)), []).config
+    g3 = get_engine("gglib").resolve_config(json.loads(_export("gglib", gg)), []).config
     assert g3 == gg
-    o3 = get_engine("openclaw").resolve_config(
-        json5.loads(config_io.openclaw_loop_detection_json5(oc)), []).config
+    o3 = get_engine("openclaw").resolve_config(json5.loads(_export("openclaw", oc)), []).config
     assert o3.settings() == oc.settings()  # type: ignore[attr-defined]
 
 
 def test_a_written_file_is_read_back(tmp_path: Path) -> None:
     gg, oc = _configs()
-    p = write(tmp_path, "loopscope.json", config_io.loopscope_config_json(gg, oc))
-    assert config_io.read_config_file(p) == config_io.loopscope_config_document(gg, oc)
+    configs = {"gglib": gg, "openclaw": oc}
+    p = write(tmp_path, "loopscope.json", config_io.loopscope_config_json(configs))
+    assert config_io.read_config_file(p) == config_io.loopscope_config_document(configs)

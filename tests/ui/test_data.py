@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
+from loopscope import config_io
 from loopscope.engines import ConfigError
 from loopscope.ui import data, settings, state
 
@@ -92,7 +93,7 @@ def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
                                origin="samples", root=str(SAMPLES))
     assert len(corpus.sessions) >= 10
     for name in state.ENGINES:
-        assert len(corpus.prepared[name]) == len(corpus.sessions)
+        assert len(corpus.prepared(name)) == len(corpus.sessions)
     assert corpus.labels  # samples ship labelled
     src = next(s.source for s in corpus.sessions if s.source.endswith("write_loop_refused_at_third_batch.json"))
     assert corpus.display(src) == "write_loop_refused_at_third_batch.json"
@@ -124,7 +125,7 @@ def test_an_openclaw_config_with_agents_sets_the_openclaw_controls_only() -> Non
         "agents": {"list": [{"id": "safe-runner", "tools": {"loopDetection": {
             "enabled": True, "warningThreshold": 8, "criticalThreshold": 16}}}]},
     }
-    assert settings.engines_addressed(doc) == ["openclaw"]
+    assert config_io.engines_addressed(doc) == ["openclaw"]
     values, notes = settings.document_values(doc, "safe-runner")
     assert values["openclaw.warningThreshold"] == 8
     assert values["openclaw.criticalThreshold"] == 16
@@ -203,7 +204,7 @@ def test_a_folder_is_rescanned_only_after_a_few_seconds(
 
 def test_display_names_are_computed_once_per_source() -> None:
     corpus = data.Corpus(fingerprint="t", origin="folder", root="/data", report=None,  # type: ignore[arg-type]
-                         sessions=[], prepared={})
+                         sessions=[])
     shown = corpus.display("/data/sub/a\x1b.json#2")
     assert shown == corpus.display("/data/sub/a\x1b.json#2")
     assert "\x1b" not in shown and shown.startswith("sub/a") and shown.endswith("#2")

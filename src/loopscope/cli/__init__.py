@@ -13,16 +13,18 @@ from loopscope import __version__
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="loopscope")
 def main() -> None:
-    """Replay recorded agent sessions through the gglib and OpenClaw loop guards."""
+    """Replay recorded agent sessions through the loop guards of real agents."""
 
 
 def _register() -> None:
+    from loopscope.cli.engines import engines
     from loopscope.cli.experiments import compare, sweep
     from loopscope.cli.replay import replay
 
     main.add_command(replay)
     main.add_command(sweep)
     main.add_command(compare)
+    main.add_command(engines)
 
 
 _register()

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from loopscope.engines import ConfigError, get_engine
-from loopscope.engines.base import ConfigResolution, Engine
+from loopscope.engines import ConfigError, Engine, engine_names, get_engine
+from loopscope.engines.base import ConfigResolution
 from loopscope.model import Problem, Session, escape_for_display
 
 EXIT_OK = 0
@@ -34,19 +34,71 @@ def parse_key_value(text: str, option: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def settings_epilog() -> str:
+    """Every engine's ``--set`` keys, from the engines' schemas (shown under ``--help``)."""
+    lines = ["\b", "Settings (--set KEY=VALUE; `loopscope engines` tells more):"]
+    for name in engine_names():
+        engine = get_engine(name)
+        versions = f" (versions {', '.join(engine.versions)})" if len(engine.versions) > 1 else ""
+        lines.append(f"  {name}{versions}:")
+        for version in engine.versions:
+            specs = engine.settings_for(version)
+            if len(engine.versions) > 1:
+                lines.append(f"    {version}:")
+            for spec in specs:
+                what_if = "" if spec.deployable else ", what-if"
+                lines.append(f"      {spec.name} ({spec.kind}, default "
+                             f"{spec.format(spec.default) if spec.kind != 'str_list' else '…'}"
+                             f"{what_if})")
+    return "\n".join(lines)
+
+
+class EngineCommand(click.Command):
+    """A command whose ``--help`` ends with every engine's settings (built when shown, so
+    starting the command never imports every engine)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(settings_epilog())
+
+
 def engine_options(func: F) -> F:
-    """``--engine``, ``--config``, ``--set`` and ``--agent``, shared by replay/sweep/compare."""
+    """``--engine``, ``--engine-version``/``--openclaw-version``, ``--config``, ``--set`` and
+    ``--agent``, shared by replay/sweep/compare."""
     func = click.option("--agent", "agent", metavar="ID", default=None,
                         help="OpenClaw: resolve the agents.list[] overlay of this agent id.")(func)
     func = click.option("--set", "set_pairs", metavar="KEY=VALUE", multiple=True,
-                        help="Override one setting, using the engine's own key names. Repeatable.")(func)
+                        help="Override one setting, using the engine's own key names (listed "
+                             "below). Repeatable.")(func)
     func = click.option("--config", "config_file", metavar="FILE", default=None,
                         type=click.Path(dir_okay=False),
-                        help="JSON, JSON5 or TOML: an OpenClaw config, a gglib settings object, "
-                             "or a loopscope config holding both.")(func)
-    func = click.option("--engine", "engine_name", type=click.Choice(["gglib", "openclaw"]),
+                        help="JSON, JSON5 or TOML: the guard's own config file (an "
+                             "openclaw.json, gglib settings, …) or a loopscope config "
+                             "holding several engines.")(func)
+    func = click.option("--openclaw-version", "openclaw_version", metavar="VERSION",
+                        default=None,
+                        help="OpenClaw: the release to replay (default 2026.6.11).")(func)
+    func = click.option("--engine-version", "engine_version", metavar="VERSION", default=None,
+                        help="The release of the guard to replay (default: the engine's "
+                             "default; see `loopscope engines`).")(func)
+    func = click.option("--engine", "engine_name", type=click.Choice(list(engine_names())),
                         required=True, help="Which loop guard to replay.")(func)
     return func
+
+
+def chosen_version(engine_name: str, engine_version: str | None,
+                   openclaw_version: str | None) -> str | None:
+    """The version asked for by ``--engine-version`` or ``--openclaw-version``."""
+    if openclaw_version is not None:
+        if engine_name != "openclaw":
+            raise click.UsageError("--openclaw-version applies to --engine openclaw only; use "
+                                   "--engine-version")
+        if engine_version is not None and engine_version != openclaw_version:
+            raise click.UsageError("--engine-version and --openclaw-version disagree")
+        return openclaw_version
+    return engine_version
 
 
 def import_options(func: F) -> F:
@@ -121,25 +173,24 @@ def resolve_engine_config(
     agent: str | None,
     *,
     option: str = "--set",
+    version: str | None = None,
 ) -> tuple[Engine[Any, Any], ConfigResolution[Any]]:
-    """Engine + configuration from ``--config``/``--set``/``--agent``; ``--set`` wins.
+    """Engine + configuration from ``--config``/``--set``/``--agent`` and the version;
+    ``--set`` wins over the file.
 
-    Raises :class:`click.UsageError` (exit 2) with a message naming the key or file.
+    Raises :class:`click.UsageError` (exit 2) with a message naming the key, file or version.
     """
     engine = get_engine(engine_name)
     overrides = [parse_key_value(p, option) for p in set_pairs]
     try:
         settings = read_settings_file(config_file, engine_name) if config_file else None
-        resolution = engine.resolve_config(settings, overrides, agent)
+        resolution = engine.resolve_config(settings, overrides, agent, version)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     for warning in resolution.warnings:
         click.echo(f"loopscope: warning: {warning}", err=True)
-    if getattr(resolution.config, "enabled_defaulted", False):
-        # OpenClaw ships with loop detection off; say that loopscope turned it on.
-        click.echo("loopscope: note: OpenClaw's own default is enabled: false; loopscope replays "
-                   "with enabled: true (use --set enabled=false to replay OpenClaw as shipped).",
-                   err=True)
+    for note in resolution.notes:
+        click.echo(f"loopscope: note: {note}", err=True)
     return engine, resolution
 
 

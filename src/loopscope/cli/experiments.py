@@ -15,7 +15,9 @@ import click
 import orjson
 
 from loopscope.cli.common import (
+    EngineCommand,
     RunStatus,
+    chosen_version,
     engine_options,
     import_options,
     iter_sessions,
@@ -150,7 +152,7 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
         )
 
 
-@click.command()
+@click.command(cls=EngineCommand)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @engine_options
 @import_options
@@ -167,6 +169,8 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
 def sweep(
     paths: tuple[str, ...],
     engine_name: str,
+    engine_version: str | None,
+    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -191,11 +195,12 @@ def sweep(
       loopscope sweep sample_transcripts --engine openclaw \\
           --vary warningThreshold=2:10 --vary criticalThreshold=4:20:2
     """
+    version = chosen_version(engine_name, engine_version, openclaw_version)
     try:
         axes: list[Axis] = [parse_axis(v) for v in vary]
         base_set = [parse_key_value(p, "--set") for p in set_pairs]
         settings = read_settings_file(config_file, engine_name) if config_file else None
-        cells = build_cells(engine_name, axes, settings, base_set, agent)
+        cells = build_cells(engine_name, axes, settings, base_set, agent, version)
     except (GridError, ConfigError) as exc:
         raise click.UsageError(str(exc)) from exc
     _print_cell_warnings(cells)
@@ -282,10 +287,21 @@ def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> st
     return "\n".join(lines)
 
 
-@click.command()
+@click.command(cls=EngineCommand)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @engine_options
 @import_options
+@click.option("--a-version", "a_version", metavar="VERSION", default=None,
+              help="The guard's release for configuration A (default: --engine-version / "
+                   "--openclaw-version, else the engine's default).")
+@click.option("--b-version", "b_version", metavar="VERSION", default=None,
+              help="The guard's release for configuration B.")
+@click.option("--a-config", "a_config", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False),
+              help="A config file for A only (instead of --config).")
+@click.option("--b-config", "b_config", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False),
+              help="A config file for B only (instead of --config).")
 @click.option("--a", "a_pairs", metavar="KEY=VALUE", multiple=True,
               help="A setting of configuration A (on top of --config/--set). Repeatable.")
 @click.option("--b", "b_pairs", metavar="KEY=VALUE", multiple=True,
@@ -295,6 +311,8 @@ def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> st
 def compare(
     paths: tuple[str, ...],
     engine_name: str,
+    engine_version: str | None,
+    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -302,27 +320,39 @@ def compare(
     verbose: bool,
     import_limits: tuple[str, ...],
     labels_file: str | None,
+    a_version: str | None,
+    b_version: str | None,
+    a_config: str | None,
+    b_config: str | None,
     a_pairs: tuple[str, ...],
     b_pairs: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Compare configuration A with configuration B: which sessions gain, lose or move a refusal.
 
-    A and B both start from --config and --set; each --a / --b KEY=VALUE then applies to one
-    side only. Only sessions whose first refusal differs are listed.
+    A and B both start from --config and --set; each --a / --b KEY=VALUE, --a-config /
+    --b-config and --a-version / --b-version then applies to one side only. Only sessions
+    whose first refusal differs are listed. With two versions this is the upgrade impact: what
+    changes for these sessions if the team moves from release A to release B.
 
     \b
-    Example:
+    Examples:
       loopscope compare sample_transcripts --engine gglib \\
           --a max_repeated_batch_steps=2 --b max_repeated_batch_steps=4
+      loopscope compare sessions/ --engine openclaw \\
+          --a-version 2026.6.11 --a-config openclaw.json --b-version 2026.9.6
     """
-    if not a_pairs and not b_pairs:
-        raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE")
+    base_version = chosen_version(engine_name, engine_version, openclaw_version)
+    if not (a_pairs or b_pairs or a_version or b_version or a_config or b_config):
+        raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE, "
+                               "--a-config/--b-config or --a-version/--b-version")
     _, resolution_a = resolve_engine_config(
-        engine_name, config_file, [*set_pairs, *a_pairs], agent, option="--a"
+        engine_name, a_config or config_file, [*set_pairs, *a_pairs], agent, option="--a",
+        version=a_version or base_version,
     )
     _, resolution_b = resolve_engine_config(
-        engine_name, config_file, [*set_pairs, *b_pairs], agent, option="--b"
+        engine_name, b_config or config_file, [*set_pairs, *b_pairs], agent, option="--b",
+        version=b_version or base_version,
     )
     status = RunStatus()
     sessions = _load_sessions(paths, status, import_limits, format_id)

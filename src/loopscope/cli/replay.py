@@ -13,8 +13,11 @@ from typing import Any
 import click
 import orjson
 
+from loopscope.advice import smallest_changes
 from loopscope.cli.common import (
+    EngineCommand,
     RunStatus,
+    chosen_version,
     engine_options,
     import_options,
     iter_sessions,
@@ -22,13 +25,12 @@ from loopscope.cli.common import (
     progress,
     resolve_engine_config,
 )
-from loopscope.engines.base import SessionReplay
-from loopscope.explain import explain_first_refusal, smallest_change_to_pass
+from loopscope.engines import Engine, SessionReplay
 from loopscope.labels import Label, labels_for_sessions
 from loopscope.model import Session, escape_for_display
 
 
-@click.command()
+@click.command(cls=EngineCommand)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @engine_options
 @import_options
@@ -40,6 +42,8 @@ from loopscope.model import Session, escape_for_display
 def replay(
     paths: tuple[str, ...],
     engine_name: str,
+    engine_version: str | None,
+    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -54,8 +58,12 @@ def replay(
     """Replay recorded sessions and show where the loop guard would warn or refuse.
 
     PATH is a session file or a folder (searched recursively). The format is detected.
+    In the JSON output, turn and call numbers count from 0.
     """
-    engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent)
+    version = chosen_version(engine_name, engine_version, openclaw_version)
+    engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent,
+                                               version=version)
+    prepare_version = engine.version_of(resolution.config)
     limits = parse_import_limits(import_limits)
     status = RunStatus()
     summary = _Summary()
@@ -64,7 +72,8 @@ def replay(
     for session in progress(iter_sessions(paths, status, limits=limits, format_id=format_id),
                             desc=f"replay {engine_name}"):
         # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
-        result = engine.run(engine.prepare(session), resolution.config)
+        prepared = engine.prepare(session, prepare_version)
+        result = engine.run(prepared, resolution.config)
         label = labels.get(session.source)
         false_refusal = result.refused and label is not None and label.label == "ok"
         status.refused = status.refused or result.refused
@@ -73,7 +82,7 @@ def replay(
         if as_json:
             click.echo(orjson.dumps(result.to_json()))
         else:
-            click.echo(_describe(session, result, engine_name, resolution.config, label))
+            click.echo(_describe(session, result, engine, prepared, resolution.config, label))
 
     if not as_json:
         click.echo(summary.line(engine_name, bool(labels)))
@@ -110,9 +119,10 @@ def load_labels_for(paths: tuple[str, ...], labels_file: str | None, status: Run
     return loaded.labels
 
 
-def _describe(session: Session, result: SessionReplay, engine_name: str, config: Any,
-              label: Label | None) -> str:
-    """A readable block for one session: where it would first be refused, and why."""
+def _describe(session: Session, result: SessionReplay, engine: Engine[Any, Any], prepared: Any,
+              config: Any, label: Label | None) -> str:
+    """A readable block for one session: where it would first be refused, and why (turns and
+    calls counted from 1, as people count)."""
     verdicts = {"pass": 0, "warn": 0, "refuse": 0}
     for step in result.steps:
         verdicts[step.verdict] += 1
@@ -121,7 +131,7 @@ def _describe(session: Session, result: SessionReplay, engine_name: str, config:
     if label is not None:
         labelled = f", labelled {label.label}"
         if label.label == "loop" and label.from_turn is not None:
-            labelled += f" from turn {label.from_turn}"
+            labelled += f" from turn {label.from_turn + 1}"
     lines = [
         f"{escape_for_display(result.source)}  [{result.format}, {counts['turns']} turns, "
         f"{counts['calls']} tool calls{labelled}]",
@@ -131,12 +141,18 @@ def _describe(session: Session, result: SessionReplay, engine_name: str, config:
     if first is None:
         lines.append("  not refused")
     else:
-        call = "" if first.call is None else f", call {first.call}"
-        lines.append(f"  first refusal: turn {first.turn}{call} by {first.detector}")
-        sentence = explain_first_refusal(engine_name, session, result, config)
-        if sentence:
-            lines.append(f"  why: {sentence}")
-        change = smallest_change_to_pass(engine_name, session, config)
-        if change is not None:
-            lines.append(f"  smallest change that lets it through: {change}")
+        call = "" if first.call is None else f", call {first.call + 1}"
+        lines.append(f"  first refusal: turn {first.turn + 1}{call} by {first.detector}")
+        step = next(s for s in result.steps if s.verdict == "refuse")
+        why = engine.explainer.explain_step(step, result, config)
+        lines.append(f"  why: {why.headline}")
+        if why.guard_action:
+            lines.append(f"  the guard: {why.guard_action}")
+        changes = smallest_changes(engine, prepared, config, step, limit=1)
+        if changes:
+            best = changes[0]
+            specs = engine.settings_for(engine.version_of(config))
+            lines.append(f"  smallest change that lets it through: {best.description} "
+                         f"(--set {' --set '.join(best.set_args(specs))}); then "
+                         f"{best.effect}")
     return "\n".join(lines)

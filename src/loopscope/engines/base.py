@@ -434,3 +434,6 @@ class ConfigResolution(Generic[ConfigT]):
 
     config: ConfigT
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Information that is not a problem (printed as ``note:``), e.g. a default loopscope
+    chose differently from upstream's."""

@@ -113,11 +113,14 @@ def compare(
     ``progress`` is called with 1 after each session.
     """
     eng = get_engine(engine)
+    version_a, version_b = eng.version_of(config_a), eng.version_of(config_b)
+    shared = eng.prepare_key(version_a) == eng.prepare_key(version_b)
 
     def pairs() -> Iterator[tuple[SessionReplay, SessionReplay]]:
         for session in sessions:
-            prepared = eng.prepare(session)
-            yield eng.run(prepared, config_a), eng.run(prepared, config_b)
+            prepared_a = eng.prepare(session, version_a)
+            prepared_b = prepared_a if shared else eng.prepare(session, version_b)
+            yield eng.run(prepared_a, config_a), eng.run(prepared_b, config_b)
             if progress is not None:
                 progress(1)
 

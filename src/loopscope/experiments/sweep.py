@@ -23,7 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from loopscope.engines import get_engine
+from loopscope.engines import ConfigError, get_engine
 from loopscope.experiments.metrics import LabelLike, Metrics, metrics_from_outcomes, outcome_of
 
 if TYPE_CHECKING:
@@ -132,19 +132,31 @@ def build_cells(
     file_settings: Mapping[str, Any] | None = None,
     base_set: Sequence[tuple[str, str]] = (),
     agent: str | None = None,
+    version: str | None = None,
+    base_values: Mapping[str, Any] | None = None,
 ) -> list[CellConfig]:
     """Resolve every cell's configuration, as ``replay`` would with ``--set`` base + cell.
 
-    Raises :class:`GridError` for bad axes and
-    :class:`~loopscope.engines.base.ConfigError` (naming the key) for a key or value the
-    engine does not accept.
+    ``base_values`` (typed setting values) replace ``file_settings``/``base_set`` when given.
+    Raises :class:`GridError` for bad axes and :class:`~loopscope.engines.base.ConfigError`
+    (naming the key) for a key that is not a numeric setting of the engine's schema (naming the
+    ones that are) or a value the engine does not accept.
     """
     check_axes(axes)
     eng = get_engine(engine)
+    numeric = [s.name for s in eng.settings_for(version) if s.kind in ("int", "int_or_off")]
+    for axis in axes:
+        if axis.key not in numeric:
+            raise ConfigError(f"{axis.key}: not a numeric setting of the {engine} engine "
+                            f"(sweepable: {', '.join(numeric) or 'none'})")
     cells: list[CellConfig] = []
     for values in grid_cells(axes):
+        if base_values is not None:  # typed values (the dashboard's controls)
+            resolution = eng.config({**base_values, **values}, version)
+            cells.append(CellConfig(values, resolution.config, tuple(resolution.warnings)))
+            continue
         overrides = [*base_set, *((k, str(v)) for k, v in values.items())]
-        resolution = eng.resolve_config(file_settings, overrides, agent)
+        resolution = eng.resolve_config(file_settings, overrides, agent, version)
         cells.append(CellConfig(values, resolution.config, tuple(resolution.warnings)))
     return cells
 
@@ -237,8 +249,9 @@ def run_chunk(
     """
     eng = get_engine(engine)
     per_config: list[list[Any]] = [[] for _ in configs]
+    version = eng.version_of(configs[0]) if configs else None
     for session in sessions:
-        prepared = eng.prepare(session)
+        prepared = eng.prepare(session, version)
         turns = len(session.turns)
         for outcomes, config in zip(per_config, configs, strict=True):
             outcomes.append(outcome_of(eng.run(prepared, config), turns))

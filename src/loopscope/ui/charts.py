@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from loopscope.engines.base import Marker, SessionReplay, Step
+from loopscope.engines import CounterSeries, Marker, SessionReplay, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +29,31 @@ class DetectorStyle:
 
 
 # Okabe–Ito colours (distinguishable with the common colour-vision deficiencies), each paired
-# with its own marker shape.
-DETECTOR_STYLES: dict[str, DetectorStyle] = {
-    "loop": DetectorStyle("repeated batch (loop)", "#D55E00", "diamond"),
-    "stagnation": DetectorStyle("repeated reply (stagnation)", "#CC79A7", "star"),
-    "generic_repeat": DetectorStyle("repeated call (generic_repeat)", "#0072B2", "circle"),
-    "known_poll_no_progress": DetectorStyle("poll without progress", "#009E73", "square"),
-    "ping_pong": DetectorStyle("back and forth (ping_pong)", "#E69F00", "triangle-up"),
-    "unknown_tool_repeat": DetectorStyle("missing tool (unknown_tool_repeat)", "#56B4E9", "hexagram"),
-    "global_circuit_breaker": DetectorStyle("circuit breaker", "#000000", "x"),
-    "post_compaction_guard": DetectorStyle("after compaction", "#882255", "cross"),
-}
+# with its own marker shape; detectors take them in registry order (engine by engine).
+PALETTE: tuple[tuple[str, str], ...] = (
+    ("#D55E00", "diamond"), ("#CC79A7", "star"), ("#0072B2", "circle"),
+    ("#009E73", "square"), ("#E69F00", "triangle-up"), ("#56B4E9", "hexagram"),
+    ("#000000", "x"), ("#882255", "cross"), ("#117733", "triangle-down"),
+    ("#332288", "star-diamond"), ("#AA4499", "hourglass"), ("#44AA99", "bowtie"),
+    ("#999933", "triangle-left"), ("#661100", "triangle-right"), ("#6699CC", "star-square"),
+    ("#888888", "diamond-tall"), ("#DDCC77", "square-x"), ("#1f1f1f", "circle-x"),
+)
+
+
+def _detector_styles() -> dict[str, DetectorStyle]:
+    from loopscope.engines import all_engines
+
+    styles: dict[str, DetectorStyle] = {}
+    for engine in all_engines():
+        for info in engine.detectors:
+            if info.id not in styles:
+                color, symbol = PALETTE[len(styles) % len(PALETTE)]
+                styles[info.id] = DetectorStyle(info.label, color, symbol)
+    return styles
+
+
+DETECTOR_STYLES: dict[str, DetectorStyle] = _detector_styles()
+"""Detector id → its title (the engine's plain label), colour and shape."""
 UNKNOWN_STYLE = DetectorStyle("other", "#555555", "pentagon")
 PASS_COLOR = "#8C8C8C"
 DIVERGENCE_FILL = "rgba(120,120,120,0.18)"
@@ -199,12 +213,21 @@ def row_title(row: OverviewRow, limit: int = 48) -> str:
     return _esc(f"{name} [{mark}]" if mark else name, limit + 8)
 
 
-ENGINE_TITLES = {"gglib": "gglib", "openclaw": "OpenClaw"}
+def engine_title(name: str) -> str:
+    from loopscope.engines import get_engine
+
+    return get_engine(name).title
+
+
+BAR_WIDTH = 0.6
+"""Row bars' thickness in rows. Set explicitly: Plotly sizes a bar by the smallest gap between
+the bars of its trace, so the divergence bars of two refused sessions five rows apart were
+drawn five rows tall, covering sessions that were never refused."""
 
 
 def overview_figure(
     rows: Sequence[OverviewRow],
-    engines: Sequence[str] = ("gglib", "openclaw"),
+    engines: Sequence[str] | None = None,
     *,
     row_height: int = 26,
 ) -> go.Figure:
@@ -220,6 +243,11 @@ def overview_figure(
     trace by trace through ``make_subplots``/``add_trace``/``update_*`` validated every
     property again on each call and cost several times more, on every slider move.
     """
+    if engines is None:  # every engine the rows have a replay of, in registry order
+        from loopscope.engines import engine_names
+
+        present = {e for r in rows for e in r.replays}
+        engines = [e for e in engine_names() if e in present]
     n = len(rows)
     ys = np.arange(n, dtype=np.int32)
     lengths = np.asarray([max(r.calls, 1) for r in rows], dtype=np.int32)
@@ -249,13 +277,14 @@ def overview_figure(
         if col > 1:  # rows are shared: one set of row names, on the left
             layout[f"yaxis{suffix}"].update(matches="y", showticklabels=False)
         layout["annotations"].append({
-            "text": ENGINE_TITLES.get(engine, engine), "x": left + width / 2, "y": 1.0,
+            "text": engine_title(engine), "x": left + width / 2, "y": 1.0,
             "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
             "showarrow": False, "font": {"size": 16},
         })
         data.append({
             "type": "bar", "name": "session (calls)", "orientation": "h", "y": ys, "x": lengths,
-            "base": bases, "marker": {"color": SESSION_BAR, "line": {"width": 0}},
+            "base": bases, "width": BAR_WIDTH,
+            "marker": {"color": SESSION_BAR, "line": {"width": 0}},
             "hoverinfo": "skip", "showlegend": False, "meta": {"engine": engine, "role": "extent"},
             **axes,
         })
@@ -276,7 +305,7 @@ def overview_figure(
             "type": "bar", "name": "after divergence (would not have happened)",
             "orientation": "h", "y": np.asarray(div_y, dtype=np.int32),
             "x": np.asarray(div_len, dtype=np.float64),
-            "base": np.asarray(div_base, dtype=np.float64),
+            "base": np.asarray(div_base, dtype=np.float64), "width": BAR_WIDTH,
             "marker": {
                 "color": DIVERGENCE_FILL,
                 "line": {"color": DIVERGENCE_LINE, "width": 1},
@@ -460,49 +489,11 @@ LANE_MARGIN = 175
 """Left margin of the session chart, in pixels: room for a 24-character lane name."""
 
 
-def openclaw_counters(steps: Sequence[Step], history_size: int) -> tuple[list[int], list[int]]:
-    """Per step, the no-progress streak and the recent count of engine-openclaw §3.2.
-
-    Computed from the steps' ``signature``, ``result_hash`` and ``run_id`` over the run-scoped
-    window of the ``history_size`` previous calls, for the chart's count panel (the verdicts
-    themselves always come from the engine).
-    """
-    streaks: list[int] = []
-    recents: list[int] = []
-    for i, cur in enumerate(steps):
-        run = cur.extra.get("run_id")
-        lo = max(0, i - max(history_size, 0))
-        streak = 0
-        latest: Any = None
-        recent = 0
-        stopped = False
-        for j in range(i - 1, lo - 1, -1):
-            rec = steps[j]
-            if rec.extra.get("run_id") != run or rec.signature != cur.signature:
-                continue
-            recent += 1
-            if stopped:
-                continue
-            h = rec.extra.get("result_hash")
-            if h is None:
-                continue
-            if latest is None:
-                latest, streak = h, 1
-            elif h == latest:
-                streak += 1
-            else:
-                stopped = True
-        streaks.append(streak)
-        recents.append(recent)
-    return streaks, recents
-
-
 def session_figure(
     replay: SessionReplay,
     calls: Sequence[CallInfo],
     *,
-    thresholds: Mapping[str, float] | None = None,
-    history_size: int | None = None,
+    counters: Sequence[CounterSeries] = (),
     breaks: Sequence[float] = (),
     compactions: Sequence[float] = (),
     selected_step: int | None = None,
@@ -510,13 +501,12 @@ def session_figure(
 ) -> go.Figure:
     """Session detail: each tool on its own lane (top), counts against thresholds (bottom).
 
-    ``calls``: one entry per tool call of the session, by call index. ``thresholds``: for
-    OpenClaw, ``{"warning": w, "critical": c, "breaker": g}`` (gglib's come from its steps).
+    ``calls``: one entry per tool call of the session, by call index. ``counters``: the
+    engine's counts and limits, one value per step (``engine.counters``).
     ``breaks``/``compactions``: x positions of user messages and compactions.
     """
     steps = replay.steps
     xs = step_positions(steps)
-    is_gglib = replay.engine == "gglib"
     fig = make_subplots(
         rows=2,
         cols=1,
@@ -617,10 +607,7 @@ def session_figure(
         )
 
     # ---- counts
-    if is_gglib:
-        _gglib_count_traces(fig, steps, xs)
-    else:
-        _openclaw_count_traces(fig, steps, xs, thresholds or {}, history_size or 30)
+    _count_traces(fig, counters, xs)
 
     # ---- divergence, first refusal, breaks, selection
     # The same end for both engines (a prose step sits at most half a call after the last
@@ -657,7 +644,7 @@ def session_figure(
     if breaks:
         fig.add_trace(
             go.Scatter(
-                name="user message (resets the count)" if is_gglib else "user message (new run)",
+                name="user message",
                 x=list(breaks), y=[-0.8] * len(breaks), mode="markers",
                 marker={"symbol": "triangle-up-open", "size": 10, "color": "#444"},
                 hovertemplate="user message<extra></extra>",
@@ -700,110 +687,55 @@ def session_figure(
 
 
 def _first_refusal_text(s: Step) -> str:
-    extra = s.extra
-    if s.detector == "loop":
-        rule = extra.get("rule")
-        if rule == "ceiling":
-            return f"loop, ceiling ({extra.get('total')} > {extra.get('ceiling')})"
-        return f"loop, {s.count} repeats > {extra.get('effective_max')}"
-    if s.detector == "stagnation":
-        return f"stagnation, {s.count} > {extra.get('max_steps')}"
-    return f"{s.detector}, count {s.count}"
+    count = f", count {s.count}" if s.count is not None else ""
+    return f"{style_of(s.detector).title}{count}"
 
 
-def _gglib_count_traces(fig: go.Figure, steps: Sequence[Step], xs: Sequence[float]) -> None:
-    bx, count, total, eff, ceil = [], [], [], [], []
-    rx, ry, cx, cy = [], [], [], []
-    prx, pry, pmax = [], [], []
-    for s, x in zip(steps, xs, strict=True):
-        e = s.extra
-        if s.call is None:
-            if s.count is not None:
-                prx.append(x)
-                pry.append(s.count)
-                pmax.append(e.get("max_steps"))
+COUNT_COLORS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+LIMIT_COLORS = ("#1f1f1f", "#D55E00", "#000000", "#7A7A7A", "#882255")
+LIMIT_DASHES = ("dash", "solid", "dot", "dashdot", "longdash")
+
+
+def _count_traces(fig: go.Figure, counters: Sequence[CounterSeries], xs: Sequence[float]) -> None:
+    """The count panel: counts as lines, limits as level lines (or ticks where they change
+    from step to step), events as points."""
+    n_count = n_limit = 0
+    for series in counters:
+        points = [(x, v) for x, v in zip(xs, series.values, strict=False) if v is not None]
+        if not points:
             continue
-        bx.append(x)
-        count.append(s.count)
-        total.append(e.get("total"))
-        eff.append(e.get("effective_max"))
-        ceil.append(e.get("ceiling"))
-        if e.get("rescued"):
-            rx.append(x)
-            ry.append(s.count)
-        if e.get("identical") and s.count == 1:
-            cx.append(x)
-            cy.append(1)
-    if bx:
-        fig.add_trace(go.Scatter(
-            name="same answer in a row (count)", x=bx, y=count, mode="lines+markers",
-            line={"color": "#D55E00", "width": 2}, marker={"size": 6, "symbol": "diamond"},
-            hovertemplate="count %{y}<extra>strike count</extra>"), row=2, col=1)
-        fig.add_trace(go.Scatter(
-            name="same batch in a row (total)", x=bx, y=total, mode="lines",
-            line={"color": "#0072B2", "width": 2, "dash": "dash"},
-            hovertemplate="total %{y}<extra>run length</extra>"), row=2, col=1)
-        # Thresholds depend on each batch's class, so they are drawn as a tick per step.
-        fig.add_trace(go.Scatter(
-            name="allowed repeats (threshold)", x=bx, y=eff, mode="markers",
-            marker={"symbol": "line-ew-open", "size": 16, "color": "#1f1f1f", "line": {"width": 2.5}},
-            hovertemplate="threshold %{y}<extra></extra>"), row=2, col=1)
-        fig.add_trace(go.Scatter(
-            name="ceiling (any answers; none for read-only)", x=bx, y=ceil, mode="markers",
-            marker={"symbol": "line-ew-open", "size": 16, "color": "#7A7A7A", "line": {"width": 2}},
-            hovertemplate="ceiling %{y}<extra></extra>"), row=2, col=1)
-    if rx:
-        fig.add_trace(go.Scatter(
-            name="rescued (answer changed)", x=rx, y=ry, mode="markers",
-            marker={"symbol": "star-open", "size": 11, "color": "#009E73", "line": {"width": 2}},
-            hovertemplate="rescued: would have been refused, but an answer changed<extra></extra>"),
-            row=2, col=1)
-    if cx:
-        fig.add_trace(go.Scatter(
-            name="same answer again after other work (cycle)", x=cx, y=cy, mode="markers",
-            marker={"symbol": "hourglass", "size": 10, "color": "#6A3D9A"},
-            hovertemplate="same batch and same answers as its previous occurrence, with other work "
-                          "in between: cycles are never refused<extra></extra>"),
-            row=2, col=1)
-    if prx and max(pry) >= 2:
-        fig.add_trace(go.Scatter(
-            name="identical replies in the window", x=prx, y=pry, mode="markers",
-            marker={"symbol": "star", "size": 9, "color": "#CC79A7"},
-            hovertemplate="reply seen %{y} times<extra></extra>"), row=2, col=1)
-        fig.add_trace(go.Scatter(
-            name="allowed identical replies", x=prx, y=pmax, mode="lines",
-            line={"color": "#CC79A7", "width": 1, "dash": "dashdot", "shape": "hv"},
-            hovertemplate="limit %{y}<extra></extra>"), row=2, col=1)
-
-
-def _openclaw_count_traces(
-    fig: go.Figure,
-    steps: Sequence[Step],
-    xs: Sequence[float],
-    thresholds: Mapping[str, float],
-    history_size: int,
-) -> None:
-    streaks, recents = openclaw_counters(steps, history_size)
-    fig.add_trace(go.Scatter(
-        name="same result in a row (before this call)", x=list(xs), y=streaks, mode="lines+markers",
-        line={"color": "#0072B2", "width": 2, "shape": "hv"}, marker={"size": 5},
-        hovertemplate="identical results in a row: %{y}<extra></extra>"), row=2, col=1)
-    fig.add_trace(go.Scatter(
-        name="same call in the window", x=list(xs), y=recents, mode="lines",
-        line={"color": "#E69F00", "width": 1.5, "dash": "dash", "shape": "hv"},
-        hovertemplate="same call earlier in the window: %{y}<extra></extra>"), row=2, col=1)
-    names = {"warning": ("warn at", "#1f1f1f", "dash"), "critical": ("block at", "#D55E00", "solid"),
-             "breaker": ("hard stop at", "#000000", "dot")}
-    x0 = (min(xs) if xs else 0) - 0.5
-    x1 = (max(xs) if xs else 0) + 0.5
-    for key, (label, color, dash) in names.items():
-        v = thresholds.get(key)
-        if v is None:
-            continue
-        fig.add_trace(go.Scatter(
-            name=f"{label} {int(v)}", x=[x0, x1], y=[v, v], mode="lines",
-            line={"color": color, "width": 1.5, "dash": dash},
-            hovertemplate=f"{label} {int(v)}<extra></extra>"), row=2, col=1)
+        px_, py_ = [p[0] for p in points], [p[1] for p in points]
+        hover = f"{_esc(series.hover or series.label)} %{{y}}<extra></extra>"
+        if series.role == "count":
+            color = COUNT_COLORS[n_count % len(COUNT_COLORS)]
+            dash = "solid" if n_count == 0 else "dash"
+            n_count += 1
+            fig.add_trace(go.Scatter(
+                name=series.label, x=px_, y=py_, mode="lines+markers",
+                line={"color": color, "width": 2, "shape": "hv", "dash": dash},
+                marker={"size": 5}, hovertemplate=hover), row=2, col=1)
+        elif series.role == "limit":
+            color = LIMIT_COLORS[n_limit % len(LIMIT_COLORS)]
+            dash = LIMIT_DASHES[n_limit % len(LIMIT_DASHES)]
+            n_limit += 1
+            if len(set(py_)) == 1:
+                x0, x1 = (min(xs) if xs else 0) - 0.5, (max(xs) if xs else 0) + 0.5
+                fig.add_trace(go.Scatter(
+                    name=series.label, x=[x0, x1], y=[py_[0], py_[0]], mode="lines",
+                    line={"color": color, "width": 1.5, "dash": dash}, hovertemplate=hover),
+                    row=2, col=1)
+            else:
+                fig.add_trace(go.Scatter(
+                    name=series.label, x=px_, y=py_, mode="markers",
+                    marker={"symbol": "line-ew-open", "size": 16, "color": color,
+                            "line": {"width": 2.5}},
+                    hovertemplate=hover), row=2, col=1)
+        else:
+            fig.add_trace(go.Scatter(
+                name=series.label, x=px_, y=py_, mode="markers",
+                marker={"symbol": "star-open", "size": 11, "color": "#009E73",
+                        "line": {"width": 2}},
+                hovertemplate=hover), row=2, col=1)
 
 
 def _esc(text: str, limit: int = 160) -> str:

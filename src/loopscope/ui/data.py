@@ -16,7 +16,6 @@ digests), so moving a slider never re-reads a file.
 from __future__ import annotations
 
 import atexit
-import functools
 import hashlib
 import os
 import shutil
@@ -24,18 +23,17 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from loopscope.engines import get_engine
-from loopscope.formats.base import FileImport, ImportReport
-from loopscope.model import Problem, Session, escape_for_display
+from loopscope.corpus import Corpus, Progress
+from loopscope.corpus import build_corpus as core_build_corpus
+from loopscope.model import Problem, escape_for_display
 from loopscope.ui import gc_policy
-from loopscope.ui.state import ENGINES
 
 # Candidates of a folder scan (sessions spec §3.6); uploads also accept zip archives.
 UPLOAD_EXTENSIONS = (".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md", ".zip")
@@ -187,82 +185,6 @@ def store_upload(data: bytes, original_name: str, folder: str | None = None) -> 
 # --------------------------------------------------------------------------- the corpus
 
 
-@dataclass
-class Corpus:
-    """What is loaded: the sessions, how the files went, and every engine's prepared data."""
-
-    fingerprint: str
-    origin: str
-    """``samples``, ``upload`` or ``folder``."""
-    root: str | None
-    report: ImportReport
-    sessions: list[Session]
-    prepared: dict[str, list[Any]]
-    """Engine name → prepared sessions, aligned with :attr:`sessions`."""
-    display_names: dict[str, str] = field(default_factory=dict)
-    """Stored path → what to show (the original upload name)."""
-    labels: Mapping[str, Any] = field(default_factory=dict)
-    """Session source → label object (``loopscope.labels``), when a sidecar was found."""
-    label_file: str | None = None
-    """The top-level ``labels.csv`` of :attr:`root`, when there is one."""
-    label_problems: list[Problem] = field(default_factory=list)
-    load_seconds: float = 0.0
-    prepare_errors: list[Problem] = field(default_factory=list)
-    label_stamp: tuple[int, int] | None = None
-    """(mtime, size) of :attr:`label_file` when the labels were read."""
-    _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
-    """:meth:`display` results (asked for every session on every rerun)."""
-
-    # Per-session columns the overview sorts by and tabulates on every slider move; they never
-    # change for a loaded corpus, so they are computed once.
-
-    @functools.cached_property
-    def session_names(self) -> list[str]:
-        """:meth:`display` of every session's source, aligned with :attr:`sessions`."""
-        return [self.display(s.source) for s in self.sessions]
-
-    @functools.cached_property
-    def call_counts(self) -> list[int]:
-        """Every session's number of tool calls, aligned with :attr:`sessions`."""
-        return [len(s.calls) for s in self.sessions]
-
-    @functools.cached_property
-    def import_problem_counts(self) -> tuple[int, int]:
-        """``(errors, warnings)`` of the import report (the report never changes; the sidebar
-        shows these on every rerun)."""
-        severities = [p.severity for p in self.report.problems]
-        return severities.count("error"), severities.count("warning")
-
-    def refresh_labels(self) -> None:
-        """Re-read the labels sidecars (after a labelling change was saved)."""
-        self.labels, self.label_problems, self.label_file = _load_labels(self.root)
-        self.label_stamp = _file_stamp(self.label_file)
-
-    def refresh_labels_if_changed(self) -> None:
-        """Pick up a ``labels.csv`` edited outside the app, without re-importing sessions."""
-        sidecar = _load_label_file_name(self.root)
-        if sidecar != self.label_file or _file_stamp(sidecar) != self.label_stamp:
-            self.refresh_labels()
-
-    def display(self, source: str) -> str:
-        """A session source or file path as a person should see it (uploads by their name)."""
-        shown = self._displayed.get(source)
-        if shown is None:
-            shown = self._displayed[source] = self._display(source)
-        return shown
-
-    def _display(self, source: str) -> str:
-        base, sep, rest = source.partition("#")
-        shown = self.display_names.get(base)
-        if shown is None and self.root and base.startswith(self.root):
-            shown = base[len(self.root):].lstrip("/\\") or base
-        return escape_for_display((shown or base) + (sep + rest if sep else ""), 160)
-
-
-LARGE_CORPUS = 500
-"""From this many sessions, the loaded corpus is moved out of the cyclic GC's way."""
-
-
 class _CorpusStore:
     """A small LRU of loaded corpora shared by every browser session of the server."""
 
@@ -291,111 +213,10 @@ def corpus_store() -> _CorpusStore:
     return _CorpusStore()
 
 
-Progress = Callable[[float, str], None]
-
-
-def build_corpus(
-    files: Sequence[tuple[str, bool]],
-    *,
-    fingerprint: str,
-    origin: str,
-    root: str | None,
-    display_names: Mapping[str, str] | None = None,
-    ignored_files: int = 0,
-    progress: Progress | None = None,
-) -> Corpus:
-    """Import ``files`` (path, named explicitly?) one by one, then prepare every session.
-
-    A file that fails to import yields its problems and no sessions; it never stops the others.
-    """
-    from loopscope.formats import load_file
-
-    started = time.perf_counter()
-    imports: list[FileImport] = []
-    n = max(len(files), 1)
-    for i, (path, explicit) in enumerate(files):
-        if progress:
-            progress(i / n * 0.8, f"Reading {escape_for_display(Path(path).name, 80)} ({i + 1}/{len(files)})")
-        imports.append(_load_one(load_file, path, explicit))
-    report = ImportReport(files=imports, ignored_files=ignored_files)
-    sessions = report.sessions
-    if len(sessions) >= LARGE_CORPUS:
-        # Move the imported sessions out of the cyclic GC's way before preparing: otherwise
-        # every collection during prepare walks them all (about half of gglib's prepare time).
-        gc_policy.freeze_loaded()
-    prepared: dict[str, list[Any]] = {}
-    prepare_errors: list[Problem] = []
-    for k, name in enumerate(ENGINES):
-        if progress:
-            progress(0.8 + 0.2 * k / len(ENGINES), f"Preparing {len(sessions)} sessions for {name}")
-        engine = get_engine(name)
-        out: list[Any] = []
-        for s in sessions:
-            out.append(engine.prepare(s))
-        prepared[name] = out
-    labels, label_problems, label_file = _load_labels(root)
-    if len(sessions) >= LARGE_CORPUS:
-        gc_policy.calm_for_large_corpus()
-    if progress:
-        progress(1.0, f"Loaded {len(sessions)} sessions")
-    return Corpus(
-        fingerprint=fingerprint,
-        origin=origin,
-        root=root,
-        report=report,
-        sessions=sessions,
-        prepared=prepared,
-        display_names=dict(display_names or {}),
-        labels=labels,
-        label_file=label_file,
-        label_problems=label_problems,
-        label_stamp=_file_stamp(label_file),
-        load_seconds=time.perf_counter() - started,
-        prepare_errors=prepare_errors,
-    )
-
-
-def _load_one(load_file: Callable[..., FileImport], path: str, explicit: bool) -> FileImport:
-    from loopscope.formats.base import Detection
-
-    try:
-        return load_file(path, scanned=not explicit)
-    except Exception as exc:  # an importer must never raise; if one does, keep going
-        return FileImport(
-            path,
-            Detection(None, "unknown", "the importer failed"),
-            [],
-            [Problem(path, None, None, "error", "internal_error", f"the importer failed: {exc!r}")],
-        )
-
-
-def _file_stamp(path: str | None) -> tuple[int, int] | None:
-    if path is None:
-        return None
-    try:
-        st_ = os.stat(path)
-    except OSError:
-        return None
-    return (st_.st_mtime_ns, st_.st_size)
-
-
-def _load_label_file_name(root: str | None) -> str | None:
-    from loopscope.labels import find_label_file
-
-    return find_label_file(root) if root else None
-
-
-def _load_labels(root: str | None) -> tuple[Mapping[str, Any], list[Problem], str | None]:
-    """Labels from the ``labels.csv`` sidecars under ``root``, keyed by session source."""
-    if root is None:
-        return {}, [], None
-    from loopscope import labels as labels_mod
-
-    try:
-        loaded = labels_mod.labels_for_sessions([root])
-    except OSError as exc:
-        return {}, [Problem(root, None, None, "warning", "labels_unreadable", str(exc))], None
-    return loaded.labels, list(loaded.problems), labels_mod.find_label_file(root)
+def build_corpus(files: Sequence[tuple[str, bool]], **kwargs: Any) -> Corpus:
+    """:func:`loopscope.corpus.build_corpus`, with a large corpus moved out of the cyclic GC's
+    way before engines prepare it (otherwise every collection during prepare walks it all)."""
+    return core_build_corpus(files, on_large=gc_policy.freeze_loaded, **kwargs)
 
 
 # --------------------------------------------------------------------------- entry points

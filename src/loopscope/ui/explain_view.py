@@ -10,7 +10,9 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.engines.base import ConfigResolution, SessionReplay, Step
+from loopscope.advice import SettingChange, smallest_changes
+from loopscope.engines import SessionReplay, Step, get_engine
+from loopscope.engines.base import ConfigResolution
 from loopscope.model import Session, escape_for_display
 from loopscope.ui import state, views
 
@@ -37,129 +39,37 @@ class Explained:
     """(title, exact upstream text)."""
 
 
-# --------------------------------------------------------------------------- gglib
+# --------------------------------------------------------------------------- from the engine
 
 
-def _gglib_values(changes: Mapping[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key == "observation_tools":
-            values["gglib.observation_tools"] = state.patterns_to_text(list(value))
-        elif key == "max_observation_steps" and value is None:
-            values["gglib.max_observation_steps"] = state.OFF
-        else:
-            values[f"gglib.{key}"] = value
-    return values
+def explained(name: str, step: Step, replay: SessionReplay, config: Any) -> Explained:
+    """The engine's explanation of ``step`` in the page's shape."""
+    e = get_engine(name).explainer.explain_step(step, replay, config)
+    details = list(e.what_happened)
+    if e.which_limit:
+        details.append(e.which_limit)
+    if e.guard_action:
+        details.append(e.guard_action)
+    details.extend(lim.text for lim in e.limitations)
+    return Explained(step, e.headline, details, list(e.upstream))
 
 
-def _outcome(first: Any) -> str:
-    if first is None:
-        return "then the session is never refused"
-    where = f"call {first.call}" if first.call is not None else f"turn {first.turn}"
-    return f"then the first refusal moves to {where} ({first.detector})"
+def _change(name: str, c: SettingChange) -> Change:
+    return Change(c.description, state.control_values(name, c.values), c.effect, tuple(c.notes))
 
 
-def gglib_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained:
-    from loopscope.engines.gglib import explain as ex
-
-    e = ex.explain_step(step, steps, config)
-    upstream = []
-    if e.upstream_refusal:
-        upstream.append(("What a client saw in refuse mode (HTTP 400)", e.upstream_refusal))
-    if e.upstream_note:
-        upstream.append(("The note appended in note mode (gglib's default)", e.upstream_note))
-    return Explained(step, e.headline, list(e.details), upstream)
+def changes_for(name: str, prepared: Any, config: Any, step: Step, goal: str) -> list[Change]:
+    """The smallest verified changes that let ``step`` through (``goal="pass"``) or catch it
+    (``"refuse"``), as applicable changes."""
+    engine = get_engine(name)
+    found = smallest_changes(engine, prepared, config, step, goal)  # type: ignore[arg-type]
+    return [_change(name, c) for c in found]
 
 
-def gglib_changes_to_pass(prepared: Any, config: Any, turn: int) -> list[Change]:
-    from loopscope.engines.gglib import explain as ex
-
-    return [
-        Change(c.description, _gglib_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
-        for c in ex.smallest_change_to_pass(prepared, config, turn)
-    ]
-
-
-def gglib_changes_to_refuse(prepared: Any, config: Any, turn: int) -> list[Change]:
-    from loopscope.engines.gglib import explain as ex
-
-    return [
-        Change(c.description, _gglib_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
-        for c in ex.smallest_change_to_refuse(prepared, config, turn)
-    ]
-
-
-def gglib_limitations(session: Session, replay: SessionReplay, res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    from loopscope.engines.gglib import explain as ex
-
-    return ex.session_limitations(replay.steps, res.config, session.chat_view(), res.warnings)
-
-
-# --------------------------------------------------------------------------- OpenClaw
-
-
-def _openclaw_values(changes: Mapping[str, Any]) -> dict[str, Any]:
-    return {f"openclaw.{k}": v for k, v in changes.items()}
-
-
-def openclaw_explained(step: Step, steps: Sequence[Step], config: Any) -> Explained:
-    from loopscope.engines.openclaw import explain as ex
-
-    del steps
-    e = ex.explain_step(step, config)
-    upstream = []
-    if e.upstream_message:
-        title = ("What the model would have received instead of the result"
-                 if step.verdict == "refuse" else "OpenClaw's log line")
-        upstream.append((title, e.upstream_message))
-    return Explained(step, e.headline, list(e.details), upstream)
-
-
-def openclaw_changes_to_pass(prepared: Any, config: Any, step: Step) -> list[Change]:
-    from loopscope.engines.openclaw import explain as ex
-
-    return [
-        Change(c.description, _openclaw_values(c.changes), _outcome(c.first_refusal), tuple(c.notes))
-        for c in ex.smallest_change_to_pass(prepared, config, step.call)
-    ]
-
-
-def openclaw_changes_to_refuse(prepared: Any, config: Any, step: Step) -> list[Change]:
-    """The smallest lowering of one blocking level under which the call at ``step`` is refused.
-
-    Lowering ``criticalThreshold`` below the warning level also lowers the warning level (OpenClaw
-    would otherwise raise it back). Every candidate is verified by re-running.
-    """
-    from loopscope.engines import get_engine
-
-    engine = get_engine("openclaw")
-    position = next((i for i, s in enumerate(engine.run(prepared, config).steps) if s.call == step.call), None)
-    if position is None:
-        return []
-    settings = config.settings()
-    out: list[Change] = []
-    for key in ("criticalThreshold", "unknownToolThreshold", "globalCircuitBreakerThreshold"):
-        current = int(settings[key])
-        for value in range(current - 1, 0, -1):
-            changes: dict[str, Any] = {key: value}
-            if key == "criticalThreshold" and settings["warningThreshold"] >= value:
-                changes["warningThreshold"] = max(value - 1, 1)
-            if key == "globalCircuitBreakerThreshold" and settings["criticalThreshold"] >= value:
-                continue  # OpenClaw would raise the breaker back above the blocking level
-            candidate = config.with_settings(**changes)
-            rerun = engine.run(prepared, candidate)
-            if rerun.steps[position].verdict == "refuse":
-                words = " and ".join(f"{k} to {v}" for k, v in changes.items())
-                out.append(Change(f"lower {words}", _openclaw_values(changes),
-                                  _outcome(rerun.first_refusal)))
-                break
-    return out
-
-
-def openclaw_limitations(session: Session, replay: SessionReplay, res: ConfigResolution[Any]) -> list[tuple[str, str]]:
-    from loopscope.engines.openclaw import explain as ex
-
-    return [(str(i), str(t)) for i, t in ex.session_limitations(replay, res.config, session, res.warnings)]
+def limitations(name: str, session: Session, replay: SessionReplay,
+                res: ConfigResolution[Any]) -> list[tuple[str, str]]:
+    found = get_engine(name).explainer.limitations(session, replay, res.config, res.warnings)
+    return [(lim.id, lim.text) for lim in found]
 
 
 # --------------------------------------------------------------------------- rendering
@@ -193,22 +103,6 @@ def render_changes(changes: Sequence[Change], key: str, intro: str) -> None:
                            help="Set this in the sidebar (and the URL).")
 
 
-def _engine_parts(name: str) -> dict[str, Any]:
-    if name == "gglib":
-        return {
-            "explained": gglib_explained,
-            "to_pass": lambda p, cfg, s: gglib_changes_to_pass(p, cfg, s.turn),
-            "to_refuse": lambda p, cfg, s: gglib_changes_to_refuse(p, cfg, s.turn),
-            "limitations": gglib_limitations,
-        }
-    return {
-        "explained": openclaw_explained,
-        "to_pass": openclaw_changes_to_pass,
-        "to_refuse": openclaw_changes_to_refuse,
-        "limitations": openclaw_limitations,
-    }
-
-
 def _missed_loop_step(replay: SessionReplay, from_turn: int | None) -> Step | None:
     """For a labelled loop that was not caught: the step nearest to a refusal after the loop
     began (the highest count), which the 'smallest change to catch it' is computed for."""
@@ -232,7 +126,6 @@ def render_engine_explanations(
 ) -> None:
     """Everything that explains ``replay``: first refusal, smallest change, all other verdicts,
     and the limitations that apply."""
-    parts = _engine_parts(name)
     config = res.config
     flagged = [s for s in replay.steps if s.verdict != "pass"]
     first = next((s for s in replay.steps if s.verdict == "refuse"), None)
@@ -247,18 +140,20 @@ def render_engine_explanations(
                        icon=":material/report:")
             target = _missed_loop_step(replay, from_turn)
             if target is not None:
-                render_changes(parts["to_refuse"](prepared, config, target), f"{key}_catch",
-                               f"Smallest change that would catch it (turn {target.turn}):")
+                render_changes(changes_for(name, prepared, config, target, "refuse"),
+                               f"{key}_catch",
+                               f"Smallest change that would catch it (turn {target.turn + 1}):")
     else:
-        e = parts["explained"](first, replay.steps, config)
-        where = f"turn {first.turn}" + (f", call {first.call}" if first.call is not None else "")
+        e = explained(name, first, replay, config)
+        where = f"turn {first.turn + 1}" + (f", call {first.call + 1}" if first.call is not None
+                                            else "")
         st.error(f"**First refusal ({where}):** {e.headline}", icon=":material/block:")
         for d in e.details:
             st.markdown(f"- {d}")
         if label == "ok":
             st.warning("This session is labelled good work: this is a false refusal.",
                        icon=":material/report:")
-        render_changes(parts["to_pass"](prepared, config, first), f"{key}_pass",
+        render_changes(changes_for(name, prepared, config, first, "pass"), f"{key}_pass",
                        "**Smallest change that lets it through** (verified by re-running):")
         for title, text in e.upstream:
             with st.expander(title):
@@ -267,18 +162,19 @@ def render_engine_explanations(
     if others:
         with st.expander(f"All other refusals and warnings ({len(others)})"):
             for s in others[:MAX_LISTED]:
-                e = parts["explained"](s, replay.steps, config)
-                where = f"turn {s.turn}" + (f", call {s.call}" if s.call is not None else "")
+                e = explained(name, s, replay, config)
+                where = f"turn {s.turn + 1}" + (f", call {s.call + 1}" if s.call is not None
+                                                 else "")
                 word = views.verdict_word(s)
                 st.markdown(f"**{where} — {word}:** {e.headline}")
             if len(others) > MAX_LISTED:
                 st.caption(f"… and {len(others) - MAX_LISTED} more (export the verdict report "
                            "for all of them).")
     try:
-        limitations = parts["limitations"](session, replay, res)
+        found = limitations(name, session, replay, res)
     except Exception:
-        limitations = []
-    if limitations:
-        with st.expander(f"Known limitations that apply here ({len(limitations)})", expanded=True):
-            for lid, text in limitations:
-                st.markdown(f"- **{escape_for_display(lid, 20)}** — {text}")
+        found = []
+    if found:
+        with st.expander(f"Known limitations that apply here ({len(found)})", expanded=True):
+            for _lid, text in found:
+                st.markdown(f"- {text}")

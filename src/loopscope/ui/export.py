@@ -1,4 +1,5 @@
-"""Export documents: configurations (via :mod:`loopscope.config_io`) and verdict reports.
+"""Export documents: the loopscope config (via :mod:`loopscope.config_io`; each guard's own
+config format comes from its engine's ``exports``) and verdict reports.
 
 Pure functions returning text, so tests can parse what a download would contain.
 """
@@ -21,16 +22,9 @@ CSV_COLUMNS = (
 )
 
 
-def openclaw_json5(openclaw_cfg: Any) -> str:
-    return config_io.openclaw_loop_detection_json5(openclaw_cfg)
-
-
-def gglib_json(gglib_cfg: Any) -> str:
-    return config_io.gglib_settings_json(gglib_cfg)
-
-
-def loopscope_config(gglib_cfg: Any, openclaw_cfg: Any) -> str:
-    return config_io.loopscope_config_json(gglib_cfg, openclaw_cfg)
+def loopscope_config(configs: Mapping[str, Any]) -> str:
+    """The loopscope config document (every engine given) as JSON text."""
+    return config_io.loopscope_config_json(configs)
 
 
 def verdict_report_jsonl(replays: Mapping[str, Sequence[SessionReplay]]) -> str:

@@ -64,10 +64,12 @@ def _label_note() -> str:
     )
 
 
-def render(engines: Sequence[str] = state.ENGINES, *, key: str = "metrics") -> dict[str, Metrics]:
-    """A table of the metrics of each engine's current configuration; returns them."""
+def render(engines: Sequence[str] | None = None, *, key: str = "metrics") -> dict[str, Metrics]:
+    """A table of the metrics of each engine's current configuration (default: the guards
+    shown); returns them."""
     import pandas as pd
 
+    engines = list(engines) if engines is not None else state.shown_engines()
     configs = state.current_configs()
     results = {e: metrics_for(e, configs[e].config) for e in engines}
     frame = pd.DataFrame(

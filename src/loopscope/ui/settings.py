@@ -1,8 +1,9 @@
-"""The sidebar: where the sessions come from, and every setting of both engines.
+"""The sidebar: where the sessions come from, which guards to show, and every setting of
+every engine.
 
-Each control is declared in :data:`loopscope.ui.state.FIELDS` and bound to the URL. Notices
-under each engine come from the engine's own ``resolve_config`` (clamps, ordering), so what the
-sidebar says is exactly what the replay uses.
+Each control is made from the engine's settings schema (:mod:`loopscope.ui.state`) and bound to
+the URL. Notices under each engine come from the engine's own ``config`` (clamps, ordering,
+hypothetical values), so what the sidebar says is exactly what the replay uses.
 """
 
 from __future__ import annotations
@@ -20,16 +21,6 @@ from loopscope.ui.state import OFF, Field
 
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "defaults": ("Upstream defaults", {}),
-    "tight": (
-        "Tight (OpenClaw 3 / 5 / 7, gglib read-only 5)",
-        {
-            "openclaw.warningThreshold": 3,
-            "openclaw.criticalThreshold": 5,
-            "openclaw.globalCircuitBreakerThreshold": 7,
-            "openclaw.unknownToolThreshold": 5,
-            "gglib.max_observation_steps": 5,
-        },
-    ),
 }
 
 LOAD_NOTES_KEY = "_loopscope_config_notes"
@@ -156,32 +147,18 @@ def _parse_upload(upload: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _agent_ids(document: Mapping[str, Any]) -> list[str]:
-    oc = config_io.engine_settings(document, "openclaw") or {}
-    agents = oc.get("agents") if isinstance(oc, Mapping) else None
-    entries = agents.get("list") if isinstance(agents, Mapping) else None
+    """The agent ids of an OpenClaw-style ``agents.list[]`` in the document, if any."""
+    entries: Any = None
+    for name in config_io.engines_addressed(document):
+        part = config_io.engine_settings(document, name) or {}
+        agents = part.get("agents") if isinstance(part, Mapping) else None
+        entries = agents.get("list") if isinstance(agents, Mapping) else None
+        if isinstance(entries, list):
+            break
     if not isinstance(entries, list):
         return []
     ids = [e.get("id") for e in entries if isinstance(e, Mapping) and isinstance(e.get("id"), str)]
     return [i for i in ids if i]
-
-
-GGLIB_KEYS = ("max_repeated_batch_steps", "max_observation_steps", "observation_tools",
-              "max_stagnation_steps")
-OPENCLAW_TOP = ("tools", "agents", "loopDetection", "enabled", "historySize", "warningThreshold",
-                "criticalThreshold", "globalCircuitBreakerThreshold", "unknownToolThreshold",
-                "detectors", "postCompactionGuard")
-
-
-def engines_addressed(document: Mapping[str, Any]) -> list[str]:
-    """Which engines a config document sets (a loopscope document may set both)."""
-    if "gglib" in document or "openclaw" in document:
-        return [e for e in state.ENGINES if isinstance(document.get(e), Mapping)]
-    out = []
-    if any(k in document for k in GGLIB_KEYS):
-        out.append("gglib")
-    if any(k in document for k in OPENCLAW_TOP):
-        out.append("openclaw")
-    return out
 
 
 def document_values(
@@ -190,39 +167,29 @@ def document_values(
     """Control values and notices for a loaded config document (raises ``ConfigError``)."""
     values: dict[str, Any] = {}
     notes: list[str] = []
-    addressed = engines_addressed(document)
+    addressed = config_io.engines_addressed(document)
     if not addressed:
         raise ConfigError(
-            "this file holds no gglib or OpenClaw settings (expected tools.loopDetection, a "
-            "loopDetection block, gglib keys, or a loopscope config)"
+            "this file holds no settings loopscope knows (expected a guard's own config file, "
+            "such as an openclaw.json with tools.loopDetection or gglib settings, or a "
+            "loopscope config)"
         )
     for name in addressed:
+        engine = get_engine(name)
         settings = config_io.engine_settings(document, name)
-        resolution = get_engine(name).resolve_config(settings, [], agent if name == "openclaw" else None)
+        resolution = engine.resolve_config(settings, [], agent)
         cfg = resolution.config
-        notes.extend(f"{state.ENGINE_TITLES[name]}: {w}" for w in resolution.warnings)
-        if name == "gglib":
-            plain = cfg.to_json()
-            raw = {f"gglib.{k}": v for k, v in plain.items()}
-            raw["gglib.max_observation_steps"] = (
-                OFF if plain["max_observation_steps"] is None else plain["max_observation_steps"]
-            )
-            raw["gglib.observation_tools"] = state.patterns_to_text(plain["observation_tools"])
-        else:
-            raw = {f"openclaw.{k}": v for k, v in cfg.settings().items()}
-            if getattr(cfg, "enabled_defaulted", False):
-                from loopscope.engines.openclaw.config import ENABLED_UNSET_BANNER
-
-                notes.append(f"OpenClaw: {ENABLED_UNSET_BANNER}")
-        for key, value in raw.items():
-            f = state.FIELDS_BY_KEY.get(key)
-            if f is None:
-                continue
-            shown = state.coerce_for_control(f, value)
-            if f.kind == "int" and shown != value:
-                notes.append(f"{f.label}: the file's {value} is beyond this control's range; "
-                             f"set to {shown}")
-            values[key] = shown
+        title = state.ENGINE_TITLES[name]
+        notes.extend(f"{title}: {w}" for w in (*resolution.warnings, *resolution.notes))
+        version = engine.version_of(cfg)
+        values[state.version_key(name)] = version
+        for key, shown in state.control_values(name, engine.values(cfg)).items():
+            f = state.FIELDS_BY_KEY[key]
+            coerced = state.coerce_for_control(f, shown)
+            if f.kind == "int" and coerced != shown:
+                notes.append(f"{title}: {f.label}: the file's {shown} is beyond this control's "
+                             f"range; set to {coerced}")
+            values[key] = coerced
     return values, notes
 
 
@@ -241,8 +208,8 @@ def _apply_document(document: Mapping[str, Any], agent: str | None) -> None:
 # --------------------------------------------------------------------------- engine controls
 
 
-def _restore_patterns() -> None:
-    st.session_state["gglib.observation_tools"] = state.DEFAULT_PATTERNS_TEXT
+def _restore_default(f: Field) -> None:
+    st.session_state[f.key] = f.default
 
 
 def _control(f: Field) -> None:
@@ -254,66 +221,67 @@ def _control(f: Field) -> None:
                          key=f.key, help=f.help, bind="query-params")
     elif f.kind == "bool":
         st.toggle(f.label, value=f.default, key=f.key, help=f.help, bind="query-params")
-    elif f.kind == "patterns":
-        st.text_area(f.label, value=f.default, key=f.key, help=f.help, height=160,
+    elif f.kind == "choice":
+        st.selectbox(f.label, options=list(f.spec.choices), key=f.key, help=f.help,
                      bind="query-params")
-        st.button("Restore default patterns", key="_restore_patterns", on_click=_restore_patterns,
-                  icon=":material/restart_alt:")
+    elif f.kind == "patterns":
+        st.text_area(f"{f.label} (one per line)", value=f.default, key=f.key, help=f.help,
+                     height=160, bind="query-params")
+        st.button("Restore the defaults", key=f"_restore_{f.key}", on_click=_restore_default,
+                  args=(f,), icon=":material/restart_alt:")
 
 
-def pattern_notices(patterns: tuple[str, ...]) -> list[str]:
-    """Engine-gglib §6 L7: an empty pattern matches every tool; short ones over-capture."""
-    notes = []
-    if "" in patterns:
-        notes.append("The empty pattern \"\" matches every tool: every batch counts as read-only.")
-    short = [p for p in patterns if 0 < len(p) < 4]
-    if short:
-        notes.append(
-            "Short patterns catch more than you may expect ("
-            + ", ".join(f"`{escape_for_display(p)}`" for p in short)
-            + "; `read` would also match `thread_create`)."
+def render_engine_choice() -> list[str]:
+    """Which guards the pages show (every engine by default); bound to the URL."""
+    titles = state.ENGINE_TITLES
+    st.multiselect(
+        "Guards to show", options=list(state.ENGINES), default=list(state.ENGINES),
+        format_func=titles.__getitem__, key=state.SHOWN_KEY, bind="query-params",
+        help="Every loaded session is replayed through each guard shown here.",
+    )
+    return state.shown_engines()
+
+
+def render_engine(name: str) -> Any:
+    """One engine's version choice, notes, controls (real settings, then what-ifs) and the
+    notices of the configuration they make; returns its resolution."""
+    engine = get_engine(name)
+    if len(engine.versions) > 1:
+        st.selectbox(
+            f"{engine.title} version", options=list(engine.versions),
+            index=engine.versions.index(engine.default_version), key=state.version_key(name),
+            bind="query-params",
+            help=f"The {engine.title} release to replay. Releases can have different detectors "
+            "and settings.",
         )
-    if not patterns:
-        notes.append("No read-only patterns: every batch is treated as changing things.")
-    return notes
+    for note in engine.notes:
+        st.caption(note)
+    fields = state.fields_of(name)
+    real = [f for f in fields if f.spec.deployable]
+    what_ifs = [f for f in fields if not f.spec.deployable]
+    for f in real:
+        _control(f)
+    if what_ifs:
+        st.markdown(f"**What-ifs** — not settable in {engine.title} "
+                    f"{state.current_version(name)}: a proposal to take upstream")
+        for f in what_ifs:
+            _control(f)
+    res = state.resolve(name)
+    for w in res.warnings:
+        st.warning(w, icon=":material/warning:")
+    for note in res.notes:
+        st.info(note, icon=":material/info:")
+    return res
 
 
 def render_engine_settings() -> dict[str, Any]:
-    """Both engines' controls with their notices; returns the current resolutions."""
+    """Every shown engine's controls with their notices; returns their resolutions."""
     resolutions: dict[str, Any] = {}
-    with st.expander("gglib settings", expanded=True, icon=":material/repeat:"):
-        for f in state.fields_of("gglib"):
-            _control(f)
-        res = state.resolve("gglib")
-        resolutions["gglib"] = res
-        for w in res.warnings:
-            st.warning(w, icon=":material/warning:")
-        for note in pattern_notices(res.config.observation_tools):
-            st.warning(note, icon=":material/warning:")
-    with st.expander("OpenClaw settings", expanded=True, icon=":material/sync_problem:"):
-        st.caption("OpenClaw's own default is off; loopscope turns it on so you can see what it "
-                   "would do.")
-        for f in state.fields_of("openclaw"):
-            _control(f)
-        res = state.resolve("openclaw")
-        resolutions["openclaw"] = res
-        for w in res.warnings:
-            st.warning(w, icon=":material/warning:")
-        cfg = res.config
-        window = cfg.history_size
-        over = [
-            (name, value)
-            for name, value in (("warning", cfg.warning_threshold), ("block", cfg.critical_threshold),
-                                ("hard stop", cfg.global_circuit_breaker_threshold))
-            if value > window + 1
-        ]
-        if over:
-            st.info(
-                "Counts never exceed the calls remembered (" + str(window) + "), so "
-                + ", ".join(f"the {n} level ({v})" for n, v in over)
-                + " can never be reached.",
-                icon=":material/info:",
-            )
+    shown = render_engine_choice()
+    for name in shown:
+        with st.expander(f"{state.ENGINE_TITLES[name]} settings", expanded=True,
+                         icon=":material/tune:"):
+            resolutions[name] = render_engine(name)
     return resolutions
 
 

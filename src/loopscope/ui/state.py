@@ -4,19 +4,20 @@ How the pieces fit (read this before adding a page)
 ===================================================
 
 * **Every setting lives in the URL.** Each settings control is a widget whose ``key`` is its
-  query parameter (``gglib.max_repeated_batch_steps``, ``openclaw.warningThreshold``, …) and is
-  bound with ``bind="query-params"``: moving it rewrites the URL, opening a URL sets it, and a
-  value equal to the default is left out of the URL. The fields are declared once in
-  :data:`FIELDS`; the sidebar (:mod:`loopscope.ui.settings`) draws them, and
-  :func:`current_configs` turns their values into engine configurations through each engine's
-  own ``resolve_config`` (so clamping and ordering warnings are the engine's, word for word).
+  query parameter, ``<engine>.<setting name>`` (the engine's version: ``<engine>.version``), and
+  is bound with ``bind="query-params"``: moving it rewrites the URL, opening a URL sets it, and
+  a value equal to the default is left out of the URL. The controls are made from each engine's
+  settings schema (:data:`FIELDS`, :func:`fields_of`); the sidebar (:mod:`loopscope.ui.settings`)
+  draws them, and :func:`resolve` turns their values into an engine configuration through the
+  engine's own ``config`` (so clamping and ordering notes are the engine's, word for word).
   To change a setting from code (a preset, a sweep cell), call :func:`apply_settings` from a
   button's ``on_click`` callback; it writes ``st.session_state`` (bound widgets cannot be set
   through ``st.query_params``).
 
 * **The corpus** is loaded by the app script before any page runs and is available as
-  :func:`corpus` → :class:`loopscope.ui.data.Corpus` (``.sessions``, ``.report`` with per-file
-  problems, ``.prepared[engine]`` aligned with ``.sessions``, ``.fingerprint``). It is cached
+  :func:`corpus` → :class:`loopscope.corpus.Corpus` (``.sessions``, ``.report`` with per-file
+  problems, ``.fingerprint``); :func:`prepared` gives an engine's prepared sessions, aligned
+  with ``.sessions`` (made on first use). It is cached
   across reruns and browser sessions with ``st.cache_resource`` by a cheap fingerprint (paths,
   sizes, mtimes; upload digests), so a page never re-reads or re-prepares files.
 
@@ -41,8 +42,9 @@ Example (a page)::
 
     def render() -> None:
         corpus = state.corpus()
-        cfgs = state.current_configs()          # {"gglib": ConfigResolution, "openclaw": …}
-        for replay in state.replays("gglib"):   # aligned with corpus.sessions
+        cfgs = state.current_configs()          # {engine name: ConfigResolution, …}
+        for name in state.shown_engines():      # the guards the user chose to see
+            for replay in state.replays(name):  # aligned with corpus.sessions
             ...
 """
 
@@ -54,126 +56,144 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import streamlit as st
 
-from loopscope.engines import ConfigError, get_engine
-from loopscope.engines.base import ConfigResolution, SessionReplay
-from loopscope.engines.gglib.config import DEFAULT_OBSERVATION_TOOLS
+from loopscope.engines import ConfigError, SessionReplay, SettingSpec, engine_names, get_engine
+from loopscope.engines.base import ConfigResolution
 
 if TYPE_CHECKING:
-    from loopscope.ui.data import Corpus
+    from loopscope.corpus import Corpus
 
-ENGINES: tuple[str, ...] = ("gglib", "openclaw")
-ENGINE_TITLES = {"gglib": "gglib", "openclaw": "OpenClaw"}
-
-FieldKind = Literal["int", "int_or_off", "bool", "patterns"]
 OFF = "off"
+"""How "off" of an ``int_or_off`` setting is shown by its control and written in the URL."""
+
+FieldKind = Literal["int", "int_or_off", "bool", "patterns", "choice"]
+_CONTROL_KINDS: dict[str, FieldKind] = {
+    "int": "int", "int_or_off": "int_or_off", "bool": "bool", "str_list": "patterns",
+    "choice": "choice",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One engine setting as a control: its URL key, native name, plain label and range."""
+    """One engine setting as a dashboard control, made from the engine's :class:`SettingSpec`."""
 
     engine: str
-    native: str
-    """The engine's own key name (``--set`` name)."""
-    label: str
-    help: str
-    kind: FieldKind
-    default: Any
-    min: int = 1
-    max: int = 100
-    group: str = ""
+    spec: SettingSpec
 
     @property
     def key(self) -> str:
-        """The widget key, which is also the URL query parameter."""
-        return f"{self.engine}.{self.native}"
+        """The widget key, which is also the URL query parameter: ``<engine>.<setting>``."""
+        return f"{self.engine}.{self.spec.name}"
+
+    @property
+    def native(self) -> str:
+        """The upstream key (``--set`` name)."""
+        return self.spec.name
+
+    @property
+    def label(self) -> str:
+        return self.spec.label if self.spec.deployable else f"{self.spec.label} (what-if)"
+
+    @property
+    def help(self) -> str:
+        text = self.spec.help
+        if not self.spec.deployable:
+            text += ("\n\nA what-if: this value is fixed in the real guard and cannot be "
+                     "set there.")
+        return f"{text}\n\nUpstream name: `{self.spec.name}`."
+
+    @property
+    def kind(self) -> FieldKind:
+        return _CONTROL_KINDS[self.spec.kind]
+
+    @property
+    def min(self) -> int:
+        return self.spec.range[0]
+
+    @property
+    def max(self) -> int:
+        return self.spec.range[1]
+
+    @property
+    def group(self) -> str:
+        return self.spec.group
+
+    @property
+    def default(self) -> Any:
+        """The control's value for the setting's default."""
+        return to_control(self, self.spec.default)
 
 
-def _h(native: str, text: str) -> str:
-    return f"{text}\n\nUpstream name: `{native}`."
+def to_control(f: Field, value: Any) -> Any:
+    """A typed setting value as its control holds it."""
+    if f.spec.kind == "str_list":
+        return patterns_to_text(list(value))
+    if f.spec.kind == "int_or_off" and value is None:
+        return OFF
+    return value
 
 
-DEFAULT_PATTERNS_TEXT = "\n".join(DEFAULT_OBSERVATION_TOOLS)
+def from_control(f: Field, value: Any) -> Any:
+    """A control's value as the typed setting value."""
+    if f.spec.kind == "str_list":
+        return patterns_from_text(str(value))
+    if f.spec.kind == "int_or_off":
+        return None if value in (OFF, None) else int(value)
+    if f.spec.kind == "int":
+        return int(value)
+    if f.spec.kind == "bool":
+        return bool(value)
+    return value
 
-FIELDS: tuple[Field, ...] = (
-    # ---------------------------------------------------------------- gglib
-    Field("gglib", "max_repeated_batch_steps", "Repeats allowed for tools that change things",
-          _h("max_repeated_batch_steps",
-             "How many times in a row the same batch of tool calls may get the same answer "
-             "before gglib refuses. Upstream fixes it at 2; the third identical repeat is "
-             "refused. It is also the floor of the ceiling."),
-          "int", 2, 1, 100, "Repeats"),
-    Field("gglib", "max_observation_steps", "Repeats allowed for read-only tools",
-          _h("max_observation_steps",
-             "The allowance for batches whose every tool matches a read-only pattern, and the "
-             "ceiling for everything else. 'off' switches the read-only tier off: every batch is "
-             "then refused at its 3rd occurrence whatever the answers."),
-          "int_or_off", 15, 1, 100, "Repeats"),
-    Field("gglib", "max_stagnation_steps", "Identical prose replies allowed",
-          _h("max_stagnation_steps",
-             "How many times the assistant may write the exact same reply (without tool calls) "
-             "within its last 4 × this many replies."),
-          "int", 5, 1, 100, "Repeats"),
-    Field("gglib", "observation_tools", "Read-only tool patterns (one per line)",
-          _h("observation_tools",
-             "A batch is read-only when every tool name contains one of these patterns "
-             "(case-insensitive). The list replaces the defaults. Write \"\" on a line for the "
-             "empty pattern (it matches every tool)."),
-          "patterns", DEFAULT_PATTERNS_TEXT, group="Read-only tools"),
-    # ---------------------------------------------------------------- OpenClaw
-    Field("openclaw", "enabled", "Loop detection on",
-          _h("enabled",
-             "OpenClaw's own default is off; loopscope turns it on so you can see what it would "
-             "do. Off also turns off the post-compaction guard."),
-          "bool", True, group="Switches"),
-    Field("openclaw", "warningThreshold", "Warn after this many repeats",
-          _h("warningThreshold",
-             "The warning level of the repeat, polling and ping-pong detectors. OpenClaw only "
-             "logs warnings; the agent is not told."),
-          "int", 10, 1, 200, "Thresholds"),
-    Field("openclaw", "criticalThreshold", "Block after this many repeats",
-          _h("criticalThreshold",
-             "The blocking level of the repeat, polling and ping-pong detectors. Must exceed the "
-             "warning level; OpenClaw raises it otherwise."),
-          "int", 20, 1, 200, "Thresholds"),
-    Field("openclaw", "globalCircuitBreakerThreshold", "Hard stop after this many identical results",
-          _h("globalCircuitBreakerThreshold",
-             "The global circuit breaker: the same call with the same result this many times in "
-             "a row is blocked, whatever the detector switches say. Must exceed the blocking "
-             "level."),
-          "int", 30, 1, 300, "Thresholds"),
-    Field("openclaw", "unknownToolThreshold", "Block calls to a missing tool after",
-          _h("unknownToolThreshold",
-             "How many calls in a row to a tool that does not exist are blocked. It has no "
-             "switch."),
-          "int", 10, 1, 200, "Thresholds"),
-    Field("openclaw", "historySize", "Calls remembered",
-          _h("historySize",
-             "How many recent calls OpenClaw keeps to look for repeats. A threshold above this "
-             "can never be reached."),
-          "int", 30, 1, 500, "Thresholds"),
-    Field("openclaw", "detectors.genericRepeat", "Detect repeated calls",
-          _h("detectors.genericRepeat", "The same call made over and over (genericRepeat)."),
-          "bool", True, group="Switches"),
-    Field("openclaw", "detectors.knownPollNoProgress", "Detect polling without progress",
-          _h("detectors.knownPollNoProgress",
-             "A status poll (command_status, process poll/log) whose answer stops changing."),
-          "bool", True, group="Switches"),
-    Field("openclaw", "detectors.pingPong", "Detect back-and-forth between two calls",
-          _h("detectors.pingPong", "An A, B, A, B … alternation between two calls."),
-          "bool", True, group="Switches"),
-    Field("openclaw", "postCompactionGuard.windowSize", "After a compaction, stop after",
-          _h("postCompactionGuard.windowSize",
-             "After the conversation is compacted, the same call with the same result this many "
-             "times stops the run."),
-          "int", 3, 1, 100, "Thresholds"),
-)
 
+ENGINES: tuple[str, ...] = engine_names()
+"""Every engine (the registry's order)."""
+ENGINE_TITLES: dict[str, str] = {name: get_engine(name).title for name in ENGINES}
+
+
+SHOWN_KEY = "engines"
+"""The control (and URL key) listing the guards shown on the pages."""
+
+
+def shown_engines() -> list[str]:
+    """The guards the user chose to see (every engine by default), in registry order."""
+    chosen = st.session_state.get(SHOWN_KEY)
+    if not chosen:
+        return list(ENGINES)
+    return [e for e in ENGINES if e in chosen] or list(ENGINES)
+
+
+def version_key(engine: str) -> str:
+    """The control (and URL key) choosing ``engine``'s version."""
+    return f"{engine}.version"
+
+
+def current_version(engine: str) -> str:
+    """The version chosen in the sidebar (the engine's default before it is drawn)."""
+    eng = get_engine(engine)
+    value = st.session_state.get(version_key(engine), eng.default_version)
+    return value if value in eng.versions else eng.default_version
+
+
+def fields_of(engine: str, version: str | None = None) -> tuple[Field, ...]:
+    """The controls of ``engine`` at ``version`` (default: the version chosen)."""
+    eng = get_engine(engine)
+    version = version or current_version(engine)
+    return tuple(Field(engine, spec) for spec in eng.settings_for(version))
+
+
+def _all_fields() -> tuple[Field, ...]:
+    seen: dict[str, Field] = {}
+    for name in ENGINES:
+        eng = get_engine(name)
+        for version in eng.versions:
+            for spec in eng.settings_for(version):
+                seen.setdefault(f"{name}.{spec.name}", Field(name, spec))
+    return tuple(seen.values())
+
+
+FIELDS: tuple[Field, ...] = _all_fields()
+"""Every control of every engine and version."""
 FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in FIELDS}
-
-
-def fields_of(engine: str) -> tuple[Field, ...]:
-    return tuple(f for f in FIELDS if f.engine == engine)
 
 
 # --------------------------------------------------------------------------- values
@@ -185,7 +205,7 @@ def widget_value(field: Field) -> Any:
 
 
 def patterns_from_text(text: str) -> tuple[str, ...]:
-    """One pattern per line, trimmed; blank lines dropped; a line ``""`` is the empty pattern."""
+    """One entry per line, trimmed; blank lines dropped; a line ``""`` is the empty entry."""
     out: list[str] = []
     for line in (text or "").splitlines():
         item = line.strip()
@@ -199,52 +219,61 @@ def patterns_to_text(patterns: Sequence[str]) -> str:
     return "\n".join('""' if p == "" else p for p in patterns)
 
 
-def settings_inputs(engine: str, values: Mapping[str, Any] | None = None) -> tuple[
-    dict[str, Any] | None, list[tuple[str, str]]
-]:
-    """``(file_settings, overrides)`` for ``engine.resolve_config`` from control values.
+def setting_values(engine: str, values: Mapping[str, Any] | None = None,
+                   version: str | None = None) -> dict[str, Any]:
+    """Typed setting values (setting name → value) of ``engine`` from control values.
 
-    ``values`` maps widget keys to values (default: the current controls). Everything is passed
-    as ``--set`` pairs except the gglib pattern list, which goes as a settings array so that
-    patterns are kept verbatim (a comma or an empty pattern survives).
-    """
-    file_settings: dict[str, Any] | None = None
-    overrides: list[tuple[str, str]] = []
-    for f in fields_of(engine):
+    ``values`` maps widget keys to control values (default: the current controls)."""
+    out: dict[str, Any] = {}
+    for f in fields_of(engine, version):
         v = values.get(f.key, f.default) if values is not None else widget_value(f)
-        if f.kind == "patterns":
-            file_settings = {f.native: list(patterns_from_text(str(v)))}
-        elif f.kind == "bool":
-            overrides.append((f.native, "true" if v else "false"))
-        elif f.kind == "int_or_off":
-            overrides.append((f.native, "none" if v in (OFF, None) else str(int(v))))
-        else:
-            overrides.append((f.native, str(int(v))))
-    return file_settings, overrides
+        try:
+            out[f.native] = from_control(f, v)
+        except (TypeError, ValueError):
+            out[f.native] = f.spec.default
+    return out
 
 
-def resolve(engine: str, values: Mapping[str, Any] | None = None) -> ConfigResolution[Any]:
+def resolve(engine: str, values: Mapping[str, Any] | None = None,
+            version: str | None = None) -> ConfigResolution[Any]:
     """The engine's configuration from control values (the current controls by default)."""
-    file_settings, overrides = settings_inputs(engine, values)
     eng = get_engine(engine)
+    if version is None:
+        version = (values or {}).get(version_key(engine)) or current_version(engine)
     try:
-        return eng.resolve_config(file_settings, overrides, None)
+        return eng.config(setting_values(engine, values, version), version)
     except ConfigError as exc:  # a control value the engine refuses: say so, use defaults
-        return ConfigResolution(eng.default_config(), (f"{exc}; using the defaults",))
+        return ConfigResolution(eng.default_config(version), (f"{exc}; using the defaults",))
 
 
 def current_configs() -> dict[str, ConfigResolution[Any]]:
-    """``{"gglib": ConfigResolution, "openclaw": ConfigResolution}`` for the current controls."""
+    """Engine name → the configuration of the current controls."""
     return {name: resolve(name) for name in ENGINES}
 
 
 def current_values() -> dict[str, Any]:
-    """Every control's value by widget key (what a link carries)."""
-    return {f.key: widget_value(f) for f in FIELDS}
+    """Every control's value by widget key, versions included (what a link carries)."""
+    values = {f.key: widget_value(f) for f in FIELDS}
+    for name in ENGINES:
+        values[version_key(name)] = current_version(name)
+    return values
 
 
 def default_values() -> dict[str, Any]:
-    return {f.key: f.default for f in FIELDS}
+    values = {f.key: f.default for f in FIELDS}
+    for name in ENGINES:
+        values[version_key(name)] = get_engine(name).default_version
+    return values
+
+
+def control_values(engine: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Widget key → control value for typed setting values of ``engine``."""
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        f = FIELDS_BY_KEY.get(f"{engine}.{name}")
+        if f is not None:
+            out[f.key] = to_control(f, value)
+    return out
 
 
 def apply_settings(values: Mapping[str, Any]) -> None:
@@ -253,6 +282,11 @@ def apply_settings(values: Mapping[str, Any]) -> None:
     Unknown keys are ignored; integers are kept within the control's range.
     """
     for key, value in values.items():
+        engine, _, name = key.partition(".")
+        if name == "version" and engine in ENGINES:
+            if value in get_engine(engine).versions:
+                st.session_state[key] = value
+            continue
         f = FIELDS_BY_KEY.get(key)
         if f is None:
             continue
@@ -264,6 +298,8 @@ def coerce_for_control(f: Field, value: Any) -> Any:
         return bool(value)
     if f.kind == "patterns":
         return value if isinstance(value, str) else patterns_to_text(list(value))
+    if f.kind == "choice":
+        return value
     if f.kind == "int_or_off" and value in (None, OFF):
         return OFF
     return min(max(int(value), f.min), f.max)
@@ -298,7 +334,32 @@ def config_key(config: Any) -> str:
 
 def replays(engine: str) -> list[SessionReplay]:
     """One replay per session of :func:`corpus` under the current configuration of ``engine``."""
-    return replays_for(engine, current_configs()[engine].config)
+    return replays_for(engine, resolve(engine).config)
+
+
+def prepared(engine: str, config: Any = None) -> list[Any]:
+    """The corpus's prepared sessions for ``engine`` at ``config``'s version (the chosen
+    version by default); prepared on first use, then kept with the corpus."""
+    eng = get_engine(engine)
+    version = eng.version_of(config) if config is not None else current_version(engine)
+    return prepared_version(corpus(), engine, version)
+
+
+def prepared_version(c: Corpus, engine: str, version: str) -> list[Any]:
+    if c.is_prepared(engine, version):
+        return c.prepared(engine, version)
+    from loopscope.corpus import LARGE_CORPUS
+    from loopscope.ui import gc_policy
+
+    bar = st.progress(0.0, text=f"Preparing sessions for {ENGINE_TITLES[engine]}")
+    try:
+        out = c.prepared(engine, version,
+                         progress=lambda f, text: bar.progress(min(max(f, 0.0), 1.0), text=text))
+    finally:
+        bar.empty()
+    if len(c.sessions) >= LARGE_CORPUS:
+        gc_policy.freeze_loaded()  # the prepared data lives as long as the corpus
+    return out
 
 
 def replays_for(engine: str, config: Any) -> list[SessionReplay]:
@@ -319,7 +380,7 @@ def run_all(engine: str, c: Corpus, config: Any) -> list[SessionReplay]:
     """The cheap part of every replay: the state machine over prepared sessions."""
     eng = get_engine(engine)
     run: Callable[[Any, Any], SessionReplay] = eng.run
-    return [run(p, config) for p in c.prepared[engine]]
+    return [run(p, config) for p in prepared_version(c, engine, eng.version_of(config))]
 
 
 def session_index() -> dict[str, int]:

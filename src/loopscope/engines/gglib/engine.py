@@ -30,8 +30,8 @@ from loopscope.model import Session
 
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
-VERSION = "gglib"
-"""gglib is not released in versions loopscope distinguishes; one version, named after it."""
+VERSION = "latest"
+"""gglib has no releases loopscope tells apart: the engine models its newest guard."""
 
 
 @dataclass(slots=True)
@@ -42,6 +42,21 @@ class PreparedSession:
     source: str
     format: str
     messages: PreparedMessages
+
+
+def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:
+    """What an unusual read-only pattern list does: the empty pattern matches every tool and
+    short patterns catch more than expected (``read`` also matches ``thread_create``)."""
+    notes = []
+    if "" in patterns:
+        notes.append('The empty pattern "" matches every tool: every batch counts as read-only.')
+    short = [p for p in patterns if 0 < len(p) < 4]
+    if short:
+        notes.append("Short read-only patterns catch more than you may expect ("
+                     + ", ".join(short) + "; read would also match thread_create).")
+    if not patterns:
+        notes.append("No read-only patterns: every batch is treated as changing things.")
+    return tuple(notes)
 
 
 class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
@@ -88,7 +103,9 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
                         and (isinstance(value, bool) or not isinstance(value, int))):
                     spec.check(value)  # raises, naming the key
                 settings[key] = value
-        return resolve_config(settings, [], None)
+        res = resolve_config(settings, [], None)
+        return ConfigResolution(res.config, res.warnings,
+                                pattern_notes(res.config.observation_tools))
 
     def config_values(self, config: GglibConfig) -> dict[str, Any]:
         return {
@@ -178,6 +195,10 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
             CounterSeries("rescued: an answer changed",
                           batch(lambda s: s.count if s.extra.get("rescued") else None),
                           role="event", hover="rescued"),
+            CounterSeries("same answer again after other work (a cycle)",
+                          batch(lambda s: 1 if s.extra.get("identical") and s.count == 1
+                                else None),
+                          role="event", hover="a cycle, never refused"),
         ]
         if any(s.call is None and (s.count or 0) >= 2 for s in steps):
             out.append(CounterSeries("identical replies", prose(lambda s: s.count),

@@ -22,6 +22,7 @@ from loopscope.engines.openclaw.config import (
     CONFIGURABLE_VERSIONS,
     DEFAULT_VERSION,
     ENABLED_DEFAULT_NOTE,
+    ENABLED_UNSET_BANNER,
     JSON5_EXPORT_COMMENT,
     SETTINGS,
     OpenClawConfig,
@@ -35,6 +36,11 @@ from loopscope.engines.openclaw.reference import replay_session
 from loopscope.model import Session
 
 __all__ = ["ENGINE", "OpenClawEngine"]
+
+ENABLED_DEFAULTED_NOTE: Final = (
+    "OpenClaw's own default is enabled: false; loopscope replays with enabled: true (use "
+    "--set enabled=false to replay OpenClaw as shipped).")
+"""Said whenever no layer set ``enabled`` and loopscope's ``true`` applied."""
 
 VERSION_KEY: Final = "version"
 """Where a loopscope config document records the OpenClaw release (``{"openclaw": {"version":
@@ -100,6 +106,11 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
         notes.extend(config.notes)
         return config, tuple(notes)
 
+    def config(self, values: Mapping[str, Any], version: str | None = None
+               ) -> ConfigResolution[OpenClawConfig]:
+        res = super().config(values, version)
+        return ConfigResolution(res.config, res.warnings, unreachable_notes(res.config))
+
     def config_values(self, config: OpenClawConfig) -> dict[str, Any]:
         return config.settings()
 
@@ -123,7 +134,12 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
             file_settings = {k: v for k, v in file_settings.items() if k != VERSION_KEY}
         version = self.check_version(version)
         config, warnings = build_config(file_settings, overrides, agent, version)
-        return ConfigResolution(config, tuple(warnings))
+        notes: tuple[str, ...] = ()
+        if config.enabled_defaulted:
+            notes = (ENABLED_DEFAULTED_NOTE,)
+            if file_settings is not None:
+                notes = (ENABLED_UNSET_BANNER, *notes)
+        return ConfigResolution(config, tuple(warnings), notes)
 
     def settings_from_document(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """A loopscope document's ``openclaw`` part, an OpenClaw config (``tools`` /
@@ -191,15 +207,28 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
         return guide_examples()
 
 
+def unreachable_notes(config: OpenClawConfig) -> tuple[str, ...]:
+    """Levels above the history window can never be reached: counts never exceed the calls
+    remembered."""
+    r = config.resolved
+    over = [(name, value) for name, value in (
+        ("warning", r.warning_threshold), ("block", r.critical_threshold),
+        ("hard stop", r.global_circuit_breaker_threshold)) if value > r.history_size + 1]
+    if not over:
+        return ()
+    return ("Counts never exceed the calls remembered (" + str(r.history_size) + "), so "
+            + ", ".join(f"the {n} level ({v})" for n, v in over) + " can never be reached.",)
+
+
 def loop_detection_json5(block: Mapping[str, Any], version: str = DEFAULT_VERSION) -> str:
     """``{tools: {loopDetection: {...}}}`` as JSON5 text, ready to paste into ``openclaw.json``.
 
     ``enabled`` comes first and is always written, with a comment: OpenClaw's own default is
     false and loopscope replays with true.
     """
-    block = copy.deepcopy(dict(block))
-    enabled = block.pop("enabled", True)
-    block = {"enabled": True if enabled is None else bool(enabled), **block}
+    data = copy.deepcopy(dict(block))
+    enabled = data.pop("enabled", True)
+    data = {"enabled": True if enabled is None else bool(enabled), **data}
     lines = [
         f"// OpenClaw {version} tool-loop detection settings, exported by loopscope.",
         "// Paste into your OpenClaw config (openclaw.json).",
@@ -207,7 +236,7 @@ def loop_detection_json5(block: Mapping[str, Any], version: str = DEFAULT_VERSIO
         "  tools: {",
         "    loopDetection: {",
     ]
-    for key, value in block.items():
+    for key, value in data.items():
         if key == "enabled":
             lines.append(f"      {JSON5_EXPORT_COMMENT}")
         lines.append(f"      {_json5_key(key)}: {_json5_value(value, indent=6)},")

@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.engines.base import FirstRefusal
+from loopscope.engines import FirstRefusal
 from loopscope.experiments.compare import CompareResult, compare_replays
 from loopscope.experiments.metrics import compute_metrics
 from loopscope.ui import labelling, metrics_panel, state, views
@@ -85,8 +85,8 @@ def _controls(side: str, engine: str) -> None:
 def _where(fr: FirstRefusal | None) -> str:
     if fr is None:
         return "not refused"
-    call = f", call {fr.call}" if fr.call is not None else ""
-    return f"turn {fr.turn}{call} · {fr.detector}"
+    call = f", call {fr.call + 1}" if fr.call is not None else ""
+    return f"turn {fr.turn + 1}{call} · {views.detector_title(fr.detector)}"
 
 
 def render() -> None:
@@ -95,10 +95,13 @@ def render() -> None:
     if not corpus.sessions:
         st.info("No sessions are loaded.")
         return
+    engines = state.shown_engines()
     engine = st.segmented_control(
-        "Engine", state.ENGINES, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
-        default=state.ENGINES[0], bind="query-params",
-    ) or state.ENGINES[0]
+        "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        default=engines[0], bind="query-params",
+    ) or engines[0]
+    if engine not in engines:
+        engine = engines[0]
     st.caption(
         "A and B start from the settings in the sidebar. Change either side below; the list "
         "shows every session whose first refusal differs."

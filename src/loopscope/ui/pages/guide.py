@@ -1,116 +1,127 @@
-"""Guide: each detector in plain words, with a tiny worked example replayed live by the real
-engine (so the table below each example is what the engine says, not a drawing of it)."""
+"""Guide: each detector of each guard in plain words, with a tiny worked example replayed live
+by the real engine (so the table below each example is what the engine says, not a drawing of
+it). Everything on this page comes from the engines: their summaries, detectors and examples."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from loopscope.engines import get_engine
-from loopscope.model import Session
-from loopscope.ui import charts, explain_view, guide_examples, state, views
+from loopscope.engines import GuideExample, get_engine
+from loopscope.ui import charts, explain_view, state, views
 
 
 @st.cache_resource(show_spinner=False)
-def example_sessions() -> dict[str, Session]:
-    """Each example written to a private temporary file and loaded by the real importer."""
-    from loopscope.formats import load_file
-
-    folder = tempfile.mkdtemp(prefix="loopscope-guide-")
-    out: dict[str, Session] = {}
-    for ex in guide_examples.EXAMPLES:
-        path = os.path.join(folder, f"{ex.key}.jsonl")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(guide_examples.session_jsonl(ex))
-        out[ex.key] = load_file(path).sessions[0]
-    return out
+def examples(name: str) -> tuple[GuideExample, ...]:
+    """An engine's worked examples (built once per server)."""
+    return get_engine(name).guide_examples()
 
 
-def _config(ex: guide_examples.Example) -> Any:
-    values = state.default_values()
-    values.update(ex.settings)
-    return state.resolve(ex.engine, values).config
-
-
-def _settings_text(ex: guide_examples.Example) -> str:
-    if not ex.settings:
+def _settings_text(name: str, ex: GuideExample) -> str:
+    if not ex.values:
         return "Settings: the upstream defaults."
+    engine = get_engine(name)
+    specs = {s.name: s for s in engine.settings_for(ex.version)}
     parts = []
-    for key, value in ex.settings.items():
-        f = state.FIELDS_BY_KEY[key]
-        parts.append(f"{f.label} = **{value}** (`{f.native}`)")
+    for key, value in ex.values.items():
+        spec = specs[key]
+        parts.append(f"{spec.label} = **{spec.format(value)}** (`{key}`)")
     return "Settings for this example: " + "; ".join(parts) + "."
 
 
-def _example(ex: guide_examples.Example, session: Session) -> None:
-    engine = get_engine(ex.engine)
-    config = _config(ex)
+def _example(name: str, n: int, ex: GuideExample) -> None:
+    engine = get_engine(name)
+    config = engine.config(dict(ex.values), ex.version).config
+    session = ex.session
     replay = engine.replay(session, config)
-    st.markdown(ex.what)
-    st.markdown(f"*Example:* {ex.story} {_settings_text(ex)}")
+    st.markdown(ex.text)
+    st.markdown(f"*Example:* {ex.story} {_settings_text(name, ex)}")
     infos = views.call_infos(session)
     rows = []
     for s in replay.steps:
         call = infos[s.call] if s.call is not None and s.call < len(infos) else None
         rows.append({
-            "turn": s.turn,
-            "call": s.call,
+            "turn": s.turn + 1,
+            "call": s.call + 1 if s.call is not None else None,
             "tool": call.tool if call else "(reply without tools)",
             "input": call.args if call else "",
             "answer": call.answer if call else "",
             "verdict": views.verdict_word(s),
-            "detector": s.detector or "",
+            "detector": views.detector_title(s.detector),
             "count": s.count,
         })
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     first = next((s for s in replay.steps if s.verdict == "refuse"), None)
     if first is not None:
-        explained = (explain_view.gglib_explained if ex.engine == "gglib"
-                     else explain_view.openclaw_explained)(first, replay.steps, config)
-        st.error(f"**Refused at turn {first.turn}:** {explained.headline}", icon=":material/block:")
+        e = explain_view.explained(name, first, replay, config)
+        st.error(f"**Refused at turn {first.turn + 1}:** {e.headline}", icon=":material/block:")
     else:
-        st.success("Never refused.", icon=":material/check:")
+        warn = next((s for s in replay.steps if s.verdict == "warn"), None)
+        if warn is not None:
+            e = explain_view.explained(name, warn, replay, config)
+            st.warning(f"**Warned at turn {warn.turn + 1}:** {e.headline}",
+                       icon=":material/warning:")
+        else:
+            st.success("Never refused.", icon=":material/check:")
     with st.expander("Timeline"):
+        prepared = engine.prepare(session, ex.version)
         fig = charts.session_figure(
-            replay, infos,
-            thresholds=None if ex.engine == "gglib" else {
-                "warning": config.warning_threshold, "critical": config.critical_threshold,
-                "breaker": config.global_circuit_breaker_threshold},
-            history_size=None if ex.engine == "gglib" else config.history_size,
+            replay, infos, counters=engine.counters(prepared, replay, config),
             compactions=views.event_positions(session)[1],
         )
-        st.plotly_chart(fig, key=f"guide_{ex.key}", theme=None, config={"displaylogo": False})
+        st.plotly_chart(fig, key=f"guide_{name}_{n}", theme=None,
+                        config={"displaylogo": False})
 
 
 def render() -> None:
-    st.title("Guide: how the two guards decide", anchor=False)
+    engines = state.shown_engines()
+    st.title("Guide: how the guards decide", anchor=False)
     st.markdown(
         "loopscope replays every recorded tool call as though it ran and asks each guard what "
         "it would have said at that moment. The first refusal is the **point of divergence**: "
         "what follows would not have happened as recorded, so it is shaded on the timelines.\n\n"
-        "- **gglib** looks at each assistant turn's *batch* of tool calls and at replies without "
-        "tools. It never warns: a step passes or is refused.\n"
-        "- **OpenClaw** looks at each tool call against a rolling history of recent calls. It "
-        "*warns* (only in its logs) and then *blocks* (the agent gets a refusal instead of the "
-        "tool's answer). OpenClaw's own default is off; loopscope turns it on so you can see "
-        "what it would do.\n\n"
-        "Each example below is a tiny session replayed live by the same engine the dashboard "
-        "uses."
+        + "\n".join(f"- **{get_engine(n).title}** — {get_engine(n).summary}" for n in engines)
+        + "\n\nEach example below is a tiny session replayed live by the same engine the "
+        "dashboard uses."
     )
-    sessions = example_sessions()
-    tabs = st.tabs(["gglib", "OpenClaw"])
-    for tab, engine in zip(tabs, ("gglib", "openclaw"), strict=True):
+    tabs = st.tabs([state.ENGINE_TITLES[n] for n in engines])
+    for tab, name in zip(tabs, engines, strict=True):
         with tab:
-            for ex in guide_examples.EXAMPLES:
-                if ex.engine != engine:
-                    continue
+            engine = get_engine(name)
+            for note in engine.notes:
+                st.info(note, icon=":material/info:")
+            st.markdown("**Detectors**\n\n" + "\n".join(
+                f"- **{d.label}** (`{d.id}`)" + (f": {d.description}" if d.description else "")
+                for d in engine.detectors))
+            for n, ex in enumerate(examples(name)):
+                title = views.detector_title(ex.detector)
                 st.header(ex.title, anchor=False)
-                _example(ex, sessions[ex.key])
+                st.caption(f"Detector: {title}")
+                _example(name, n, ex)
                 st.divider()
+            _settings_table(name)
+
+
+def _settings_table(name: str) -> None:
+    """Every setting of the engine, from its schema."""
+    engine = get_engine(name)
+    st.subheader("Settings", anchor=False)
+    for version in engine.versions:
+        if len(engine.versions) > 1:
+            st.markdown(f"**{engine.title} {version}**")
+        rows: list[dict[str, Any]] = []
+        for spec in engine.settings_for(version):
+            rows.append({
+                "setting": spec.label,
+                "upstream name": spec.name,
+                "default": (", ".join(spec.default) if spec.kind == "str_list"
+                            else spec.format(spec.default)),
+                "settable upstream": "yes" if spec.deployable else "no (what-if)",
+                "what it does": spec.help,
+            })
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

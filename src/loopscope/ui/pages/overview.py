@@ -1,4 +1,4 @@
-"""Overview: where refusals land across every loaded session, for both engines."""
+"""Overview: where refusals land across every loaded session, for every guard shown."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import streamlit as st
 
 from loopscope.ui import charts, state, views
 
-VIEW_OPTIONS = {"both": "Both engines", "gglib": "gglib", "openclaw": "OpenClaw"}
+ALL = "all"
 ROW_LIMITS: list[int | str] = [25, 50, 100, 200, 500, 1000, "all"]
 # Drawing is the browser's cost (SVG: ~1 s per 10,000 markers in headless Chromium), so the
 # timeline starts with the first 50 sessions in the chosen order; the table shows them all.
@@ -24,34 +24,34 @@ def render() -> None:
         st.info("No sessions are loaded. Pick a data source in the sidebar; problems are listed "
                 "under *Import report*.")
         return
-    results = {name: state.replays(name) for name in state.ENGINES}
+    results = {name: state.replays(name) for name in state.shown_engines()}
     _summary(corpus, results)
     _timelines(corpus, results)
     _table(corpus, results)
 
 
 def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
-    cols = st.columns(5)
+    cols = st.columns(1 + len(results))
     cols[0].metric("Sessions", len(corpus.sessions))
-    for i, name in enumerate(state.ENGINES):
-        reps = results[name]
+    for i, (name, reps) in enumerate(results.items()):
         refused = sum(1 for r in reps if r.refused)
         warned = sum(1 for r in reps if r.warned)
-        cols[1 + 2 * i].metric(f"{state.ENGINE_TITLES[name]}: sessions refused", refused,
-                               help="Sessions where the guard would have blocked a call at least once.")
-        cols[2 + 2 * i].metric(f"{state.ENGINE_TITLES[name]}: sessions warned", warned,
-                               help="Sessions with at least one warning (OpenClaw only logs these; "
-                               "gglib never warns).")
+        cols[1 + i].metric(
+            f"{state.ENGINE_TITLES[name]}: refused", refused,
+            help="Sessions where the guard would have blocked a call at least once.")
+        cols[1 + i].caption(f"{warned} with warnings")
 
 
 @st.fragment
 def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
     c1, c2, c3 = st.columns([1, 1, 0.6])
     with c1:
+        options = [ALL, *results]
         view = st.segmented_control(
-            "Show", options=list(VIEW_OPTIONS), format_func=lambda k: VIEW_OPTIONS[k],
-            default="both", key="view", bind="query-params", required=True,
-            help="Which engine's timeline to show.",
+            "Show", options=options,
+            format_func=lambda k: "Every guard" if k == ALL else state.ENGINE_TITLES[k],
+            default=ALL, key="view", bind="query-params", required=True,
+            help="Which guard's timeline to show: one column per guard, the same rows.",
         )
     with c2:
         sort = st.selectbox(
@@ -67,7 +67,7 @@ def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
             help="The timeline shows the first sessions in the chosen order; the table below and "
             "the counts above always cover every session.",
         )
-    engines = list(state.ENGINES) if view in (None, "both") else [str(view)]
+    engines = list(results) if view in (None, ALL) or view not in results else [str(view)]
     st.caption(
         "One row per session; x is the tool call. Markers: filled = refused, hollow = warned; "
         "each detector has its own shape and colour. A line after a marker: the same verdict "
@@ -120,7 +120,7 @@ def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
         "turns": [len(s.turns) for s in sessions],
         "label": [LABEL_TEXT.get(label or "", "") for label in views.session_labels(corpus)],
     }
-    for name in state.ENGINES:
+    for name in results:
         title = state.ENGINE_TITLES[name]
         columns[f"{title} first refusal"] = [_refusal_text(r.first_refusal) for r in results[name]]
         columns[f"{title} warnings"] = [r.warning_count for r in results[name]]
@@ -138,8 +138,9 @@ def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
 def _refusal_text(first: Any) -> str:
     if first is None:
         return ""
-    return f"call {first.call} · {first.detector}" if first.call is not None else (
-        f"turn {first.turn} · {first.detector}")
+    what = views.detector_title(first.detector)
+    return f"call {first.call + 1} · {what}" if first.call is not None else (
+        f"turn {first.turn + 1} · {what}")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -1,5 +1,6 @@
-"""Session detail: both engines on one session, each tool on its own lane, counts against
-thresholds, every refusal and warning explained, and the transcript opened at the chosen turn."""
+"""Session detail: every shown guard on one session, aligned on the same calls, each tool on
+its own lane, counts against thresholds, every refusal and warning explained, and the
+transcript opened at the chosen turn."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.engines.base import SessionReplay
+from loopscope.engines import SessionReplay, get_engine
 from loopscope.model import Session, escape_for_display
 from loopscope.ui import charts, explain_view, labelling, state, views
 
-LAYOUTS = {"side": "Side by side", "stacked": "Stacked (aligned calls)"}
+LAYOUTS = {"stacked": "Stacked (aligned calls)", "side": "Side by side"}
 SESSION_KEY = "session"
 TURN_KEY = "turn"
 
@@ -80,13 +81,15 @@ def _body() -> None:
     idx = sources.index(source) if source in sources else 0
     session = corpus.sessions[idx]
     configs = state.current_configs()
-    replays = {name: state.replays(name)[idx] for name in state.ENGINES}
+    engines = state.shown_engines()
+    replays = {name: state.replays(name)[idx] for name in engines}
 
     with top[1]:
         layout = st.segmented_control(
-            "Layout", options=list(LAYOUTS), format_func=lambda k: LAYOUTS[k], default="side",
+            "Layout", options=list(LAYOUTS), format_func=lambda k: LAYOUTS[k], default="stacked",
             key="layout", bind="query-params", required=True,
-            help="Side by side: one chart per engine. Stacked: the two charts share the call axis.",
+            help="Stacked: every guard's chart shares the call axis. Side by side: two charts "
+            "per row.",
         )
     n_turns = len(session.turns)
     if n_turns and (not isinstance(st.session_state.get(TURN_KEY), int)
@@ -120,25 +123,28 @@ def _body() -> None:
 
     breaks, compactions = views.event_positions(session)
     infos = views.call_infos(session)
-    figs = {name: _figure(name, replays[name], infos, configs[name].config, breaks, compactions, turn)
-            for name in state.ENGINES}
+    figs = {name: _figure(name, idx, replays[name], infos, configs[name].config, breaks,
+                          compactions, turn)
+            for name in engines}
 
     if layout == "stacked":
         left, right = st.columns([3, 2])
         with left:
-            for name in state.ENGINES:
+            for name in engines:
                 _chart(name, figs[name], session.source, replays[name])
         with right:
             _transcript(session, replays, turn)
-        _explanations(session, replays, configs, label)
     else:
-        cols = st.columns([2, 2, 1.6])
-        for col, name in zip(cols[:2], state.ENGINES, strict=True):
-            with col:
-                _chart(name, figs[name], session.source, replays[name])
-        with cols[2]:
+        left, right = st.columns([4, 1.6])
+        with left:
+            for k in range(0, len(engines), 2):
+                cols = st.columns(2)
+                for col, name in zip(cols, engines[k:k + 2], strict=False):
+                    with col:
+                        _chart(name, figs[name], session.source, replays[name])
+        with right:
             _transcript(session, replays, turn)
-        _explanations(session, replays, configs, label)
+    _explanations(session, replays, configs, label)
 
 
 def _default_turn(replays: dict[str, SessionReplay]) -> int:
@@ -160,21 +166,17 @@ def _jump_options(replays: dict[str, SessionReplay]) -> dict[str, int]:
 
 
 def _figure(
-    name: str, replay: SessionReplay, infos: list[charts.CallInfo], config: Any,
+    name: str, idx: int, replay: SessionReplay, infos: list[charts.CallInfo], config: Any,
     breaks: list[float], compactions: list[float], turn: int | None,
 ) -> Any:
     selected = None
     if turn is not None:
         selected = next((i for i, s in enumerate(replay.steps) if s.turn == turn), None)
-    thresholds = None
-    history = None
-    if name == "openclaw":
-        thresholds = {"warning": config.warning_threshold, "critical": config.critical_threshold,
-                      "breaker": config.global_circuit_breaker_threshold}
-        history = config.history_size
+    engine = get_engine(name)
+    counters = engine.counters(state.prepared(name, config)[idx], replay, config)
     return charts.session_figure(
-        replay, infos, thresholds=thresholds, history_size=history, breaks=breaks,
-        compactions=compactions, selected_step=selected, title=state.ENGINE_TITLES[name],
+        replay, infos, counters=counters, breaks=breaks, compactions=compactions,
+        selected_step=selected, title=state.ENGINE_TITLES[name],
     )
 
 
@@ -205,10 +207,11 @@ def _explanations(
     session: Session, replays: dict[str, SessionReplay], configs: dict[str, Any], label: str | None
 ) -> None:
     st.header("Why", anchor=False)
-    cols = st.columns(2)
     corpus = state.corpus()
     idx = state.session_index()[session.source]
-    for col, name in zip(cols, state.ENGINES, strict=True):
+    names = list(replays)
+    cols = st.columns(min(len(names), 2)) * ((len(names) + 1) // 2)
+    for col, name in zip(cols, names, strict=False):
         with col:
             st.subheader(state.ENGINE_TITLES[name], anchor=False)
             try:
@@ -217,7 +220,7 @@ def _explanations(
                     session,
                     replays[name],
                     configs[name],
-                    corpus.prepared[name][idx],
+                    state.prepared(name, configs[name].config)[idx],
                     label=label,
                     from_turn=views.label_from_turn(corpus, session.source),
                 )

@@ -23,7 +23,7 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, metrics_panel, state
+from loopscope.ui import labelling, metrics_panel, state, views
 
 ENGINE_KEY = "sweep.engine"
 RESULT_KEY = "_sweep_result"
@@ -84,11 +84,12 @@ def _axis_inputs(engine: str, which: str, fields: list[state.Field], exclude: st
 def run_grid(engine: str, axes: list[Axis], progress: Any = None) -> SweepResult:
     """The sweep over the loaded corpus: prepared sessions, base = the sidebar's settings."""
     corpus = state.corpus()
-    file_settings, overrides = state.settings_inputs(engine)
-    cells = build_cells(engine, axes, file_settings, overrides)
+    version = state.current_version(engine)
+    cells = build_cells(engine, axes, version=version,
+                        base_values=state.setting_values(engine, version=version))
     return sweep_prepared(
         engine,
-        corpus.prepared[engine],
+        state.prepared(engine, cells[0].config if cells else None),
         [len(s.turns) for s in corpus.sessions],
         cells,
         labelling.current_labels(corpus),
@@ -222,10 +223,11 @@ def render() -> None:
     metrics_panel.render(key="sweep.metrics")
     with st.expander("Label sessions", expanded=not labelling.current_labels(corpus)):
         refusals = {}
-        for name in state.ENGINES:
+        for name in state.shown_engines():
             refusals[f"{state.ENGINE_TITLES[name]} first refusal"] = [
                 "" if r.first_refusal is None
-                else f"turn {r.first_refusal.turn} · {r.first_refusal.detector}"
+                else (f"turn {r.first_refusal.turn + 1} · "
+                      f"{views.detector_title(r.first_refusal.detector)}")
                 for r in state.replays(name)
             ]
         labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
@@ -234,10 +236,16 @@ def render() -> None:
             st.warning(p.text())
 
     st.subheader("Sweep two settings", anchor=False)
+    engines = [e for e in state.shown_engines() if sweepable(e)]
+    if not engines:
+        st.info("None of the guards shown has a numeric setting to sweep.")
+        return
     engine = st.segmented_control(
-        "Engine", state.ENGINES, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
-        default=state.ENGINES[0],
-    ) or state.ENGINES[0]
+        "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        default=engines[0],
+    ) or engines[0]
+    if engine not in engines:
+        engine = engines[0]
     fields = sweepable(engine)
     c1, c2 = st.columns(2)
     with c1:

@@ -1,0 +1,356 @@
+"""Advice that tells the truth: the smallest setting change that alters a verdict, found by
+re-running the session, for any engine.
+
+The search knows nothing about any engine's rules: it walks each setting of the engine's
+schema outward from its current value (nearest first, both directions, within the setting's
+bounds), flips each switch, and tries the multi-setting candidates the engine's explainer
+suggests — re-running the prepared session for each candidate and keeping those that reach the
+goal. Each change reports what it does to this session (never refused, or refused later at
+call N), and :func:`corpus_effect` what it does to every other loaded session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loopscope.engines import ConfigError, FirstRefusal, SessionReplay, SettingSpec, Step
+from loopscope.engines.contract import Engine
+
+__all__ = [
+    "CorpusEffect",
+    "SettingChange",
+    "corpus_effect",
+    "describe_outcome",
+    "smallest_changes",
+]
+
+Goal = Literal["pass", "refuse"]
+
+MAX_RUNS_PER_SETTING = 400
+"""A bound on re-runs per setting (a setting whose whole range is this wide is searched only
+this far from its current value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SettingChange:
+    """A configuration that reaches the goal, verified by a re-run of the session."""
+
+    changes: tuple[tuple[str, Any, Any], ...]
+    """``(setting, from, to)`` for every setting changed."""
+    values: Mapping[str, Any]
+    """Every setting's value after the change (feed to ``engine.config``)."""
+    config: Any
+    first_refusal: FirstRefusal | None
+    """The session's first refusal after the change."""
+    effect: str
+    """What the change does to this session, in plain words."""
+    description: str
+    """The change in plain words ("raise Repeats allowed for tools that change things from 2
+    to 3")."""
+    notes: tuple[str, ...] = ()
+    """The engine's notes on the new configuration (clamps, hypothetical values)."""
+    deployable: bool = True
+    """False when a changed setting cannot be set in the real guard (a what-if)."""
+
+    @property
+    def setting(self) -> str:
+        return self.changes[0][0]
+
+    @property
+    def from_value(self) -> Any:
+        return self.changes[0][1]
+
+    @property
+    def to_value(self) -> Any:
+        return self.changes[0][2]
+
+    def set_args(self, specs: Sequence[SettingSpec]) -> list[str]:
+        """``KEY=VALUE`` for ``--set``."""
+        by_name = {s.name: s for s in specs}
+        return [f"{name}={by_name[name].format(to)}" for name, _, to in self.changes]
+
+
+def describe_outcome(first: FirstRefusal | None, before: FirstRefusal | None = None) -> str:
+    """What a configuration does to a session, relative to its first refusal ``before``."""
+    if first is None:
+        return "the session is never refused"
+    where = _where(first)
+    if before is None:
+        return f"the session is first refused at {where}"
+    if (first.turn, first.call) == (before.turn, before.call):
+        return f"the session is still first refused at {where}"
+    later = (first.call if first.call is not None else -1, first.turn) > (
+        before.call if before.call is not None else -1, before.turn)
+    return f"the session is first refused {'later' if later else 'earlier'}, at {where}"
+
+
+def _where(first: FirstRefusal) -> str:
+    if first.call is not None:
+        return f"call {first.call + 1} (turn {first.turn + 1})"
+    return f"turn {first.turn + 1}"
+
+
+def _word(spec: SettingSpec, value: Any) -> str:
+    if spec.kind == "bool":
+        return "on" if value else "off"
+    if value is None:
+        return "off"
+    if spec.kind == "str_list":
+        return ", ".join(value) or "(none)"
+    return str(value)
+
+
+def _describe(changes: Sequence[tuple[str, Any, Any]], specs: Mapping[str, SettingSpec]) -> str:
+    parts = []
+    for name, before, after in changes:
+        spec = specs[name]
+        if spec.kind == "bool":
+            parts.append(f"turn {'on' if after else 'off'} “{spec.label}”")
+        elif spec.kind == "str_list":
+            added = [v for v in after if v not in before]
+            removed = [v for v in before if v not in after]
+            bits = []
+            if added:
+                bits.append("add " + ", ".join(added))
+            if removed:
+                bits.append("remove " + ", ".join(removed))
+            parts.append(f"{' and '.join(bits) or 'change'} in “{spec.label}”")
+        elif after is None:
+            parts.append(f"switch “{spec.label}” off")
+        elif before is None:
+            parts.append(f"switch “{spec.label}” on at {after}")
+        else:
+            verb = "raise" if after > before else "lower"
+            parts.append(f"{verb} “{spec.label}” from {before} to {after}")
+    return " and ".join(parts)
+
+
+def _int_candidates(spec: SettingSpec, current: int) -> Iterator[int]:
+    """Values nearest to ``current`` first, alternating up and down, within the bounds."""
+    lo, hi = spec.range
+    lo = spec.min if spec.min is not None else min(lo, current)
+    hi = max(hi, current) * 2
+    if spec.max is not None:
+        hi = min(hi, spec.max)
+    for d in range(1, MAX_RUNS_PER_SETTING):
+        up, down = current + d, current - d
+        if up > hi and down < lo:
+            return
+        if up <= hi:
+            yield up
+        if down >= lo:
+            yield down
+
+
+def _candidates(spec: SettingSpec, current: Any) -> Iterator[Any]:
+    if spec.kind == "bool":
+        yield not current
+    elif spec.kind == "int":
+        yield from _int_candidates(spec, int(current))
+    elif spec.kind == "int_or_off":
+        if current is None:
+            yield from _int_candidates(spec, spec.range[1])
+        else:
+            yield from _int_candidates(spec, int(current))
+            yield None
+
+
+def _verdict_at(replay: SessionReplay, target: Step) -> str:
+    """The verdict of the step at ``target``'s turn and call (read from the markers, so no
+    step is built)."""
+    for m in replay.markers:
+        if m.turn == target.turn and m.call == target.call:
+            return m.verdict
+    return "pass"
+
+
+def smallest_changes(
+    engine: Engine[Any, Any],
+    prepared: Any,
+    config: Any,
+    target: Step | None = None,
+    goal: Goal = "pass",
+    *,
+    include_what_ifs: bool = False,
+    limit: int = 6,
+) -> list[SettingChange]:
+    """The smallest verified changes under which ``target`` reaches ``goal``.
+
+    ``goal="pass"``: a refused ``target`` (default: the first refusal) is no longer refused, a
+    warned one passes silently. ``goal="refuse"``: ``target`` (required) is refused — to catch
+    a loop that was missed. One change per setting (the nearest value that works), then the
+    engine's multi-setting candidates; changes of real settings first, fewest settings, nearest
+    values.
+    """
+    version = engine.version_of(config)
+    specs = {s.name: s for s in engine.settings_for(version)}
+    values = dict(engine.values(config))
+    replay = engine.run(prepared, config)
+    if target is None:
+        if goal != "pass":
+            raise ValueError("a target step is needed to catch a missed loop")
+        target = next((s for s in replay.steps if s.verdict == "refuse"), None)
+        if target is None:
+            return []
+    if goal == "pass" and target.verdict == "pass":
+        return []
+    if goal == "refuse" and target.verdict == "refuse":
+        return []
+    wanted_pass = target.verdict == "refuse"
+
+    def reached(rerun: SessionReplay) -> bool:
+        verdict = _verdict_at(rerun, target)
+        if goal == "refuse":
+            return verdict == "refuse"
+        return verdict != "refuse" if wanted_pass else verdict == "pass"
+
+    tried: dict[tuple[Any, ...], tuple[bool, Any, SessionReplay | None, tuple[str, ...]]] = {}
+
+    def attempt(candidate: Mapping[str, Any]) -> tuple[bool, Any, SessionReplay | None,
+                                                        tuple[str, ...]]:
+        key = tuple(sorted((k, _hashable(v)) for k, v in candidate.items()))
+        if key not in tried:
+            try:
+                res = engine.config(candidate, version)
+            except ConfigError:
+                tried[key] = (False, None, None, ())
+            else:
+                rerun = engine.run(prepared, res.config)
+                tried[key] = (reached(rerun), res.config, rerun, res.warnings)
+        return tried[key]
+
+    explanation = engine.explainer.explain_step(target, replay, config)
+    order = [n for n in explanation.levers if n in specs]
+    order += [n for n in specs if n not in order]
+    found: list[SettingChange] = []
+
+    def keep(candidate: Mapping[str, Any], result: tuple[bool, Any, SessionReplay | None,
+                                                         tuple[str, ...]]) -> None:
+        _, cfg, rerun, notes = result
+        assert rerun is not None
+        changed = tuple((n, values.get(n), candidate[n]) for n in candidate
+                        if candidate[n] != values.get(n))
+        if not changed:
+            return
+        found.append(SettingChange(
+            changed, dict(candidate), cfg, rerun.first_refusal,
+            describe_outcome(rerun.first_refusal, replay.first_refusal),
+            _describe(changed, specs), notes,
+            all(specs[n].deployable for n, _, _ in changed)))
+
+    for name in order:
+        spec = specs[name]
+        if not spec.deployable and not include_what_ifs:
+            continue
+        for value in _candidates(spec, values.get(name)):
+            candidate = {**values, name: value}
+            result = attempt(candidate)
+            if result[0]:
+                keep(candidate, result)
+                break
+    for extra in engine.explainer.extra_changes(target, replay, config, goal):
+        candidate = {**values, **extra}
+        if any(k not in specs or (not specs[k].deployable and not include_what_ifs)
+               for k in extra):
+            continue
+        if any({k for k, _, _ in c.changes} <= set(extra) for c in found):
+            continue  # a smaller change already does it
+        result = attempt(candidate)
+        if result[0]:
+            keep(candidate, result)
+
+    def size(c: SettingChange) -> tuple[Any, ...]:
+        distance = 0.0
+        for _name, before, after in c.changes:
+            if isinstance(before, int) and isinstance(after, int) and not isinstance(after, bool):
+                distance += abs(after - before) / max(abs(before), 1)
+            else:
+                distance += 1.0
+        return (not c.deployable, len(c.changes), distance)
+
+    found.sort(key=size)
+    return found[:limit]
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return value
+
+
+# --------------------------------------------------------------------------- side effects
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusEffect:
+    """What a configuration change does to every loaded session."""
+
+    newly_refused: tuple[int, ...] = ()
+    """Positions of sessions refused after the change and not before."""
+    no_longer_refused: tuple[int, ...] = ()
+    moved: tuple[int, ...] = ()
+    """Refused before and after, at a different first refusal."""
+    loops_no_longer_caught: tuple[int, ...] = ()
+    """Labelled loops refused before and not after."""
+    loops_newly_caught: tuple[int, ...] = ()
+    good_newly_refused: tuple[int, ...] = ()
+    """Sessions labelled good work refused after the change and not before."""
+    good_no_longer_refused: tuple[int, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.newly_refused or self.no_longer_refused or self.moved)
+
+    def summary(self) -> str:
+        """"3 newly refused · 2 no longer refused · 1 loop missed" (empty parts left out)."""
+        parts = []
+        if self.newly_refused:
+            parts.append(f"{len(self.newly_refused)} newly refused")
+        if self.no_longer_refused:
+            parts.append(f"{len(self.no_longer_refused)} no longer refused")
+        if self.moved:
+            parts.append(f"{len(self.moved)} refused at another point")
+        if self.loops_no_longer_caught:
+            n = len(self.loops_no_longer_caught)
+            parts.append(f"{n} labelled loop{'s' if n != 1 else ''} no longer caught")
+        if self.good_newly_refused:
+            n = len(self.good_newly_refused)
+            parts.append(f"{n} good session{'s' if n != 1 else ''} newly refused")
+        if self.loops_newly_caught:
+            n = len(self.loops_newly_caught)
+            parts.append(f"{n} labelled loop{'s' if n != 1 else ''} newly caught")
+        return " · ".join(parts) if parts else "no session changes"
+
+
+def corpus_effect(
+    before: Sequence[FirstRefusal | None],
+    after: Sequence[FirstRefusal | None],
+    labels: Sequence[str | None] = (),
+) -> CorpusEffect:
+    """Compare two configurations' first refusals session by session (same order);
+    ``labels[i]`` is ``"loop"``, ``"ok"`` or ``None``."""
+    def lab(i: int) -> str | None:
+        return labels[i] if i < len(labels) else None
+
+    newly, gone, moved, lost, caught, good_new, good_gone = [], [], [], [], [], [], []
+    for i, (a, b) in enumerate(zip(before, after, strict=True)):
+        if a is None and b is not None:
+            newly.append(i)
+            if lab(i) == "loop":
+                caught.append(i)
+            elif lab(i) == "ok":
+                good_new.append(i)
+        elif a is not None and b is None:
+            gone.append(i)
+            if lab(i) == "loop":
+                lost.append(i)
+            elif lab(i) == "ok":
+                good_gone.append(i)
+        elif a is not None and b is not None and (a.turn, a.call, a.detector) != (
+                b.turn, b.call, b.detector):
+            moved.append(i)
+    return CorpusEffect(tuple(newly), tuple(gone), tuple(moved), tuple(lost), tuple(caught),
+                        tuple(good_new), tuple(good_gone))

@@ -1,0 +1,77 @@
+"""``loopscope engines``: every engine, its versions and its settings schema.
+
+The schema printed here is the one the dashboard's controls, ``--set``, ``sweep --vary`` and
+the exports are made from; ``--json`` is for scripts (one object per engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import orjson
+
+from loopscope.engines import Engine, all_engines
+
+__all__ = ["engine_json", "engines"]
+
+
+def engine_json(engine: Engine[Any, Any]) -> dict[str, Any]:
+    """One engine as ``loopscope engines --json`` prints it."""
+    return {
+        "name": engine.name,
+        "title": engine.title,
+        "summary": engine.summary,
+        "versions": list(engine.versions),
+        "default_version": engine.default_version,
+        "notes": list(engine.notes),
+        "step": engine.step_unit,
+        "detectors": [
+            {"id": d.id, "label": d.label, "verdicts": list(d.verdicts),
+             "versions": list(d.versions) or list(engine.versions)}
+            for d in engine.detectors
+        ],
+        "settings": [s.to_json() for s in engine.settings_for(engine.default_version)],
+        "settings_by_version": {
+            v: {
+                "settings": [s.to_json() for s in engine.settings_for(v)],
+                "deployable": [s.name for s in engine.settings_for(v) if s.deployable],
+            }
+            for v in engine.versions
+        },
+    }
+
+
+@click.command("engines")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per engine.")
+def engines(as_json: bool) -> None:
+    """List every loop guard loopscope can replay, with its versions and settings."""
+    for engine in all_engines():
+        if as_json:
+            click.echo(orjson.dumps(engine_json(engine)))
+            continue
+        versions = ", ".join(
+            f"{v} (default)" if v == engine.default_version else v for v in engine.versions)
+        click.echo(f"{engine.name} — {engine.title}")
+        click.echo(f"  {engine.summary}")
+        if len(engine.versions) > 1:
+            click.echo(f"  versions: {versions}")
+        for note in engine.notes:
+            click.echo(f"  note: {note}")
+        for version in engine.versions:
+            if len(engine.versions) > 1:
+                click.echo(f"  settings of {version}:")
+            for spec in engine.settings_for(version):
+                default = (", ".join(spec.default) if spec.kind == "str_list"
+                           else spec.format(spec.default))
+                if len(default) > 40:
+                    default = default[:39] + "…"
+                bounds = ""
+                if spec.min is not None or spec.max is not None:
+                    lo = "" if spec.min is None else str(spec.min)
+                    hi = "" if spec.max is None else str(spec.max)
+                    bounds = f", {lo}..{hi}"
+                what_if = "" if spec.deployable else "  [what-if: not settable in the real guard]"
+                click.echo(f"    {spec.name} ({spec.kind}{bounds}; default {default}) — "
+                           f"{spec.label}{what_if}")
+        click.echo("")
