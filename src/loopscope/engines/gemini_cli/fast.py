@@ -444,13 +444,14 @@ def remember(prepared: PreparedSession) -> None:
 
 def recall(replay: SessionReplay) -> PreparedSession | None:
     """The remembered prepared session ``replay`` was made from, if it is still known and its
-    steps are the replay's (same turns, calls and signatures)."""
+    steps are the replay's (same turns, calls, signatures and text pieces)."""
     prepared = _RECENT.get((replay.session, replay.source))
     if prepared is None:
         return None
     steps = replay.steps
     if len(steps) != prepared.n or any(
             s.turn != prepared.turn[i] or s.call != prepared.call[i]
-            or s.signature != prepared.signature[i] for i, s in enumerate(steps)):
+            or s.signature != prepared.signature[i]
+            or s.extra.get("pieces") != prepared.pieces[i] for i, s in enumerate(steps)):
         return None
     return prepared
