@@ -137,6 +137,14 @@ def test_limitations() -> None:
     replay = ENGINE.run(ENGINE.prepare(fenced), GeminiConfig())
     ids = [lim.id for lim in ENGINE.explainer.limitations(fenced, replay, GeminiConfig())]
     assert "open_code_block" in ids
+    b = SessionBuilder()
+    b.user("go")
+    b.assistant("working")
+    b.user("Please continue.")
+    own = b.build(id="o", source="o.json", format="openai_chat")
+    replay_own = ENGINE.replay(own, GeminiConfig())
+    ids = [lim.id for lim in ENGINE.explainer.limitations(own, replay_own, GeminiConfig())]
+    assert "own_messages_as_prompts" in ids
     hypothetical = GeminiConfig(content_chunk_size=20)
     lims = ENGINE.explainer.limitations(None, replay, hypothetical)
     assert any(lim.id == "hypothetical" and "CONTENT_CHUNK_SIZE=20" in lim.text for lim in lims)

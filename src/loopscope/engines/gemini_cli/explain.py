@@ -332,7 +332,13 @@ LIMITATIONS: Final[Mapping[str, str]] = {
     "pattern (only '*', '+' and '1.' are), so they do not restart the text check.",
     "open_code_block": "An unclosed code block (an odd number of ``` fences) switches the text "
     "check off until another fence, even across prompts.",
+    "own_messages_as_prompts": "This session records messages Gemini CLI sends by itself within "
+    "a prompt (its loop-recovery message or \"Please continue.\"). Gemini CLI keeps counting "
+    "across them; loopscope cannot see prompt ids and starts a new prompt at every user "
+    "message, so its counts restart there.",
 }
+
+_OWN_MESSAGES: Final = ("System: Potential loop detected.", "Please continue.")
 
 
 def _limitation(key: str, **values: Any) -> Limitation:
@@ -366,29 +372,34 @@ def session_limitations(session: Session | None, replay: SessionReplay, config: 
         if any((s.count or 0) >= 2 or (s.extra.get("detections") or 0) > 1 for s in content):
             out.append(_limitation("content_fires_again"))
     if session is not None and config.enabled:
-        dash, open_block = _transcript_facts(session)
+        dash, open_block, own = _transcript_facts(session)
         if dash and content:
             out.append(_limitation("dash_lists"))
         if open_block:
             out.append(_limitation("open_code_block"))
+        if own:
+            out.append(_limitation("own_messages_as_prompts"))
     return tuple(out)
 
 
-def _transcript_facts(session: Session) -> tuple[bool, bool]:
-    """(a reply has '- ' list lines, a code block stays open past its prompt or to the end)."""
+def _transcript_facts(session: Session) -> tuple[bool, bool, bool]:
+    """(a reply has '- ' list lines, a code block stays open past its prompt or to the end,
+    a user message is one Gemini CLI sends by itself)."""
     dash = False
     open_block = False
     in_block = False
+    own = False
     for event in session.events:
         if isinstance(event, UserMessage):
             open_block = open_block or in_block
+            own = own or event.text.strip().startswith(_OWN_MESSAGES)
         elif isinstance(event, AssistantTurn) and event.text:
             for piece in split_pieces(event.text):
                 if piece.lstrip(" \t").startswith("- "):
                     dash = True
                 if piece.count("```") % 2 == 1:
                     in_block = not in_block
-    return dash, open_block or in_block
+    return dash, open_block or in_block, own
 
 
 # --------------------------------------------------------------------------- the contract

@@ -27,6 +27,7 @@ piece). They share only the running count of detections within a prompt. Hence:
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -55,7 +56,6 @@ from loopscope.engines.gemini_cli.jsjson import (
     from_units,
     has_surrogates,
     js_trim,
-    node_utf8,
     to_units,
 )
 from loopscope.engines.gemini_cli.reference import (
@@ -237,6 +237,23 @@ def prepare(session: Session) -> PreparedSession:
 # --------------------------------------------------------------------------- content walk
 
 
+_LONE: Final = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+"""A surrogate half without its partner (in the string searched)."""
+
+
+def _lone_prefix(text: str) -> list[int] | None:
+    """``[lone surrogates in text[:i] for i in 0..len]``, or ``None`` when there are none."""
+    found = [m.start() for m in _LONE.finditer(text)]
+    if not found:
+        return None
+    prefix = [0] * (len(text) + 1)
+    for position in found:
+        prefix[position + 1] += 1
+    for i in range(len(text)):
+        prefix[i + 1] += prefix[i]
+    return prefix
+
+
 def _content_run(p: PreparedSession, chunk: int, threshold: int, history: int) -> ContentRun:
     detections: list[ContentHit] = []
     occurrences: dict[int, int] = {}
@@ -244,11 +261,12 @@ def _content_run(p: PreparedSession, chunk: int, threshold: int, history: int) -
     max_periods = threshold // 2
     for number, stretch in enumerate(p.stretches):
         text = stretch.text
-        # A window's hash is SHA-256 of its UTF-8, where a lone surrogate half (a window may
-        # cut a pair) is U+FFFD; windows that differ only there share a hash but not a text.
-        # Without surrogates the text itself identifies the hash.
+        # A window's hash is SHA-256 of its UTF-8, where a lone surrogate half (also one cut
+        # off by the window's edge) is U+FFFD: windows that differ only there share a hash but
+        # not a text. The window with those halves replaced identifies its hash.
         surrogates = has_surrogates(text)
-        stats: dict[Any, list[int]] = {}
+        lone_before = _lone_prefix(text) if surrogates else None
+        stats: dict[str, list[int]] = {}
         last = 0  # the next window start, in absolute position
         floor = 0  # text before this was dropped by the history truncation
         for end, position in zip(stretch.ends, stretch.positions, strict=True):
@@ -260,7 +278,12 @@ def _content_run(p: PreparedSession, chunk: int, threshold: int, history: int) -
             limit = end - chunk
             while last <= limit:
                 window = text[last:last + chunk]
-                key: Any = node_utf8(window) if surrogates else window
+                key = window
+                if surrogates and (
+                        "\udc00" <= window[0] <= "\udfff" or "\ud800" <= window[-1] <= "\udbff"
+                        or (lone_before is not None
+                            and lone_before[last + chunk] != lone_before[last])):
+                    key = _LONE.sub("\ufffd", window)
                 seen = stats.get(key)
                 if seen is not None and seen[0] < floor:
                     cut = bisect_left(seen, floor)
