@@ -71,7 +71,9 @@ def test_tool_call_recovery_then_halt() -> None:
                                     "the same prompt)")
     assert halt.upstream[0][1] == "Loop detected, stopping execution"
     for e in (recovery, halt):
-        assert any(LLM in fact for fact in e.what_happened)
+        assert [lim.id for lim in e.limitations] == ["llm_check"]
+        assert LLM in e.limitations[0].text
+    assert passing.limitations == ()
 
 
 def test_cycle_hint_names_the_cycle_and_where_it_began() -> None:
@@ -127,12 +129,16 @@ def test_limitations() -> None:
     session = build(*[[("t", "{}")] for _ in range(6)])
     replay = ENGINE.run(ENGINE.prepare(session), GeminiConfig())
     ids = [lim.id for lim in ENGINE.explainer.limitations(session, replay, GeminiConfig())]
-    assert ids[0] == "llm_check"
+    assert "llm_check_due" not in ids
     assert {"shadow_after_stop", "recovery_then_halt", "results_ignored"} <= set(ids)
     long = build(*[[("t", f'{{"n":{i}}}')] for i in range(31)])
     replay = ENGINE.run(ENGINE.prepare(long), GeminiConfig())
     lims = ENGINE.explainer.limitations(long, replay, GeminiConfig())
     assert any(lim.id == "llm_check_due" and "31 model turns" in lim.text for lim in lims)
+    explained = [ENGINE.explainer.explain_step(s, replay, GeminiConfig()) for s in replay.steps]
+    assert [e.limitations[0].id if e.limitations else None for e in explained[28:]] == [
+        None, "llm_check_due_here", "llm_check_due_here"]
+    assert "30th model turn of its prompt" in explained[29].limitations[0].text
     fenced = build("```\nunclosed code\n")
     replay = ENGINE.run(ENGINE.prepare(fenced), GeminiConfig())
     ids = [lim.id for lim in ENGINE.explainer.limitations(fenced, replay, GeminiConfig())]

@@ -223,8 +223,8 @@ def _explain_tool_call(step: Step, replay: SessionReplay, config: GeminiConfig,
                     facts.append(f"It continues a {hint.length}-call cycle repeated "
                                  f"{hint.repeats} times in a row so far; Gemini CLI stops at "
                                  f"{threshold}.")
-        return StepExplanation(f"Gemini CLI would have let this call of {_tool(name)} through.",
-                               tuple(facts))
+        return _passed(f"Gemini CLI would have let this call of {_tool(name)} through.", facts,
+                       replay.steps, position, config)
     hint = cycle_hint(replay.steps, position, threshold)
     facts = []
     if hint is not None:
@@ -244,11 +244,11 @@ def _explain_content(step: Step, replay: SessionReplay, config: GeminiConfig,
         if not pieces:
             return StepExplanation("This reply has no text, so Gemini CLI's text check had "
                                    "nothing to look at.")
-        facts: tuple[str, ...] = ()
+        facts: list[str] = []
         if not config.enabled:
-            facts = (f"Loop detection is off ({ALIAS}: true), so Gemini CLI checks nothing.",)
-        return StepExplanation("Gemini CLI would have shown this reply: its text did not keep "
-                               "repeating.", facts)
+            facts.append(f"Loop detection is off ({ALIAS}: true), so Gemini CLI checks nothing.")
+        return _passed("Gemini CLI would have shown this reply: its text did not keep "
+                       "repeating.", facts, replay.steps, position, config)
     found: list[str] = []
     hint = content_hint(replay, position, config)
     if hint is not None:
@@ -298,15 +298,37 @@ def _refusal(step: Step, config: GeminiConfig, detector: str, what: str, reason:
     if step.after_divergence:
         facts = [*facts, "This comes after the session's first loop, so the recorded session "
                  "would not have reached this point unchanged under Gemini CLI."]
-    facts.append(LLM_NOTE)
     return StepExplanation(headline, tuple(facts), _limit_sentence(config, detector), action,
-                           (), upstream, (ENABLED,))
+                           (Limitation("llm_check", LLM_NOTE),), upstream, (ENABLED,))
+
+
+def _turn_in_prompt(steps: Sequence[Step], position: int) -> int:
+    """Which model turn of its prompt step ``position`` belongs to (1-based)."""
+    prompt = steps[position].extra.get("prompt")
+    turn = steps[position].turn
+    return len({s.turn for s in steps[:position + 1]
+                if s.extra.get("prompt") == prompt and s.turn <= turn})
+
+
+def _passed(headline: str, facts: list[str], steps: Sequence[Step], position: int,
+            config: GeminiConfig) -> StepExplanation:
+    """A pass step's explanation; from the 30th model turn of a prompt it says that the LLM
+    check (not replayed) could have stopped it."""
+    limitations: tuple[Limitation, ...] = ()
+    if config.enabled:
+        n = _turn_in_prompt(steps, position)
+        if n >= LLM_CHECK_AFTER_TURNS:
+            limitations = (Limitation("llm_check_due_here", LIMITATIONS["llm_check_due_here"]
+                                      .format(turn=_ordinal(n))),)
+    return StepExplanation(headline, tuple(facts), limitations=limitations)
 
 
 # --------------------------------------------------------------------------- limitations
 
 LIMITATIONS: Final[Mapping[str, str]] = {
-    "llm_check": LLM_NOTE,
+    "llm_check_due_here": "This is the {turn} model turn of its prompt: from the 30th, Gemini CLI "
+    "also asks a model whether the conversation is looping. That check is not replayed, so a "
+    "real run could have stopped here.",
     "llm_check_due": "A prompt in this session runs to {turns} model turns: a real Gemini CLI "
     "run would have started its LLM loop check at the 30th, and it might have stopped the "
     "request earlier.",
@@ -348,7 +370,9 @@ def _limitation(key: str, **values: Any) -> Limitation:
 def session_limitations(session: Session | None, replay: SessionReplay, config: GeminiConfig
                         ) -> tuple[Limitation, ...]:
     steps = replay.steps
-    out = [_limitation("llm_check")]
+    # (That the LLM check is never replayed is among the engine's notes and in every refusal's
+    # explanation; here only when a prompt is long enough for it to have run.)
+    out: list[Limitation] = []
     turns_per_prompt = Counter(prompt for prompt, _ in {(s.extra.get("prompt"), s.turn)
                                                         for s in steps})
     longest = max(turns_per_prompt.values(), default=0)
