@@ -98,3 +98,13 @@ def test_disabled_records_nothing_and_loops_then_count_per_prompt() -> None:
                 assert step.extra["intervention"] == ("recovery" if step.count == 1 else "halt")
             else:
                 assert step.count is None and step.extra["intervention"] is None
+
+
+def test_remembered_content_walks_are_bounded_and_stay_right() -> None:
+    session = random_session(random.Random(77), steps=60)
+    prepared = ENGINE.prepare(session)
+    configs = [GeminiConfig(content_chunk_size=size) for size in range(5, 41, 3)]
+    for config in [*configs, *reversed(configs), GeminiConfig()]:
+        assert ENGINE.run(prepared, config) == ENGINE.replay(session, config)
+    assert len(prepared._content) <= 8
+    assert GeminiConfig().content_constants in prepared._content

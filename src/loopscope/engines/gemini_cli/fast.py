@@ -69,6 +69,12 @@ from loopscope.model import Session
 __all__ = ["ContentHit", "PreparedSession", "Stretch", "prepare", "recall", "remember", "run"]
 
 
+_GEMINI_CONSTANTS: Final = GeminiConfig().content_constants
+_REMEMBERED_WALKS: Final = 8
+"""Content walks kept per prepared session (a slider over a what-if makes a new one per
+value; each holds a count per reply)."""
+
+
 @dataclass(slots=True)
 class Stretch:
     """Analysed text between two resets of the content tracking, in UTF-16 code units."""
@@ -134,10 +140,15 @@ class PreparedSession:
         return len(self.turn)
 
     def content_run(self, chunk: int, threshold: int, history: int) -> ContentRun:
+        """The content walk under these constants, remembered (Gemini CLI's own and the last
+        few what-ifs)."""
         key = (chunk, threshold, history)
-        found = self._content.get(key)
+        memo = self._content
+        found = memo.get(key)
         if found is None:
-            found = self._content[key] = _content_run(self, chunk, threshold, history)
+            found = memo[key] = _content_run(self, chunk, threshold, history)
+            if len(memo) > _REMEMBERED_WALKS:
+                del memo[next(k for k in memo if k != _GEMINI_CONSTANTS)]
         return found
 
 
@@ -230,7 +241,7 @@ def prepare(session: Session) -> PreparedSession:
         session.id, session.source, session.format, turn, call, tools, signature, prompts,
         pieces, call_args, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
     # Gemini CLI's own constants never change: their window walk belongs to preparing.
-    prepared.content_run(*GeminiConfig().content_constants)
+    prepared.content_run(*_GEMINI_CONSTANTS)
     return prepared
 
 
