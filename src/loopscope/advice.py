@@ -81,8 +81,9 @@ def describe_outcome(first: FirstRefusal | None, before: FirstRefusal | None = N
         return f"the session is first refused at {where}"
     if (first.turn, first.call) == (before.turn, before.call):
         return f"the session is still first refused at {where}"
-    later = (first.call if first.call is not None else -1, first.turn) > (
-        before.call if before.call is not None else -1, before.turn)
+    # Turns order steps across engines (a turn's calls follow it); the call breaks ties.
+    later = (first.turn, -1 if first.call is None else first.call) > (
+        before.turn, -1 if before.call is None else before.call)
     return f"the session is first refused {'later' if later else 'earlier'}, at {where}"
 
 

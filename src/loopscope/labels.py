@@ -17,8 +17,19 @@ Labels live in a sidecar file next to the sessions, ``labels.csv``::
 
 Reading never fails on a bad row: every row that cannot be used becomes a
 :class:`~loopscope.model.Problem` naming the file and line, and the other rows are kept.
+Other columns (a ``note``, a ``reviewer``) are not read, and are kept when loopscope saves.
+
 Writing is atomic (a temporary file in the same folder, fsync, ``os.replace``), so a crash
-leaves either the old file or the new one, never half of one.
+leaves either the old file or the new one, never half of one, and a change is a read-modify-
+write under an OS file lock (``.labels.csv.lock`` beside the file), so two processes that label
+at once (two dashboards, a script running ``loopscope label``) never lose each other's labels.
+A ``labels.csv`` that is a symlink out of its folder is neither read nor written.
+
+Cells are written so that a spreadsheet does not run them as formulas: a cell starting with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a ``'`` in front (see
+:mod:`loopscope.csvsafe`), and reading removes exactly that quote, so a label round-trips
+unchanged: a session file really named ``=x.json`` is stored as ``'=x.json`` and read back as
+``=x.json``.
 
 :func:`labels_for_sessions` finds the sidecars for the paths a replay was given and re-keys
 them by the sources the replay prints, so ``labels.get(session.source)`` just works.
@@ -35,22 +46,29 @@ import os
 import posixpath
 import re
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import suppress
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, cast
 
+import filelock
+
+from loopscope import csvsafe
 from loopscope.model import Problem, Severity, escape_for_display
 
 __all__ = [
     "HEADER",
     "LABELS_FILE_NAME",
     "LABEL_VALUES",
+    "LOCK_TIMEOUT_S",
     "Label",
     "LabelSet",
     "LabelValue",
+    "LabelsLockTimeout",
     "LoadedLabels",
     "clear_label",
+    "default_label_file",
     "dump_labels",
     "find_label_file",
     "label_file_for",
@@ -62,12 +80,16 @@ __all__ = [
     "relative_source",
     "save_labels",
     "set_label",
+    "split_source",
     "update_label_file",
+    "update_label_file_many",
 ]
 
 LABELS_FILE_NAME = "labels.csv"
 """The sidecar's file name; one per folder of sessions."""
 HEADER: tuple[str, str, str] = ("source", "label", "from_turn")
+NOTE_COLUMNS = ("note",)
+"""Columns loopscope writes but does not read (``loopscope label --note``): kept silently."""
 LabelValue = Literal["loop", "ok"]
 LABEL_VALUES: tuple[LabelValue, LabelValue] = ("loop", "ok")
 
@@ -217,10 +239,16 @@ class LoadedLabels(NamedTuple):
 def load_labels(path: str | os.PathLike[str]) -> LoadedLabels:
     """Read a labels file. Sources stay as written: relative to the file's folder.
 
-    Bad rows never stop the reading; each is a problem with the file and line. Raises
+    Bad rows never stop the reading; each is a problem with the file and line. A ``path`` that
+    is a symlink to a file outside its folder is not read (an ``unsafe_link`` error). Raises
     ``OSError`` only when the file itself cannot be read (missing, a folder, no permission).
     """
     name = os.fspath(path)
+    try:
+        _target(name)
+    except ValueError as exc:
+        return LoadedLabels(LabelSet(), [_problem(name, None, "error", "unsafe_link",
+                                                  f"{exc}; not read")])
     size = os.path.getsize(name)
     if size > MAX_LABELS_FILE_BYTES:
         return LoadedLabels(LabelSet(), [_problem(
@@ -236,17 +264,38 @@ def parse_labels(data: bytes | str, name: str = LABELS_FILE_NAME) -> LoadedLabel
 
     Used for uploads as well as files on disk.
     """
+    table = _read_table(data, name)
+    return LoadedLabels(table.labels, table.problems)
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """A labels file as read for a rewrite: the labels, and the columns loopscope does not
+    read (a ``note``, a ``reviewer``) with each labelled row's cells in them, so that saving
+    one label keeps everything else the user wrote."""
+
+    labels: LabelSet
+    problems: list[Problem]
+    layout: tuple[str, ...] = HEADER
+    """The header as it will be written: the known columns by their names, other columns as
+    the user spelled them, in the file's order."""
+    extras: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
+    """source → {position in ``layout`` → cell} for the columns loopscope does not read."""
+
+
+def _read_table(data: bytes | str, name: str) -> _Table:
     sink = _Problems(name)
     text = _decode(data, sink)
     if not text.strip():
         sink.add(None, "warning", "empty_labels", "labels file is empty; no labels read")
-        return LoadedLabels(LabelSet(), sink.done())
+        return _Table(LabelSet(), sink.done())
     if "\x00" in text:
         text = text.replace("\x00", _NUL_SENTINEL)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    columns: dict[str, int] | None = None
+    header: _Header | None = None
     seen: dict[str, int] = {}
     labels: list[Label] = []
+    extras: dict[str, dict[int, str]] = {}
     row_start = 1  # physical line where the current record starts
     while True:
         try:
@@ -260,12 +309,13 @@ def parse_labels(data: bytes | str, name: str = LABELS_FILE_NAME) -> LoadedLabel
         line, row_start = row_start, reader.line_num + 1
         if not any(cell.strip() for cell in row):
             continue  # blank line
-        if columns is None:
-            columns = _read_header(row, line, sink)
-            if columns is None:
-                return LoadedLabels(LabelSet(), sink.done())
+        row = [csvsafe.restore(cell) for cell in row]
+        if header is None:
+            header = _read_header(row, line, sink)
+            if header is None:
+                return _Table(LabelSet(), sink.done())
             continue
-        label = _read_row(row, columns, line, sink)
+        label = _read_row(row, header.columns, line, sink)
         if label is None:
             continue
         if label.source in seen:
@@ -274,10 +324,17 @@ def parse_labels(data: bytes | str, name: str = LABELS_FILE_NAME) -> LoadedLabel
                      "this later row wins")
         seen[label.source] = line
         labels.append(label)
-    if columns is None:
+        kept = {at: row[i].replace(_NUL_SENTINEL, "\x00")
+                for at, i in header.extra_cells if i < len(row) and row[i]}
+        if kept:
+            extras[label.source] = kept
+        else:
+            extras.pop(label.source, None)
+    if header is None:
         sink.add(None, "error", "bad_label_header",
                  f"labels file has no header; the first line must be {','.join(HEADER)}")
-    return LoadedLabels(LabelSet(labels), sink.done())
+        return _Table(LabelSet(labels), sink.done())
+    return _Table(LabelSet(labels), sink.done(), header.layout, extras)
 
 
 def _decode(data: bytes | str, sink: _Problems) -> str:
@@ -293,24 +350,40 @@ def _decode(data: bytes | str, sink: _Problems) -> str:
         return data.decode("utf-8-sig", errors="replace")
 
 
-def _read_header(row: list[str], line: int, sink: _Problems) -> dict[str, int] | None:
+class _Header(NamedTuple):
+    columns: dict[str, int]
+    """Known column → its index in a row."""
+    layout: tuple[str, ...]
+    """Every column to write back, known ones by name, in the file's order."""
+    extra_cells: list[tuple[int, int]]
+    """(position in ``layout``, index in a row) of each column loopscope does not read."""
+
+
+def _read_header(row: list[str], line: int, sink: _Problems) -> _Header | None:
     names = [cell.strip().lower() for cell in row]
     columns: dict[str, int] = {}
-    ignored: list[str] = []
+    layout: list[str] = []
+    extra_cells: list[tuple[int, int]] = []
     for i, n in enumerate(names):
         if n in HEADER and n not in columns:
             columns[n] = i
-        else:
-            ignored.append(row[i])
+            layout.append(n)
+        elif row[i].strip():
+            extra_cells.append((len(layout), i))
+            layout.append(row[i].strip())
     if "source" not in columns or "label" not in columns:
         sink.add(line, "error", "bad_label_header",
                  f"the first line must be the header {','.join(HEADER)} "
                  f"(found {_quote(','.join(row))}); no labels read")
         return None
-    for name in ignored:
+    for _, i in extra_cells:
+        if row[i].strip().lower() in NOTE_COLUMNS:
+            continue  # written by ``loopscope label --note``
         sink.add(line, "info", "unknown_label_column",
-                 f"column {_quote(name)} is not one of {', '.join(HEADER)}; ignored")
-    return columns
+                 f"column {_quote(row[i])} is not one of {', '.join(HEADER)}; loopscope does "
+                 "not read it and keeps it when it saves")
+    layout.extend(n for n in HEADER if n not in columns)  # from_turn, when the file had none
+    return _Header(columns, tuple(layout), extra_cells)
 
 
 def _read_row(row: list[str], columns: Mapping[str, int], line: int, sink: _Problems) -> Label | None:
@@ -349,31 +422,144 @@ def _read_row(row: list[str], columns: Mapping[str, int], line: int, sink: _Prob
 
 
 def dump_labels(labels: Mapping[str, Label]) -> str:
-    """The CSV text of ``labels``: the header, then one row per label sorted by source."""
+    """The CSV text of ``labels``: the header, then one row per label sorted by source.
+
+    Cells a spreadsheet would run as a formula are quoted (:mod:`loopscope.csvsafe`); reading
+    the text back gives the same labels."""
+    return _dump(labels, HEADER, {})
+
+
+def _dump(labels: Mapping[str, Label], layout: Sequence[str],
+          extras: Mapping[str, Mapping[int, str]]) -> str:
+    first = {column: layout.index(column) for column in HEADER if column in layout}
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(HEADER)
+    writer = csvsafe.writer(buf, lineterminator="\n")
+    writer.writerow(layout)
     for label in LabelSet(labels.values()).in_order():
         error = _check_source(label.source)
         if error is not None:
             raise ValueError(f"cannot save label: {error}")
-        writer.writerow([label.source, label.label,
-                         "" if label.from_turn is None else str(label.from_turn)])
+        known = {"source": label.source, "label": label.label,
+                 "from_turn": "" if label.from_turn is None else str(label.from_turn)}
+        cells = extras.get(label.source, {})
+        writer.writerow([known[column] if first.get(column) == i else cells.get(i, "")
+                         for i, column in enumerate(layout)])
     return buf.getvalue()
+
+
+LOCK_TIMEOUT_S = 30.0
+"""How long a save waits for another process (or thread) saving the same labels file."""
+_STALE_PREFIX_OLD = ".labels-"
+"""Temporary files of earlier versions (``.labels-XXXX.csv.tmp``): removed once an hour old."""
+_STALE_AGE_S = 3600.0
+
+
+class LabelsLockTimeout(TimeoutError):
+    """Another writer held the labels file's lock for longer than :data:`LOCK_TIMEOUT_S`."""
+
+
+def _target(path: str | os.PathLike[str]) -> str:
+    """The file a save of ``path`` writes: ``path`` itself, or where its symlink leads when that
+    stays inside ``path``'s folder. ``ValueError`` for a link that leaves the folder: a
+    ``labels.csv`` planted as a link must not make loopscope replace a file elsewhere."""
+    name = os.path.abspath(os.fspath(path))
+    target = os.path.realpath(name)
+    folder = os.path.realpath(os.path.dirname(name))
+    if not _is_within(target, folder):
+        raise ValueError(
+            f"{escape_for_display(name)} is a symbolic link to {escape_for_display(target)}, "
+            "outside its folder; loopscope does not follow it (replace the link with the file, "
+            "or name the file itself with --labels)")
+    return target
+
+
+def _lock_path(target: str) -> str:
+    folder, base = os.path.split(target)
+    return os.path.join(folder, f".{base}.lock")
+
+
+@contextmanager
+def _locked(target: str) -> Iterator[None]:
+    """Hold the OS lock of ``target`` (a ``.<name>.lock`` file beside it) for a read-modify-
+    write: other loopscope processes (a second dashboard, ``loopscope label`` in a script)
+    wait for it, so no save overwrites another's label. Stale temporary files of writers that
+    died mid-save are removed while the lock is held, when nobody else can be writing one."""
+    lock = filelock.FileLock(_lock_path(target), timeout=LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except filelock.Timeout as exc:
+        raise LabelsLockTimeout(
+            f"{escape_for_display(target)}: another process has been saving labels for over "
+            f"{LOCK_TIMEOUT_S:.0f} s (lock file {escape_for_display(_lock_path(target))}); "
+            "nothing was changed, try again") from exc
+    try:
+        _remove_stale_temporaries(target)
+        yield
+    finally:
+        lock.release()
+
+
+def _temp_prefix(target: str) -> str:
+    return f".{os.path.basename(target)}."
+
+
+def _remove_stale_temporaries(target: str) -> None:
+    folder = os.path.dirname(target)
+    prefix = _temp_prefix(target)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    now = time.time()
+    for entry in names:
+        if not entry.endswith(".tmp"):
+            continue
+        path = os.path.join(folder, entry)
+        stale = False
+        if entry.startswith(prefix):
+            stale = True  # ours, and the lock is held: its writer is gone
+        elif entry.startswith(_STALE_PREFIX_OLD) and entry.endswith(".csv.tmp"):
+            with suppress(OSError):
+                stale = now - os.lstat(path).st_mtime > _STALE_AGE_S
+        if stale and not os.path.islink(path):
+            with suppress(OSError):
+                os.unlink(path)
 
 
 def save_labels(path: str | os.PathLike[str], labels: Mapping[str, Label]) -> None:
     """Write ``labels`` (sources relative to ``path``'s folder) to ``path``, atomically.
 
-    The text goes to a hidden temporary file in the same folder, is flushed and fsynced, and
-    then replaces ``path`` in one ``os.replace``; the folder is fsynced afterwards. If anything
+    Done under the file's OS lock (see :func:`update_label_file`). Columns of the existing file
+    that loopscope does not read (a ``note``) are kept for the sources still labelled. The text
+    goes to a hidden temporary file in the same folder, is flushed and fsynced, and then
+    replaces ``path`` in one ``os.replace``; the folder is fsynced afterwards. If anything
     fails the temporary file is removed, the old file is left as it was, and the error is
-    raised. A ``path`` that is a symlink is written through to its target.
+    raised. A ``path`` that is a symlink is written through to its target when that is inside
+    ``path``'s folder, else ``ValueError``.
     """
-    text = dump_labels(labels)  # validate everything before touching the disk
-    target = os.path.realpath(os.fspath(path))
+    dump_labels(labels)  # validate everything before touching the disk
+    target = _target(path)
+    with _locked(target):
+        table = _current_table(target)
+        layout, extras = (HEADER, {}) if table is None else (table.layout, table.extras)
+        _write_atomic(target, _dump(labels, layout, extras))
+
+
+def _current_table(target: str) -> _Table | None:
+    """The file's table when it exists and can be read whole, else ``None``."""
+    try:
+        size = os.path.getsize(target)
+        if size > MAX_LABELS_FILE_BYTES:
+            return None
+        with open(target, "rb") as f:
+            return _read_table(f.read(MAX_LABELS_FILE_BYTES + 1), target)
+    except OSError:
+        return None
+
+
+def _write_atomic(target: str, text: str) -> None:
     folder = os.path.dirname(target) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".labels-", suffix=".csv.tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -410,27 +596,76 @@ def update_label_file(
     source: str,
     label: LabelValue | None,
     from_turn: int | None = None,
+    *,
+    columns: Mapping[str, str] | None = None,
 ) -> LoadedLabels:
     """Set (or, with ``label=None``, clear) one label in the file at ``path`` and save it.
 
-    ``source`` is relative to the file's folder. A missing file is created. When the file has
-    rows it cannot use (or cannot be read as labels at all), nothing is written and
+    ``source`` is relative to the file's folder. A missing file is created. ``columns`` sets
+    cells of other columns on that row (``{"note": "…"}``), adding the column when the file
+    has none.
+
+    The read, the change and the write happen under the file's OS lock (``filelock``, a
+    ``.labels.csv.lock`` file beside it), so two processes labelling at once both keep their
+    labels; the write stays atomic. Columns loopscope does not read are kept. When the file
+    has rows it cannot use (or cannot be read as labels at all), nothing is written and
     ``ValueError`` says which problems to fix first: rewriting would silently drop those rows.
+    ``ValueError`` too for a ``path`` that is a symlink out of its folder;
+    :class:`LabelsLockTimeout` (an ``OSError``) when another writer holds the lock too long.
     """
-    name = os.fspath(path)
-    if os.path.exists(name):
-        current, problems = load_labels(name)
-    else:
-        current, problems = LabelSet(), []
-    blocking = [p for p in problems if p.severity == "error" or p.code in _LOSSY_CODES]
-    if blocking:
-        raise ValueError(
-            "not saving: rewriting the labels file would drop rows it cannot read; fix these "
-            "first: " + "; ".join(p.text() for p in blocking[:3])
-        )
-    updated = (clear_label(current, source) if label is None
-               else set_label(current, source, label, from_turn))
-    save_labels(name, updated)
+    return update_label_file_many(path, [(source, label, from_turn)], columns=columns)
+
+
+def update_label_file_many(
+    path: str | os.PathLike[str],
+    changes: Sequence[tuple[str, LabelValue | None, int | None]],
+    *,
+    columns: Mapping[str, str] | None = None,
+) -> LoadedLabels:
+    """:func:`update_label_file` for several ``(source, label, from_turn)`` changes at once:
+    one locked read-modify-write, one rewrite. ``columns`` applies to every changed row.
+    Every change is validated before the file is touched."""
+    for column in columns or {}:
+        if column.strip().lower() in HEADER or not column.strip():
+            raise ValueError(f"{_quote(column)} cannot be set as an extra column")
+    for source, label, from_turn in changes:  # ValueError before touching anything
+        if label is not None:
+            error = _check_source(source)
+            if error is not None:
+                raise ValueError(f"cannot save label: {error}")
+            Label(source, label, from_turn)
+    target = _target(path)
+    with _locked(target):
+        if os.path.exists(target):
+            current = _current_table(target)
+            if current is None:
+                current_labels, problems = load_labels(target)  # raises or says why
+                current = _Table(current_labels, problems)
+        else:
+            current = _Table(LabelSet(), [])
+        problems = current.problems
+        blocking = [p for p in problems if p.severity == "error" or p.code in _LOSSY_CODES]
+        if blocking:
+            raise ValueError(
+                "not saving: rewriting the labels file would drop rows it cannot read; fix "
+                "these first: " + "; ".join(p.text() for p in blocking[:3])
+            )
+        updated: LabelSet = current.labels
+        layout = list(current.layout)
+        extras = {k: dict(v) for k, v in current.extras.items()}
+        for source, label, from_turn in changes:
+            key = _clean_source(source) if _check_source(source) is None else source
+            if label is None:
+                updated = clear_label(updated, key)
+                extras.pop(key, None)
+                continue
+            updated = set_label(updated, key, label, from_turn)
+            for column, value in (columns or {}).items():
+                name = column.strip()
+                if name not in layout:
+                    layout.append(name)
+                extras.setdefault(key, {})[layout.index(name)] = value
+        _write_atomic(target, _dump(updated, layout, extras))
     return LoadedLabels(updated, problems)
 
 
@@ -645,6 +880,31 @@ def _clean_source(source: str) -> str:
     """``./a//x.json#2`` → ``a/x.json#2``: one spelling per session."""
     path, suffix = _split_candidate(source)
     return posixpath.normpath(path) + suffix
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """``x.jsonl#2`` → (``x.jsonl``, ``#2``); a source without a session number → (source,
+    ``""``)."""
+    return _split_candidate(source)
+
+
+def default_label_file(source: str) -> str:
+    """Where ``loopscope label`` writes the label of ``source`` (a replay source) when no
+    ``--labels`` is given: the nearest existing ``labels.csv`` from the session's folder up to
+    the working directory (when the session is inside it), else ``labels.csv`` in the
+    session's own folder."""
+    path, _ = _split_candidate(source)
+    folder = os.path.dirname(path) or "."
+    here = os.path.abspath(".")
+    current = os.path.abspath(folder)
+    while _is_within(current, here):
+        candidate = os.path.join(current, LABELS_FILE_NAME)
+        if os.path.isfile(candidate):
+            return os.path.relpath(candidate) if not os.path.isabs(path) else candidate
+        if current == here:
+            break
+        current = os.path.dirname(current)
+    return os.path.join(folder, LABELS_FILE_NAME)
 
 
 def _split_candidate(source: str) -> tuple[str, str]:

@@ -49,6 +49,42 @@ def escape_for_display(text: str, limit: int | None = None) -> str:
     return escaped
 
 
+_MARKDOWN_ESCAPES = str.maketrans({ch: "\\" + ch for ch in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"})
+"""Every ASCII punctuation character, backslash-escaped: CommonMark lets any of them be escaped
+and shows it as itself, and each one starts some Markdown or extension syntax somewhere —
+backticks (code spans), ``[ ] ( )`` and ``!`` (links, images), ``<`` and ``&`` (HTML, entities),
+``* _ ~`` (emphasis, strikethrough), ``#``, ``>``, ``-``, ``+``, ``=``, digits followed by ``.``
+(headings, quotes, lists, setext underlines), ``|`` (tables), ``$`` (Streamlit's LaTeX), ``:``
+(Streamlit's ``:red[…]`` and icons), and ``:`` ``/`` ``.`` ``@`` inside a bare URL, ``www.`` host
+or e-mail address, which GFM would otherwise turn into a link."""
+
+
+def escape_markdown(text: str, limit: int | None = None) -> str:
+    """``text`` (from a recording: a tool name, a file name, an error) made safe to put in
+    Markdown text — ``st.markdown``, captions, labels: it renders as exactly
+    :func:`escape_for_display` shows it, and cannot open a link, load an image, add HTML or
+    format anything.
+
+    Control characters are escaped first (:func:`escape_for_display`, with ``limit``), then
+    every ASCII punctuation character gets a backslash. Not for the inside of a code span
+    (backslashes are literal there): use :func:`markdown_code` for that.
+    """
+    return escape_for_display(text, limit).translate(_MARKDOWN_ESCAPES)
+
+
+def markdown_code(text: str, limit: int | None = None) -> str:
+    """``text`` as a Markdown code span that it cannot break out of: the fence is one backtick
+    longer than the longest run of backticks in the text, and spaces pad it so a leading or
+    trailing backtick stays inside (CommonMark strips one space on each side)."""
+    shown = escape_for_display(text, limit)
+    longest = run = 0
+    for ch in shown:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    return f"{fence} {shown} {fence}"
+
+
 # Bidi overrides/isolates, zero-width characters and line/paragraph separators.
 _INVISIBLE_FORMAT_CHARS = frozenset(
     [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF,

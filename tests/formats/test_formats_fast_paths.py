@@ -401,14 +401,24 @@ def reference_branch(importer: _Importer, entries: list[Record]) -> list[Record]
         seen.add(id(current))
         path.append(current)
         parent = current.value.get("parentId")
-        if not isinstance(parent, str):
+        if parent is None and "parentId" in current.value:
             break
+        if position is None:
+            position = {id(r): n for n, r in enumerate(entries)}
+        if not isinstance(parent, str):
+            if position[id(current)] == 0:
+                break
+            shown = "missing" if "parentId" not in current.value else \
+                f"a JSON {'number' if isinstance(parent, int | float) else 'value'}, not an entry id"
+            importer.report("warning", "broken_parent_link",
+                            f"the parent link (parentId) is {shown}; the branch continues with "
+                            "the preceding entry", line=current.line)
+            current = entries[position[id(current)] - 1]
+            continue
         found = by_id.get(parent)
         if found is not None:
             current = found
             continue
-        if position is None:
-            position = {id(r): n for n, r in enumerate(entries)}
         if (current.line - 1) in importer.ctx.skipped_lines and position[id(current)] > 0:
             previous = entries[position[id(current)] - 1]
             importer.report("warning", "broken_parent_link",

@@ -19,12 +19,14 @@ def main() -> None:
 def _register() -> None:
     from loopscope.cli.engines import engines
     from loopscope.cli.experiments import compare, sweep
+    from loopscope.cli.labels import register as register_labels
     from loopscope.cli.replay import replay
 
     main.add_command(replay)
     main.add_command(sweep)
     main.add_command(compare)
     main.add_command(engines)
+    register_labels(main)
 
 
 _register()

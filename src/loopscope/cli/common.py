@@ -77,9 +77,16 @@ def engine_options(func: F) -> F:
                         help="JSON, JSON5 or TOML: the guard's own config file (an "
                              "openclaw.json, gglib settings, …) or a loopscope config "
                              "holding several engines.")(func)
-    func = click.option("--openclaw-version", "openclaw_version", metavar="VERSION",
-                        default=None,
-                        help="OpenClaw: the release to replay (default 2026.6.11).")(func)
+    # ``--<engine>-version`` for every engine that models several releases (``--openclaw-version
+    # 2026.9.6``), collected in ``ctx.meta`` by :func:`_remember_version`.
+    for name in reversed(engine_names()):
+        engine = get_engine(name)
+        if len(engine.versions) > 1:
+            func = click.option(
+                f"--{name}-version", metavar="VERSION", default=None, expose_value=False,
+                callback=_remember_version(name), is_eager=False,
+                help=f"{engine.title}: the release to replay ({', '.join(engine.versions)}; "
+                     f"default {engine.default_version}).")(func)
     func = click.option("--engine-version", "engine_version", metavar="VERSION", default=None,
                         help="The release of the guard to replay (default: the engine's "
                              "default; see `loopscope engines`).")(func)
@@ -88,16 +95,28 @@ def engine_options(func: F) -> F:
     return func
 
 
-def chosen_version(engine_name: str, engine_version: str | None,
-                   openclaw_version: str | None) -> str | None:
-    """The version asked for by ``--engine-version`` or ``--openclaw-version``."""
-    if openclaw_version is not None:
-        if engine_name != "openclaw":
-            raise click.UsageError("--openclaw-version applies to --engine openclaw only; use "
+VERSIONS_META = "loopscope.versions"
+
+
+def _remember_version(engine_name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            ctx.meta.setdefault(VERSIONS_META, {})[engine_name] = value
+        return value
+    return remember
+
+
+def chosen_version(engine_name: str, engine_version: str | None) -> str | None:
+    """The version asked for by ``--engine-version`` or ``--<engine>-version``."""
+    ctx = click.get_current_context()
+    asked: dict[str, str] = ctx.meta.get(VERSIONS_META, {})
+    for other, version in asked.items():
+        if other != engine_name:
+            raise click.UsageError(f"--{other}-version applies to --engine {other} only; use "
                                    "--engine-version")
-        if engine_version is not None and engine_version != openclaw_version:
-            raise click.UsageError("--engine-version and --openclaw-version disagree")
-        return openclaw_version
+        if engine_version is not None and engine_version != version:
+            raise click.UsageError(f"--engine-version and --{other}-version disagree")
+        return version
     return engine_version
 
 

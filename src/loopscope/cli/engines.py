@@ -11,7 +11,7 @@ from typing import Any
 import click
 import orjson
 
-from loopscope.engines import Engine, all_engines
+from loopscope.engines import Engine, SettingSpec, all_engines
 
 __all__ = ["engine_json", "engines"]
 
@@ -42,10 +42,54 @@ def engine_json(engine: Engine[Any, Any]) -> dict[str, Any]:
     }
 
 
+def settings_markdown() -> str:
+    """Every engine's settings as Markdown tables (the README's settings section is this text;
+    a test keeps them equal)."""
+    lines: list[str] = []
+    for engine in all_engines():
+        lines.append(f"**{engine.title}** (`--engine {engine.name}`): {engine.summary}")
+        lines.append("")
+        # Versions with the same schema share one table.
+        groups: dict[tuple[SettingSpec, ...], list[str]] = {}
+        for version in engine.versions:
+            groups.setdefault(engine.settings_for(version), []).append(version)
+        for specs, versions in groups.items():
+            if len(engine.versions) > 1:
+                named = ", ".join(v + (" (default)" if v == engine.default_version else "")
+                                  for v in versions)
+                lines.append(f"*{engine.title} {named}*")
+                lines.append("")
+            lines.append("| setting | what it is | kind | default | settable upstream |")
+            lines.append("|---|---|---|---|---|")
+            for spec in specs:
+                default = (", ".join(spec.default) if spec.kind == "str_list"
+                           else spec.format(spec.default))
+                if len(default) > 30:
+                    default = default[:29] + "…"
+                kind = spec.kind.replace("_", " ")
+                if spec.min is not None or spec.max is not None:
+                    lo = "" if spec.min is None else str(spec.min)
+                    hi = "" if spec.max is None else str(spec.max)
+                    kind += f" {lo}..{hi}"
+                settable = "yes" if spec.deployable else "no: a what-if"
+                lines.append(f"| `{spec.name}` | {spec.label} | {kind} | {default or '(none)'} "
+                             f"| {settable} |")
+            lines.append("")
+        for note in engine.notes:
+            lines.append(f"> {note}")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 @click.command("engines")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per engine.")
-def engines(as_json: bool) -> None:
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Every engine's settings as Markdown tables (the README's table).")
+def engines(as_json: bool, as_markdown: bool) -> None:
     """List every loop guard loopscope can replay, with its versions and settings."""
+    if as_markdown:
+        click.echo(settings_markdown(), nl=False)
+        return
     for engine in all_engines():
         if as_json:
             click.echo(orjson.dumps(engine_json(engine)))

@@ -170,7 +170,6 @@ def sweep(
     paths: tuple[str, ...],
     engine_name: str,
     engine_version: str | None,
-    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -195,7 +194,7 @@ def sweep(
       loopscope sweep sample_transcripts --engine openclaw \\
           --vary warningThreshold=2:10 --vary criticalThreshold=4:20:2
     """
-    version = chosen_version(engine_name, engine_version, openclaw_version)
+    version = chosen_version(engine_name, engine_version)
     try:
         axes: list[Axis] = [parse_axis(v) for v in vary]
         base_set = [parse_key_value(p, "--set") for p in set_pairs]
@@ -312,7 +311,6 @@ def compare(
     paths: tuple[str, ...],
     engine_name: str,
     engine_version: str | None,
-    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -342,7 +340,7 @@ def compare(
       loopscope compare sessions/ --engine openclaw \\
           --a-version 2026.6.11 --a-config openclaw.json --b-version 2026.9.6
     """
-    base_version = chosen_version(engine_name, engine_version, openclaw_version)
+    base_version = chosen_version(engine_name, engine_version)
     if not (a_pairs or b_pairs or a_version or b_version or a_config or b_config):
         raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE, "
                                "--a-config/--b-config or --a-version/--b-version")

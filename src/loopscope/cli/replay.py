@@ -7,7 +7,7 @@ else (progress, warnings, problems) goes to stderr.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import click
@@ -43,7 +43,6 @@ def replay(
     paths: tuple[str, ...],
     engine_name: str,
     engine_version: str | None,
-    openclaw_version: str | None,
     config_file: str | None,
     set_pairs: tuple[str, ...],
     agent: str | None,
@@ -60,7 +59,7 @@ def replay(
     PATH is a session file or a folder (searched recursively). The format is detected.
     In the JSON output, turn and call numbers count from 0.
     """
-    version = chosen_version(engine_name, engine_version, openclaw_version)
+    version = chosen_version(engine_name, engine_version)
     engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent,
                                                version=version)
     prepare_version = engine.version_of(resolution.config)
@@ -69,8 +68,10 @@ def replay(
     summary = _Summary()
     labels = load_labels_for(paths, labels_file, status)
 
-    for session in progress(iter_sessions(paths, status, limits=limits, format_id=format_id),
-                            desc=f"replay {engine_name}"):
+    files: list[Any] = []
+    sessions = (_sessions_noting_files(paths, status, limits, format_id, files) if verbose
+                else iter_sessions(paths, status, limits=limits, format_id=format_id))
+    for session in progress(sessions, desc=f"replay {engine_name}"):
         # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
         prepared = engine.prepare(session, prepare_version)
         result = engine.run(prepared, resolution.config)
@@ -87,7 +88,39 @@ def replay(
     if not as_json:
         click.echo(summary.line(engine_name, bool(labels)))
     status.print_problems(verbose=verbose)
+    if verbose:
+        _print_file_summary(files)
     sys.exit(status.exit_code(fail_on_refusal, fail_on_false_refusal))
+
+
+# --verbose: a per-file import summary (format, sessions, tool calls seen in the file and
+# imported), so a file whose calls did not all reach the replay stands out.
+
+
+def _sessions_noting_files(paths: tuple[str, ...], status: RunStatus, limits: Any,
+                           format_id: str | None, files: list[Any]) -> Iterator[Session]:
+    """``iter_sessions``, keeping each file's import for the summary."""
+    from loopscope.formats import iter_file_imports
+
+    for file_import in iter_file_imports(list(paths), limits=limits, format=format_id):
+        status.problems.extend(file_import.problems)
+        files.append(file_import)
+        yield from file_import.sessions
+
+
+def _print_file_summary(files: list[Any]) -> None:
+    click.echo(f"loopscope: import summary, {len(files)} file(s): tool calls seen in the file "
+               "/ imported", err=True)
+    for f in files:
+        seen = "–" if f.calls_seen is None else str(f.calls_seen)
+        line = (f"  {escape_for_display(f.path)}: {f.detection.format or 'not imported'}, "
+                f"{len(f.sessions)} session(s), {seen} / {f.calls_imported} tool call(s)")
+        if f.calls_set_aside:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in f.calls_set_aside.items())
+            line += f" ({reasons}: set aside)"
+        if f.calls_lost:
+            line += f", {f.calls_lost} NOT IMPORTED"
+        click.echo(line, err=True)
 
 
 class _Summary:

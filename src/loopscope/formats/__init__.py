@@ -14,8 +14,10 @@ Public API::
 
 One module per format, ``loopscope.formats.<format_id>``, exposing ``FORMAT_ID`` and one or more
 of ``import_records(records, ctx)``, ``import_document(value, ctx)``, ``import_text(text, ctx)``
-(and optionally ``import_zip(path, ctx)``), each yielding one ``Session | None`` per session
-candidate in file order.
+(and optionally ``import_zip(path, ctx)`` or ``import_parquet(path, ctx)``), each yielding one
+``Session | None`` per session candidate in file order. The loader counts every file's tool
+calls apart from its importer (``loopscope.formats.tally``): ``FileImport.calls_seen``,
+``calls_imported``, ``calls_set_aside``, and a ``calls_not_imported`` warning for any call lost.
 """
 
 from loopscope.formats.base import (

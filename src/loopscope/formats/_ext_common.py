@@ -19,6 +19,7 @@ __all__ = [
     "as_str",
     "count_skipped",
     "extract_text",
+    "gemini_injected",
     "is_true",
     "json_pointer",
     "short_json",
@@ -44,6 +45,21 @@ def _without_odd_types(value: Any, depth: int) -> Any:
         return {k: _without_odd_types(v, depth + 1) for k, v in value.items()
                 if not (k == "type" and isinstance(v, list | dict))}
     return value
+
+
+# What Gemini CLI itself sends as a user-role message under the same prompt: the loop-recovery
+# feedback after a first loop detection ("System: Potential loop detected. Details: … Please
+# take a step back …", ``_recoverFromLoop`` in ``dist/src/core/client.js``) and the automatic
+# "Please continue." after an empty model turn. They are no user turns (a user turn starts a
+# new prompt and resets the loop detectors), so the Gemini importers make them ``system``
+# events with the recorded role kept.
+_GEMINI_LOOP_FEEDBACK = "System: Potential loop detected."
+_GEMINI_CONTINUE = "Please continue."
+
+
+def gemini_injected(text: str) -> bool:
+    """Whether a user-role Gemini CLI message is one the CLI wrote itself (see above)."""
+    return text.startswith(_GEMINI_LOOP_FEEDBACK) or text.strip() == _GEMINI_CONTINUE
 
 
 def as_dict(value: Any) -> dict[str, Any]:

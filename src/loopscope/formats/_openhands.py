@@ -90,6 +90,145 @@ def _args_content(args: Any) -> Any:
     return args.get("content") if isinstance(args, dict) else None
 
 
+# ------------------------------------------------------------------------------ V1 (SDK)
+#
+# openhands-sdk (OpenHands V1) serialises its event log as objects tagged by ``kind``
+# (``openhands/sdk/event/...``): ``MessageEvent`` (``source`` user / agent / environment,
+# ``llm_message``), ``ActionEvent`` (``tool_name``, ``tool_call_id``, ``tool_call`` with the
+# model's argument text, ``thought``, ``llm_response_id`` grouping the actions of one model
+# response, ``action``), ``ObservationEvent`` (``observation`` with ``content`` and
+# ``is_error``), ``AgentErrorEvent`` (``error``), ``UserRejectObservation``,
+# ``SystemPromptEvent``, ``Condensation``; the rest (state updates, pauses, token counts) never
+# reaches the model.
+
+V1_KINDS = frozenset({"MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent",
+                      "UserRejectObservation", "SystemPromptEvent", "Condensation",
+                      "CondensationSummaryEvent", "CondensationRequest", "PauseEvent",
+                      "ConversationStateUpdateEvent", "TokenEvent"})
+_V1_RESULTS = frozenset({"ObservationEvent", "AgentErrorEvent", "UserRejectObservation"})
+
+
+def is_v1_event(event: dict[str, Any]) -> bool:
+    kind = event.get("kind")
+    return isinstance(kind, str) and not isinstance(event.get("action"), str) \
+        and not isinstance(event.get("observation"), str)
+
+
+def _v1_arguments(event: dict[str, Any]) -> tuple[Any, Any]:
+    """``(name, raw arguments)`` of an ActionEvent: the model's own call (``tool_call``, in
+    its current ``{id, name, arguments}`` shape or the older litellm ``function`` shape), else
+    the parsed ``action``."""
+    tool_call = event.get("tool_call")
+    name: Any = None
+    if isinstance(tool_call, dict):
+        function = tool_call.get("function")
+        source = function if isinstance(function, dict) else tool_call
+        name = source.get("name")
+        if "arguments" in source:
+            return name if isinstance(name, str) else event.get("tool_name"), source["arguments"]
+    action = event.get("action")
+    if isinstance(action, dict):
+        action = {k: v for k, v in action.items() if k != "kind"}
+    return name if isinstance(name, str) else event.get("tool_name"), action
+
+
+class _V1:
+    """Maps V1 events onto the builder; one per history."""
+
+    def __init__(self, b: SessionBuilder, report: CandidateReporter, skipped: Counter[str],
+                 line: int | None) -> None:
+        self.b = b
+        self.report = report
+        self.skipped = skipped
+        self.line = line
+        self.turn: TurnDraft | None = None
+        self.turn_response: Any = None
+        self.turn_calls: set[str] = set()
+
+    def event(self, event: dict[str, Any], origin: Origin) -> None:
+        b = self.b
+        kind = event["kind"]
+        ts = as_str(event.get("timestamp"))
+        source = event.get("source")
+        if kind == "ActionEvent":
+            response = event.get("llm_response_id")
+            if self.turn is None or response is None or response != self.turn_response:
+                thought = event.get("thought")
+                self.turn = b.assistant(extract_text(thought, ""), thought,
+                                        thinking=as_str(event.get("reasoning_content")) or "",
+                                        timestamp=ts, origin=origin)
+                self.turn_response = response
+                self.turn_calls = set()
+            name, raw = _v1_arguments(event)
+            call_id = event.get("tool_call_id")
+            b.call(self.turn, name, raw, "json_text" if isinstance(raw, str) else "value",
+                   id=call_id, origin=origin)
+            if isinstance(call_id, str):
+                self.turn_calls.add(call_id)
+            return
+        if kind in _V1_RESULTS:
+            call_id = event.get("tool_call_id")
+            if not (isinstance(call_id, str) and call_id in self.turn_calls):
+                self.turn = None
+            if kind == "ObservationEvent":
+                observation = event.get("observation")
+                content = observation.get("content") if isinstance(observation, dict) \
+                    else observation
+                text = content if isinstance(content, str) else extract_text(content, "\n")
+                is_error = isinstance(observation, dict) and observation.get("is_error") is True
+            elif kind == "AgentErrorEvent":
+                content = event.get("error")
+                text = content if isinstance(content, str) else extract_text(content, "\n")
+                is_error = True
+            else:  # the user refused to run the call
+                content = event.get("rejection_reason")
+                text = content if isinstance(content, str) else extract_text(content, "\n")
+                is_error = True
+            name = as_str(event.get("tool_name"))
+            if isinstance(call_id, str):
+                b.result(call_id, content, text, is_error=is_error, name=name,
+                         meta={"observation": kind}, timestamp=ts, origin=origin)
+            else:  # an error the runtime raised before any call (nothing to answer)
+                b.other(kind, text, content, timestamp=ts, origin=origin)
+            return
+        self.turn = None
+        if kind == "MessageEvent":
+            message = event.get("llm_message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if source == "agent":
+                b.assistant(extract_text(content, ""), content,
+                            thinking=as_str(message.get("reasoning_content")) or ""
+                            if isinstance(message, dict) else "",
+                            timestamp=ts, origin=origin)
+            elif source == "user":
+                b.user(extract_text(content, "\n"), content, timestamp=ts, origin=origin)
+            else:
+                # The runtime's own messages (source "environment"): the action-error nudge
+                # ("You've called `X` with the same arguments N times in a row…") and the
+                # corrective "Your last response did not include a function call or a
+                # message…". The model saw them, but they are no user turn: a user event
+                # would reset the guards' state.
+                b.system(extract_text(content, "\n"), content,
+                         recorded_role=source if isinstance(source, str) else "environment",
+                         timestamp=ts, origin=origin)
+            return
+        if kind == "SystemPromptEvent":
+            prompt = event.get("system_prompt")
+            b.system(extract_text(prompt, "\n") if not isinstance(prompt, dict)
+                     else as_str(prompt.get("text")) or "", prompt, timestamp=ts, origin=origin)
+            return
+        if kind == "Condensation":
+            summary = event.get("summary")
+            b.compaction(summary if isinstance(summary, str) else "", timestamp=ts,
+                         origin=origin)
+            return
+        self.skipped[f"kind:{kind}"] += 1
+        if kind not in V1_KINDS:
+            self.report.aggregate("unknown_record_type",
+                                  f"an event of kind {kind[:40]!r} is not known; it made no "
+                                  "event", line=self.line, pointer=origin.pointer)
+
+
 def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 line: int | None = None, pointer_prefix: str = "") -> History:
     """Map one event list onto a :class:`SessionBuilder` (sessions spec §2.9)."""
@@ -104,12 +243,17 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
     turn_response: Any = None
     turn_calls: set[int] = set()  # ids of the CallDrafts of the open turn
 
+    v1 = _V1(b, report, skipped, line)
     for event, index in flatten(history):
         origin = Origin(line=line, pointer=f"{pointer_prefix}/{index}")
         if not isinstance(event, dict):
             skipped["non-object"] += 1
             report.aggregate("unknown_record_type", "a history element is not an object; skipped",
                              line=line, pointer=origin.pointer)
+            continue
+        if is_v1_event(event):
+            turn = None  # (a V0 turn never continues into V1 events)
+            v1.event(event, origin)
             continue
         ts = as_str(event.get("timestamp"))
         action = event.get("action")
@@ -132,6 +276,14 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 summary = args.get("summary") if isinstance(args, dict) else None
                 b.compaction(summary if isinstance(summary, str) else "", timestamp=ts,
                              origin=origin)
+                continue
+            if action == "message" and source == "environment":
+                # Text the runtime injected (nudges): what the model saw, but no user turn,
+                # which would reset the guards' state.
+                turn = None
+                content = _args_content(args)
+                text = content if isinstance(content, str) else as_str(event.get("message")) or ""
+                b.system(text, content, recorded_role="environment", timestamp=ts, origin=origin)
                 continue
             if action == "message" and source == "user":
                 turn = None

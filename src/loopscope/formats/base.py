@@ -12,9 +12,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopscope.formats.tally import CallTally
 from loopscope.model import Problem, Session, Severity, escape_for_display
 
-Layout = Literal["document", "jsonl", "markdown", "zip", "unknown"]
+Layout = Literal["document", "jsonl", "markdown", "zip", "parquet", "unknown"]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -34,6 +35,13 @@ class ImportLimits:
     max_events_per_session: int = 1_000_000
     max_sessions_per_file: int = 100_000
     max_warnings_per_code: int = 20
+    max_archive_members: int = 100_000
+    """Entries a zip archive (``.eval``) may hold; counted before the archive is opened."""
+    max_archive_bytes: int = 1 * GiB
+    """Bytes all members of one zip archive may inflate to, together."""
+    max_compression_ratio: int = 100
+    """Inflated ÷ compressed size a zip member may reach (past 1 MiB inflated). Real session
+    logs deflate 3–12:1, 3,000 identical calls of a made-up loop 73:1, a zip bomb 400–1000:1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +85,16 @@ class ImportContext:
     while streaming. When a format makes one candidate per line (``output.jsonl``,
     conversation per line), a skipped line between two records is a failed candidate: it
     still takes its number (sessions spec §0.3); see :meth:`skipped_between`."""
+    tally: CallTally = field(default_factory=CallTally)
+    """The tool calls seen in the file (counted by the loader) and those an importer set aside
+    on purpose (:meth:`set_aside_calls`)."""
+
+    def set_aside_calls(self, reason: str, *, line: int | None = None,
+                        pointer: str | None = None, count: int = 1) -> None:
+        """Tell the tally that ``count`` tool call(s) recorded at ``line``/``pointer`` are left
+        out on purpose (a repeated id, an abandoned branch…), so they are not reported as lost.
+        The importer reports the reason itself (usually an info)."""
+        self.tally.aside(reason, line if line is not None else pointer, count)
 
     def problem(
         self,
@@ -140,6 +158,21 @@ class FileImport:
     detection: Detection
     sessions: list[Session] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    calls_seen: int | None = None
+    """Tool calls the loader counted in the file, apart from the importer; ``None`` when this
+    layout is not counted (a zip archive) or the file was not read."""
+    calls_imported: int = 0
+    """Tool calls in ``sessions``."""
+    calls_set_aside: dict[str, int] = field(default_factory=dict)
+    """Calls left out on purpose, by reason (repeated ids, abandoned branches, …)."""
+
+    @property
+    def calls_lost(self) -> int:
+        """Seen calls neither imported nor set aside (each file with some has a
+        ``calls_not_imported`` warning)."""
+        if self.calls_seen is None:
+            return 0
+        return max(0, self.calls_seen - self.calls_imported - sum(self.calls_set_aside.values()))
 
     @property
     def has_errors(self) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.formats._construct import positional_constructor
+from loopscope.formats.tally import IMPORTED_CALLS
 from loopscope.model import (
     AgentInfo,
     ArgumentsKind,
@@ -375,6 +376,7 @@ class SessionBuilder:
         for severity, code, message, origin in notes:
             emit(severity, code, message, line=origin.line, pointer=origin.pointer)
         parse = self._parse_json_text
+        imported = IMPORTED_CALLS.get()  # the loader's tally of calls that reach a session
         bad_arguments = 0
         unanswered = 0
         first_bad: CallDraft | None = None
@@ -399,6 +401,8 @@ class SessionBuilder:
                     call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
                     call.result_event,
                 ))
+            if imported is not None:
+                imported.extend(item.calls)
             events[item.event] = _new_turn(
                 item.event, turn_number, item.text, tuple(calls), item.thinking,
                 item.content, item.model, item.stop_reason, item.error, item.synthetic,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.formats.anthropic_messages import (
+    CALL_BLOCKS,
     assistant_blocks,
     emit_server_results,
     user_blocks,
@@ -22,7 +23,7 @@ from loopscope.formats.anthropic_messages import (
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.formats.text import TEXT_JOINER, extract_text, iso_timestamp, type_of
-from loopscope.model import AgentInfo, Origin, Session, escape_for_display
+from loopscope.model import AgentInfo, Origin, Session
 
 FORMAT_ID = "claude_code"
 
@@ -31,6 +32,12 @@ __all__ = ["FORMAT_ID", "import_records"]
 _CONVERSATION = frozenset({"user", "assistant", "system"})
 _NON_CONVERSATION = frozenset({"progress", "file-history-snapshot", "queue-operation",
                                "attachment", "summary"})
+# Session bookkeeping lines newer Claude Code versions write (titles, modes, the last prompt,
+# PR links…). Claude Code adds such line types often; none is part of the conversation, so
+# every line type that is not a conversation line is skipped quietly (counted in
+# ``metadata["skipped"]``). A line of any type that carries tool calls is still caught by the
+# loader's call tally.
+_TITLE_FIELDS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 _CONTINUED = "This session is being continued from a previous conversation"
 _META_KEYS = ("interrupted", "exitCode", "durationMs")
 
@@ -58,6 +65,7 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     conversation_side = 0
     skipped: dict[str, int] = {}
     title: str | None = None
+    titles: dict[str, str] = {}
     for record in records:
         value = record.value
         if not isinstance(value, dict):
@@ -67,6 +75,9 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         rtype = type_of(value)
         if rtype == "summary" and title is None and isinstance(value.get("summary"), str):
             title = value["summary"]
+        elif isinstance(rtype, str) and rtype in _TITLE_FIELDS \
+                and isinstance(value.get(_TITLE_FIELDS[rtype]), str):
+            titles[rtype] = value[_TITLE_FIELDS[rtype]]  # the latest one wins
         if not _is_sidechain(value):
             if rtype in _CONVERSATION:
                 conversation_main += 1
@@ -101,6 +112,8 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         groups = [merged]
     else:
         groups = [main, *sidechains] if sidechains else [main]
+    if title is None:  # a name the user gave wins over one the model wrote
+        title = titles.get("custom-title") or titles.get("ai-title")
     several = len(groups) > 1
     for n, group in enumerate(groups):
         candidate = n if several else None
@@ -124,7 +137,6 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
     answered: set[str] = set()
     turns: dict[str, TurnDraft] = {}
     skipped: dict[str, int] = {}
-    unknown: dict[str, int] = {}
     duplicates = 0
     first_duplicate: int | None = None
     session_id: str | None = None
@@ -137,7 +149,18 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
         if first_duplicate is None:
             first_duplicate = line
 
-    for record in group.records:
+    def repeated_call(line: int) -> None:
+        duplicate(line)
+        ctx.set_aside_calls("repeated tool_use id", line=line)
+
+    # Claude Code sometimes writes a tool_result line before the assistant line holding its
+    # tool_use (parallel calls streamed to disk). Such a result is held back and placed right
+    # after the line that makes the call, where the model saw it; otherwise the call would
+    # replay without its answer and the answer would be an orphan.
+    call_line = _call_lines(group.records)
+    held: dict[int, list[tuple[list[Any], Origin, str | None, dict[str, Any] | None, bool]]] = {}
+
+    for position, record in enumerate(group.records):
         value = record.value
         line = record.line
         origin = Origin(line=line)
@@ -146,6 +169,9 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
         if isinstance(uuid, str):
             if uuid in seen_uuids:
                 duplicate(line)
+                calls = _call_blocks(value) if rtype == "assistant" else 0
+                if calls:
+                    ctx.set_aside_calls("repeated line", line=line, count=calls)
                 continue
             seen_uuids.add(uuid)
         if session_id is None and isinstance(value.get("sessionId"), str):
@@ -184,10 +210,16 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
                     turn.content.append(content)
             pending = assistant_blocks(builder, turn, content, origin,
                                        seen_call_ids=seen_calls,
-                                       on_duplicate=functools.partial(duplicate, line))
+                                       on_duplicate=functools.partial(repeated_call, line))
             if value.get("isApiErrorMessage") is True:
                 turn.error = extract_text(content, TEXT_JOINER) or "API error"
             emit_server_results(builder, pending, timestamp)
+            for blocks, held_origin, held_time, held_meta, held_meta_flag in \
+                    held.pop(position, ()):
+                user_blocks(builder, blocks, held_origin, timestamp=held_time,
+                            as_system=held_meta_flag, answered=answered,
+                            on_duplicate=functools.partial(duplicate, held_origin.line or line),
+                            meta=held_meta)
         elif rtype == "user":
             if not isinstance(message, dict):
                 report("warning", "invalid_record",
@@ -204,6 +236,9 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
                     builder.compaction(summary, timestamp=timestamp, origin=origin)
                 continue
             meta = _tool_use_meta(value.get("toolUseResult"))
+            if isinstance(content, list) and call_line:
+                content = _hold_early_results(content, position, call_line, seen_calls, held,
+                                              origin, timestamp, meta, is_meta)
             user_blocks(builder, content, origin, timestamp=timestamp, as_system=is_meta,
                         answered=answered, on_duplicate=functools.partial(duplicate, line),
                         meta=meta)
@@ -222,17 +257,9 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
             else:
                 name = f"system:{subtype}" if isinstance(subtype, str) else "system"
                 skipped[name] = skipped.get(name, 0) + 1
-        elif rtype in _NON_CONVERSATION:
-            skipped[str(rtype)] = skipped.get(str(rtype), 0) + 1
         else:
             name = rtype if isinstance(rtype, str) else "<no type>"
             skipped[name] = skipped.get(name, 0) + 1
-            if name not in unknown:
-                unknown[name] = line
-    for name, line in unknown.items():
-        report("info", "unknown_record_type",
-               f'record type "{escape_for_display(name, 60)}" is not a Claude Code record; '
-               f"{skipped[name]} line(s) made no event", line=line, count=skipped[name])
     if duplicates:
         report("info", "duplicates_skipped",
                f"{duplicates} repeated line(s), tool call(s) or answer(s) were dropped",
@@ -244,6 +271,51 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
     return builder.build(id=sid, source=ctx.path, format=FORMAT_ID, title=title,
                          agent=AgentInfo("Claude Code", version), metadata=metadata,
                          report=report)
+
+
+def _call_lines(records: list[Record]) -> dict[str, int]:
+    """``tool_use`` id → position (in ``records``) of the first assistant line holding it."""
+    found: dict[str, int] = {}
+    for position, record in enumerate(records):
+        value = record.value
+        if value.get("type") != "assistant":
+            continue
+        message = value.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") in CALL_BLOCKS \
+                        and isinstance(block.get("id"), str):
+                    found.setdefault(block["id"], position)
+    return found
+
+
+def _hold_early_results(content: list[Any], position: int, call_line: dict[str, int],
+                        seen_calls: set[str], held: dict[int, list[Any]], origin: Origin,
+                        timestamp: str | None, meta: dict[str, Any] | None,
+                        is_meta: bool) -> list[Any]:
+    """The blocks of a user line to place now; ``tool_result`` blocks whose call is only made
+    by a later line go to ``held`` under that line's position."""
+    now: list[Any] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            call_id = block.get("tool_use_id")
+            later = call_line.get(call_id) if isinstance(call_id, str) else None
+            if later is not None and later > position and call_id not in seen_calls:
+                held.setdefault(later, []).append(([block], origin, timestamp, meta, is_meta))
+                continue
+        now.append(block)
+    return now
+
+
+def _call_blocks(value: dict[str, Any]) -> int:
+    """The tool calls an assistant line holds (for the tally, when the line is dropped)."""
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict)
+               and block.get("type") in CALL_BLOCKS)
 
 
 def _turn_key(message: dict[str, Any], value: dict[str, Any]) -> str | None:

@@ -74,7 +74,7 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
     fields: dict[str, str] = {}
     starts: list[int] = []
     for i, line in enumerate(lines):
-        if line in _HEADERS:
+        if line in _HEADERS or line.rstrip() in _HEADERS:
             starts.append(i)
         elif not starts:
             match = _FIELD.match(line)
@@ -85,6 +85,10 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
         end = starts[k + 1] if k + 1 < len(starts) else len(lines)
         body_lines = lines[start + 1:end]
         time_line = ""
+        # Markdown formatters put a blank line after each heading: the time line is the first
+        # line that is not blank.
+        while body_lines and not body_lines[0].strip():
+            body_lines.pop(0)
         if body_lines and body_lines[0].startswith(">"):
             time_line = body_lines[0]
             body_lines = body_lines[1:]
@@ -97,7 +101,7 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
             body_lines.pop()
         while body_lines and not body_lines[0].strip():
             body_lines.pop(0)
-        sections.append(_Section(_HEADERS[lines[start]], start + 1, time_line,
+        sections.append(_Section(_HEADERS[lines[start].rstrip()], start + 1, time_line,
                                  "\n".join(body_lines)))
     return fields, sections
 
@@ -137,6 +141,11 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         if key in seen_sections:
             dup_sections += 1
             first_dup = first_dup or section.line
+            if section.role == "assistant":
+                repeated, _ = _blocks(section.body)
+                calls = sum(1 for blk in repeated or () if blk.get("type") == "tool_use")
+                if calls:
+                    ctx.set_aside_calls("repeated section", line=section.line, count=calls)
             continue
         seen_sections.add(key)
         ts = parse_timestamp(section.time_line) if section.time_line else None
@@ -163,6 +172,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                         if tool_id in seen_tool_ids:
                             dup_ids += 1
                             first_dup = first_dup or section.line
+                            ctx.set_aside_calls("repeated tool_use id", line=section.line)
                             continue
                         seen_tool_ids.add(tool_id)
                     turn.content.append(block)

@@ -64,6 +64,8 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
             if event_id in seen_ids:
                 duplicates += 1
                 first_dup = first_dup or record.line
+                if typ in _TOOL_USES:
+                    ctx.set_aside_calls("repeated event id", line=record.line)
                 continue
             seen_ids.add(event_id)
         ts = as_str(event.get("processed_at")) or as_str(record.value.get("time"))

@@ -312,6 +312,7 @@ class _Rollout:
             if call_id in self.seen_call_ids:
                 self.dropped_call_ids.add(call_id)
                 self._duplicate(origin.line)
+                self.ctx.set_aside_calls("repeated call id", line=origin.line)
                 return
             self.seen_call_ids.add(call_id)
         turn = self.open_turn(timestamp, origin)

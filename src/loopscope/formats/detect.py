@@ -11,14 +11,18 @@ import codecs
 import os
 import re
 import stat
-import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
+from loopscope.formats.langfuse_observations import is_observation
+from loopscope.formats.langsmith_runs import is_run
+from loopscope.formats.openinference_spans import is_span
+from loopscope.formats.otel_genai import is_otlp
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
 
@@ -65,6 +69,10 @@ FORMAT_NAMES = {
     "inspect_eval": "inspect_ai eval log",
     "claude_code_markdown": "Claude Code markdown export",
     "claude_managed_events": "Claude managed-agents events",
+    "openinference_spans": "OpenInference spans (Phoenix)",
+    "langsmith_runs": "LangSmith runs",
+    "langfuse_observations": "Langfuse observations",
+    "otel_genai": "OpenTelemetry GenAI spans (OTLP JSON)",
 }
 
 # ------------------------------------------------------------------------ descriptions
@@ -176,6 +184,43 @@ def _is_conversation(value: Any) -> bool:
         isinstance(value, dict) and isinstance(value.get("messages"), list))
 
 
+_TRACE_STORES = (
+    (is_span, "openinference_spans", "OpenInference spans"),
+    (is_run, "langsmith_runs", "LangSmith runs"),
+    (is_observation, "langfuse_observations", "Langfuse observations"),
+)
+
+
+def _trace_store(v: Any) -> Detection | None:
+    """D11: trace-store exports — an OTLP JSON export; an array of OpenInference spans,
+    LangSmith runs or Langfuse observations (most elements; other rows are reported), or the
+    object an API returns around them (``spans``, ``runs``, ``data``, ``observations``)."""
+    doc: Layout = "document"
+    if is_otlp(v):
+        return Detection("otel_genai", doc, "OTLP JSON export with resourceSpans (D11)")
+    items = v
+    if isinstance(v, dict):
+        items = next((v[k] for k in ("spans", "runs", "data", "observations")
+                      if isinstance(v.get(k), list)), None)
+    if not isinstance(items, list) or not items:
+        return None
+    sample = items[:SAMPLE_RECORDS]
+    for test, format_id, what in _TRACE_STORES:
+        hits = sum(1 for item in sample if test(item))
+        if hits * 2 > len(sample):
+            return Detection(format_id, doc, f"JSON array of {what} (D11)")
+    return None
+
+
+def _is_gemini_contents(value: Any) -> bool:
+    """A list of Gemini API ``Content`` objects (``{"role": "user" | "model", "parts": [...]}``),
+    as Gemini CLI saves a conversation checkpoint, with at least one model turn."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(c, dict) and c.get("role") in ("user", "model")
+                    and isinstance(c.get("parts"), list) for c in value)
+            and any(c["role"] == "model" for c in value))
+
+
 def document_signature(v: Any) -> Detection | None:
     """D1–D10 on a whole parsed value; ``None`` when nothing matches."""
     doc: Layout = "document"
@@ -184,10 +229,20 @@ def document_signature(v: Any) -> Detection | None:
                 isinstance(v.get("samples"), list) or ("version" in v and "status" in v)):
             return Detection("inspect_eval", doc, "JSON object with eval and samples (D1)")
         trajectory = v.get("trajectory")
-        if isinstance(trajectory, list) and all(
-                isinstance(step, dict) and "action" in step for step in trajectory):
+        if isinstance(trajectory, list) and (all(
+                isinstance(step, dict) and "action" in step for step in trajectory) or (
+                any(isinstance(step, dict) and "action" in step for step in trajectory)
+                and ("history" in v or "info" in v))):
+            # (A step without an action — a format error, a cost limit — does not make the
+            # file something else.)
             return Detection("swe_agent_traj", doc,
                              "JSON object with a trajectory of actions (D2, SWE-agent)")
+        attempts = v.get("attempts")
+        if isinstance(attempts, list) and attempts and all(
+                isinstance(a, dict) and isinstance(a.get("trajectory"), list) for a in attempts):
+            return Detection("swe_agent_traj", doc,
+                             "JSON object with attempts, each a trajectory (D2, SWE-agent "
+                             "retry agent)")
         tf = v.get("trajectory_format")
         if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
             return Detection(None, doc, "mini-swe-agent trajectory (D3)", unsupported=(
@@ -202,16 +257,28 @@ def document_signature(v: Any) -> Detection | None:
             return Detection("openai_chat", doc, "JSON object with messages and response "
                                                  "(D5, litellm completion log)")
         messages = v.get("messages")
-        if "sessionId" in v and isinstance(messages, list) and all(
+        if "sessionId" in v and isinstance(messages, list) and (all(
                 isinstance(m, dict) and m.get("type") in ("user", "gemini", "info", "error",
-                                                          "warning") for m in messages):
+                                                          "warning") for m in messages) or (
+                ("projectHash" in v or "startTime" in v) and any(
+                    isinstance(m, dict) and m.get("type") == "gemini" for m in messages))):
+            # (A record type a newer Gemini CLI added does not make the file something else.)
             return Detection("gemini_cli_chat", doc,
                              "JSON object with sessionId and typed messages (D6, Gemini CLI)")
+    if _is_gemini_contents(v) or (isinstance(v, dict) and _is_gemini_contents(v.get("history"))
+                                  and "instance_id" not in v):
+        return Detection("gemini_cli_chat", doc, "JSON array of Gemini API contents with role "
+                                                 "and parts (D6, Gemini CLI checkpoint)")
     if isinstance(v, list) and v and all(
             isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e)
             for e in v):
         return Detection("openhands_events", doc,
                          "JSON array of events with source and action/observation (D7)")
+    if isinstance(v, list) and v and all(isinstance(e, dict) and isinstance(e.get("kind"), str)
+                                         for e in v) \
+            and any(e["kind"] in _OPENHANDS_V1_KINDS for e in v):
+        return Detection("openhands_events", doc,
+                         "JSON array of OpenHands V1 events tagged by kind (D7, openhands-sdk)")
     if isinstance(v, dict):
         if "instance_id" in v and isinstance(v.get("history"), list):
             return Detection("openhands_output", doc,
@@ -229,6 +296,9 @@ def document_signature(v: Any) -> Detection | None:
             isinstance(i, dict) and type_of(i) in RESPONSES_ITEM_TYPES for i in v) and any(
             i.get("type") != "message" for i in v):
         return Detection("openai_responses", doc, "JSON array of Responses items (D9)")
+    found = _trace_store(v)
+    if found is not None:
+        return found
     # D10
     if isinstance(v, dict) and isinstance(v.get("messages"), list):
         fmt = content_test(v["messages"], "system" in v)
@@ -261,13 +331,16 @@ _PI_TYPES = frozenset({"message", "model_change", "thinking_level_change", "comp
 _CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "progress",
                            "file-history-snapshot", "queue-operation", "attachment"})
 _GEMINI_CHAT_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+_OPENHANDS_V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent",
+                                 "AgentErrorEvent", "SystemPromptEvent"})
 _MANAGED_TYPE = re.compile(r"^(agent|user|session|span)\.[a-z_]+$")
 
 _ROWS = [
     ("L1", "codex_rollout"), ("L2", "openclaw_session"), ("L3", "claude_code"),
     ("L4", "gemini_cli_stream"), ("L5", "gemini_cli_chat"), ("L6", "openhands_output"),
     ("L7", "claude_managed_events"), ("L8", "conversation"), ("L9", "message"),
-    ("L10", "openai_responses"),
+    ("L10", "openai_responses"), ("L11", "otel_genai"), ("L12", "openinference_spans"),
+    ("L13", "langsmith_runs"), ("L14", "langfuse_observations"),
 ]
 _ROW_TEXT = {
     "L1": "type+payload (Codex rollout)",
@@ -280,6 +353,10 @@ _ROW_TEXT = {
     "L8": "a messages list (conversation per line)",
     "L9": "a role (message per line)",
     "L10": "a Responses item type",
+    "L11": "OTLP JSON span exports",
+    "L12": "OpenInference spans",
+    "L13": "LangSmith runs",
+    "L14": "Langfuse observations",
 }
 
 
@@ -305,6 +382,18 @@ def _gemini_stream(r: dict[str, Any], stream_context: bool) -> bool:
 def _row(r: Any, first: bool, stream_context: bool) -> str | None:
     if not isinstance(r, dict):
         return None
+    # Trace-store records first: their keys are their own (resourceSpans, a span context,
+    # run_type with dotted_order, traceId with an observation type).
+    if "resourceSpans" in r and is_otlp(r):
+        return "L11"
+    if "context" in r or "context.span_id" in r:
+        if is_span(r):
+            return "L12"
+    elif "run_type" in r:
+        if is_run(r):
+            return "L13"
+    elif "traceId" in r and is_observation(r):
+        return "L14"
     t = type_of(r)
     if (t in _CODEX_TYPES and "payload" in r) or "record_type" in r or (
             first and "type" not in r and "id" in r and "timestamp" in r
@@ -404,15 +493,15 @@ def _fail(layout: Any, code: str, message: str, reason: str, line: int | None = 
     return Probe(Detection(None, layout, reason), error=(code, message, line), **kw)
 
 
-def _zip_detection(path: str) -> Probe:
+def _zip_detection(path: str, limits: ImportLimits) -> Probe:
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError,
-            RuntimeError) as exc:
+        with archive_mod.open_archive(path, limits) as archive:
+            names = archive.names()
+    except archive_mod.ArchiveError as exc:
+        if exc.code == "too_large":
+            return _fail("zip", "too_large", f"zip archive: {exc.message}", "zip archive")
         return _fail("zip", "unknown_format",
-                     f"not a recorded-session format (zip archive that cannot be read: "
-                     f"{escape_for_display(str(exc), 80)})", "zip archive")
+                     f"not a recorded-session format ({exc.message})", "zip archive")
     if "header.json" in names or any(n.startswith("samples/") for n in names):
         return Probe(Detection("inspect_eval", "zip",
                                "zip archive with header.json / samples/ (inspect_ai .eval)"))
@@ -488,8 +577,11 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     except OSError as exc:
         return _fail("unknown", "unreadable", f"cannot read the file ({_os_reason(exc)})",
                      "unreadable")
+    if head.startswith(b"PAR1"):  # Parquet: a Phoenix span dataframe, read by its importer
+        return Probe(Detection("openinference_spans", "parquet",
+                               "Parquet file (OpenInference span export)"), size=size)
     if head.startswith(b"PK\x03\x04"):
-        result = _zip_detection(path)
+        result = _zip_detection(path, limits)
         result.size = size
         return result
     encoding = jsonio.sniff_encoding(head)

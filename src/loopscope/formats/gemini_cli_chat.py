@@ -17,7 +17,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text, json_pointer
+from loopscope.formats._ext_common import (
+    CandidateReporter,
+    as_str,
+    extract_text,
+    gemini_injected,
+    json_pointer,
+)
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import CallDraft, SessionBuilder
 from loopscope.formats.text import gemini_response_text
@@ -83,7 +89,11 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
         ts = as_str(message.get("timestamp"))
         content = message.get("content")
         if typ == "user":
-            b.user(extract_text(content, "\n"), content, timestamp=ts, origin=origin)
+            text = extract_text(content, "\n")
+            if gemini_injected(text):
+                b.system(text, content, recorded_role="user", timestamp=ts, origin=origin)
+            else:
+                b.user(text, content, timestamp=ts, origin=origin)
         elif typ == "gemini":
             model = as_str(message.get("model"))
             turn = b.assistant(extract_text(content, ""), content,
@@ -142,8 +152,75 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
                    format=FORMAT_ID, agent=AGENT, metadata=metadata, report=report)
 
 
+def _call_count(message: Any) -> int:
+    """The tool calls a ``gemini`` message record holds (for the tally)."""
+    if not isinstance(message, dict) or message.get("type") != "gemini":
+        return 0
+    calls = message.get("toolCalls")
+    return len(calls) if isinstance(calls, list) else 0
+
+
+def _contents(contents: list[Any], prefix: str, ctx: ImportContext,
+              report: CandidateReporter) -> Session:
+    """A checkpoint: Gemini API ``Content`` objects, the history the model was sent. A
+    ``model`` content is one turn (``text`` parts; ``thought`` parts are thinking;
+    ``functionCall`` parts are calls); a ``user`` content gives its ``functionResponse`` parts
+    as results (by id, else by position), then its text as a user message."""
+    b = SessionBuilder()
+    for i, content in enumerate(contents):
+        origin = Origin(pointer=f"{prefix}/{i}")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        parts = parts if isinstance(parts, list) else []
+        if isinstance(content, dict) and content.get("role") == "model":
+            texts: list[str] = []
+            thoughts: list[str] = []
+            calls: list[tuple[int, dict[str, Any]]] = []
+            for k, part in enumerate(parts):
+                if not isinstance(part, dict):
+                    continue
+                if isinstance(part.get("functionCall"), dict):
+                    calls.append((k, part["functionCall"]))
+                elif isinstance(part.get("text"), str):
+                    (thoughts if part.get("thought") is True else texts).append(part["text"])
+            turn = b.assistant("".join(texts), parts, thinking="\n".join(thoughts),
+                               origin=origin)
+            for k, call in calls:
+                b.call(turn, call.get("name"), call.get("args"), "value", id=call.get("id"),
+                       origin=origin, element=("parts", k))
+            continue
+        texts = []
+        for k, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            response = part.get("functionResponse")
+            if isinstance(response, dict):
+                value = response.get("response")
+                b.result(response.get("id"), value, _result_text(value),
+                         is_error=isinstance(value, dict) and "error" in value
+                         and "output" not in value,
+                         name=as_str(response.get("name")),
+                         origin=Origin(pointer=f"{prefix}/{i}/parts/{k}"))
+            elif isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        if texts:
+            text = "\n".join(texts)
+            if gemini_injected(text):
+                b.system(text, parts, recorded_role="user", origin=origin)
+            else:
+                b.user(text, parts, origin=origin)
+    return b.build(id="", source=ctx.path, format=FORMAT_ID, agent=AGENT,
+                   metadata={"layout": "checkpoint"}, report=report)
+
+
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
     report = CandidateReporter(ctx, 0)
+    if isinstance(value, list):
+        yield _contents(value, "", ctx, report)
+        return
+    if isinstance(value, dict) and isinstance(value.get("history"), list) \
+            and not isinstance(value.get("messages"), list):
+        yield _contents(value["history"], "/history", ctx, report)
+        return
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
         report("error", "session_failed", "the chat recording has no 'messages' list")
         yield None
@@ -175,7 +252,11 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
             if isinstance(target, str) and target in ordered:
                 cut = keys.index(target)
                 for key in keys[cut:]:
-                    del ordered[key]
+                    removed, removed_origin = ordered.pop(key)
+                    calls = _call_count(removed)
+                    if calls:  # the recording itself took these back
+                        ctx.set_aside_calls("removed by $rewindTo", line=removed_origin.line,
+                                            count=calls)
             else:
                 report("warning", "invalid_record",
                        f"$rewindTo names message {str(target)[:60]!r}, which is not in the "
@@ -191,5 +272,11 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
         message_id = value.get("id")
         slot: Any = message_id if isinstance(message_id, str) else ("line", record.line)
         # a dict keeps the first insertion position: the last copy wins at the first position
+        earlier = ordered.get(slot)
+        if earlier is not None:
+            calls = _call_count(earlier[0])
+            if calls:  # an earlier copy of a message that was written again
+                ctx.set_aside_calls("superseded copy of a message", line=earlier[1].line,
+                                    count=calls)
         ordered[slot] = (value, origin)
     yield _build(list(ordered.values()), header, ctx, report)

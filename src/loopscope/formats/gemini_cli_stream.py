@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text
+from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text, gemini_injected
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
@@ -59,7 +59,11 @@ def _build_run(records: list[Record], ctx: ImportContext, candidate: int | None)
                 continue
             turn = None
             if role == "user":
-                b.user(extract_text(content, "\n"), content, timestamp=ts, origin=origin)
+                text = extract_text(content, "\n")
+                if gemini_injected(text):
+                    b.system(text, content, recorded_role="user", timestamp=ts, origin=origin)
+                else:
+                    b.user(text, content, timestamp=ts, origin=origin)
             else:
                 shown = role if isinstance(role, str) else None
                 report.once(str(role), "info", "unknown_role",

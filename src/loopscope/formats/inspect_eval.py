@@ -2,7 +2,8 @@
 
 A JSON log ``{"version", "status", "eval", "samples": [...]}``: each sample is one session
 (``path#n``). A ``.eval`` file is a zip with ``header.json`` and ``samples/*.json`` (one sample
-each, read with bounded sizes). ``attachment://<hash>`` strings are resolved from the sample's
+each, read through :mod:`loopscope.formats.archive`: bounded member count, inflated bytes per
+member and in total, and compression ratio). ``attachment://<hash>`` strings are resolved from the sample's
 ``attachments``; ``events`` repeat the calls and are not imported.
 """
 
@@ -13,12 +14,12 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
+from loopscope.formats import jsonio
 from loopscope.formats._ext_common import CandidateReporter, as_dict, as_str, extract_text
+from loopscope.formats.archive import ArchiveError, BoundedArchive, open_archive
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder
-from loopscope.model import AgentInfo, AssistantTurn, Origin, Session
+from loopscope.model import AgentInfo, AssistantTurn, Origin, Session, escape_for_display
 
 FORMAT_ID = "inspect_eval"
 
@@ -217,33 +218,37 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
 # --------------------------------------------------------------------------- .eval zip
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes | None:
-    if info.file_size > limit:
-        return None
-    with archive.open(info) as handle:
-        data = handle.read(limit + 1)
-    return None if len(data) > limit else data
+def _parse_member(archive: BoundedArchive, info: zipfile.ZipInfo, ctx: ImportContext,
+                  truncated: list[str]) -> Any:
+    """Inflate one member within the archive's bounds and parse it the way a plain JSON
+    document is parsed (depth, number and string-length rules). Raises ``ArchiveError`` or
+    ``jsonio.JsonError``."""
+    data = archive.read(info)
+    return jsonio.read_document(data, ctx.limits, truncated.append)
 
 
 def import_zip(path: str, ctx: ImportContext) -> Iterator[Session | None]:
-    """A ``.eval`` log: ``header.json`` plus one ``samples/<id>_epoch_<n>.json`` per sample."""
-    limit = int(getattr(ctx.limits, "max_document_bytes", 256 * 1024 * 1024))
+    """A ``.eval`` log: ``header.json`` plus one ``samples/<id>_epoch_<n>.json`` per sample.
+
+    The archive is read through :mod:`loopscope.formats.archive`: a member over its limits is
+    reported by name and skipped; once the archive as a whole inflates past
+    ``max_archive_bytes`` the samples not read yet are reported in one problem."""
     try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        ctx.problem("error", "unreadable", f"the .eval archive cannot be read ({exc})")
+        archive = open_archive(path, ctx.limits)
+    except ArchiveError as exc:
+        ctx.problem("error", exc.code, exc.message)
         return
     with archive:
-        infos = archive.infolist()
+        infos = archive.members()
         header: dict[str, Any] = {}
         header_info = next((i for i in infos if i.filename == "header.json"), None)
+        truncated: list[str] = []
         if header_info is not None:
             try:
-                data = _read_member(archive, header_info, limit)
-                parsed = orjson.loads(data) if data is not None else None
-            except (orjson.JSONDecodeError, OSError, zipfile.BadZipFile, RuntimeError) as exc:
+                parsed = _parse_member(archive, header_info, ctx, truncated)
+            except (ArchiveError, jsonio.JsonError) as exc:
                 ctx.problem("warning", "invalid_record",
-                            f"header.json in the archive does not parse ({exc}); "
+                            f"header.json in the archive cannot be read ({_reason(exc)}); "
                             "samples are read without it")
                 parsed = None
             if isinstance(parsed, dict):
@@ -251,20 +256,41 @@ def import_zip(path: str, ctx: ImportContext) -> Iterator[Session | None]:
         members = [i for i in infos
                    if i.filename.startswith("samples/") and i.filename.endswith(".json")]
         for n, info in enumerate(members):
+            name = escape_for_display(info.filename, 120)
             try:
-                data = _read_member(archive, info, limit)
-                if data is None:
-                    ctx.problem("error", "too_large",
-                                f"sample {info.filename} is over max_document_bytes; not read",
-                                candidate=n)
-                    yield None
-                    continue
-                sample = orjson.loads(data)
-            except (orjson.JSONDecodeError, OSError, zipfile.BadZipFile, RuntimeError,
-                    EOFError) as exc:
+                sample = _parse_member(archive, info, ctx, truncated)
+            except ArchiveError as exc:
+                ctx.problem("error", exc.code, exc.message, candidate=n)
+                yield None
+                if exc.limit == "max_archive_bytes":
+                    _report_unread(ctx, members, n + 1)
+                    return
+                continue
+            except jsonio.JsonError as exc:
                 ctx.problem("error", "session_failed",
-                            f"sample {info.filename} cannot be read ({exc}); it was skipped",
+                            f"sample {name} is not valid JSON ({_reason(exc)}); it was skipped",
                             candidate=n)
                 yield None
                 continue
             yield sample_session(sample, header, ctx, n, f"/{info.filename}")
+        if truncated:
+            ctx.problem("info", "value_truncated",
+                        f"{len(truncated)} string value(s) longer than "
+                        f"{ctx.limits.max_value_chars:,} characters (max_value_chars) were "
+                        "replaced by a head and a sha256 digest")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ArchiveError):
+        return exc.message
+    if isinstance(exc, jsonio.JsonError):
+        return escape_for_display(exc.detail + exc.where(), 160)
+    return escape_for_display(str(exc), 160)
+
+
+def _report_unread(ctx: ImportContext, members: list[zipfile.ZipInfo], first: int) -> None:
+    left = len(members) - first
+    if left > 0:
+        ctx.problem("error", "too_large",
+                    f"{left} more sample(s) of the archive were not read (max_archive_bytes), "
+                    f"from {escape_for_display(members[first].filename, 120)} on", count=left)

@@ -696,7 +696,9 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                  encoding: str = "utf-8",
                  on_number_error: Callable[[int, str], None] | None = None,
                  report: bool = True, data: bytes | None = None,
-                 parsed: dict[int, ParsedLine] | None = None) -> Iterator[Record]:
+                 parsed: dict[int, ParsedLine] | None = None,
+                 recover: Callable[[bytes], tuple[list[Any], str] | None] | None = None,
+                 ) -> Iterator[Record]:
     """Stream the parsed records of a JSONL file. Bad lines are skipped and reported to
     ``ctx`` (and recorded in ``ctx.skipped_lines``); blank lines are ignored. ``report=False``
     samples silently (detection).
@@ -705,6 +707,10 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
     carries parse results from detection to the import, so that the sampled lines are parsed
     once: a silent pass adds every line it parses, a reporting pass takes (and removes) the
     lines it finds there instead of parsing them again. Both passes use the same limits.
+
+    ``recover(line)`` is the format's second reading of a line that is not valid JSON (or
+    breaks the number rules): ``(values, what)`` when the format's own reader would still read
+    it (each value becomes a record of that line, and an info says ``what``), else ``None``.
     """
     encoding_reported = False
     truncated_at: list[str] = []
@@ -752,6 +758,14 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                     value, bad_utf8 = parse_line(line, limits, note_truncation)
             except JsonError as exc:
                 truncated_at.clear()
+                recovered = recover(line) if recover is not None and exc.kind != TOO_DEEP \
+                    else None
+                if recovered is not None:
+                    values, what = recovered
+                    problem("info", "line_recovered", what, number)
+                    for value in values:
+                        yield _new_record(number, value)
+                    continue
                 if exc.kind == TOO_DEEP:
                     ctx.skipped_lines[number] = TOO_DEEP
                     problem("warning", TOO_DEEP,

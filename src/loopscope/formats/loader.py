@@ -30,7 +30,14 @@ from loopscope.formats.base import (
     ImportReport,
 )
 from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
-from loopscope.formats.detect import FORMAT_NAMES, Probe, probe
+from loopscope.formats.detect import FORMAT_NAMES, Probe, describe_value, probe
+from loopscope.formats.tally import (
+    IMPORTED_CALLS,
+    count_document,
+    count_records,
+    count_text,
+    lost_calls,
+)
 from loopscope.model import Problem, Session, Severity, escape_for_display
 
 __all__ = [
@@ -49,7 +56,8 @@ __all__ = [
 ]
 
 FORMAT_IDS = tuple(FORMAT_NAMES)
-SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md"})
+SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md",
+                             ".parquet"})
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 """Formats whose files follow the gglib file-level number rules: a non-finite or
 out-of-range number anywhere makes the file unreadable (sessions spec §2.1)."""
@@ -166,6 +174,8 @@ def _load_file(path_str: str, limits: ImportLimits, format: str | None,
     detection = Detection(None, "unknown", "not examined")
     sessions: list[tuple[int, Session]] = []
     candidates = 0
+    imported: list[Any] = []
+    imported_token = IMPORTED_CALLS.set(imported)
     try:
         found = probe(path_str, limits)
         detection = found.detection
@@ -178,7 +188,9 @@ def _load_file(path_str: str, limits: ImportLimits, format: str | None,
         candidates = _import(found, detection, format, ctx, sessions, path_str, scanned)
     except Exception as exc:  # the last net: nothing escapes
         ctx.internal_error(exc)
-    return _finish(path_str, detection, ctx, sessions, candidates, limits)
+    finally:
+        IMPORTED_CALLS.reset(imported_token)
+    return _finish(path_str, detection, ctx, sessions, candidates, limits, imported)
 
 
 def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportContext,
@@ -213,7 +225,24 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
     items = _items(module, found, detection, ctx, path)
     if items is None:
         return 0
-    return _collect(items, format_id, ctx, sessions)
+    candidates = _collect(items, format_id, ctx, sessions)
+    if forced is None and sessions and not any(_recorded_work(s) for _, s in sessions):
+        # The keys looked like a recording, but nothing in it is an agent's work: a summary
+        # or a note with a few record-like keys. Saying so beats replaying an empty session.
+        looks = (describe_value(found.value) if found.has_value
+                 else "JSON Lines" if detection.layout == "jsonl" else detection.layout)
+        sessions.clear()
+        ctx.problem("error", "not_a_recording",
+                    f"not a recording: it was taken for {label} by its keys "
+                    f"({escape_for_display(detection.reason, 120)}), but holds no message "
+                    f"of a user or an assistant and no tool result; it looks like {looks}")
+    return candidates
+
+
+def _recorded_work(session: Session) -> bool:
+    """Whether a session holds a conversation: a user or assistant message or a tool result
+    (a session of nothing but unknown records and notes is no recording)."""
+    return any(e.kind in ("user", "assistant", "tool_result") for e in session.events)
 
 
 def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportContext,
@@ -227,6 +256,12 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
             ctx.problem("error", "unsupported_variant",
                         f"recognised as {format_id} (zip archive); .eval zip archives are not "
                         "supported yet")
+            return None
+        return importer(path, ctx)
+    if layout == "parquet":
+        importer = getattr(module, "import_parquet", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read Parquet")
             return None
         return importer(path, ctx)
     if layout == "markdown":
@@ -245,13 +280,16 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
             ctx.problem("warning", "encoding",
                         "invalid UTF-8 bytes (first on this line) were replaced with U+FFFD",
                         line=text.bad_utf8_line)
-        return importer(text.data.decode("utf-8", "surrogatepass"), ctx)
+        decoded = text.data.decode("utf-8", "surrogatepass")
+        count_text(str(format_id), decoded, ctx.tally)
+        return importer(decoded, ctx)
     if layout == "document" and found.has_value:
         importer = getattr(module, "import_document", None)
         if importer is None:
             ctx.problem("error", "unsupported_variant",
                         f"{format_id} cannot read a single JSON document")
             return None
+        count_document(str(format_id), found.value, ctx.tally)
         return importer(found.value, ctx)
     if layout == "jsonl":
         importer = getattr(module, "import_records", None)
@@ -262,8 +300,10 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
         records = jsonio.iter_records(
             path, limits, ctx, encoding=found.encoding,
             on_number_error=lambda line, detail: number_errors.append((line, detail)),
-            data=found.data, parsed=found.parsed)
-        items: Iterator[Session | None] = importer(records, ctx)
+            data=found.data, parsed=found.parsed,
+            recover=getattr(module, "recover_line", None))
+        items: Iterator[Session | None] = importer(
+            count_records(str(format_id), records, ctx.tally), ctx)
         if format_id in SERDE_FORMATS:
             return _serde_guard(items, number_errors, ctx)
         return items
@@ -365,8 +405,21 @@ def _drain(items: Iterator[Session | None]) -> Iterator[Any]:
 
 def _finish(path: str, detection: Detection, ctx: ImportContext,
             found: list[tuple[int, Session]], candidates: int,
-            limits: ImportLimits) -> FileImport:
+            limits: ImportLimits, imported: list[Any]) -> FileImport:
     several = candidates > 1
+    tally = ctx.tally
+    calls_imported = sum(len(session.calls) for _, session in found)
+    if tally.counted:
+        # Every call seen in the file is imported or set aside with a reason; any other
+        # difference is said, naming the first call lost (a replay without it is no replay).
+        missing, first, anchor = lost_calls(tally, imported, calls_imported)
+        if missing > 0:
+            where = f" (first {first})" if first else ""
+            ctx.problem("warning", "calls_not_imported",
+                        f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
+                        f"were not imported{where}; the replay does not include them",
+                        line=anchor if isinstance(anchor, int) else None,
+                        pointer=anchor if isinstance(anchor, str) else None, count=missing)
     stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
 
     def source_of(candidate: int | None) -> str:
@@ -388,7 +441,9 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
         mine = tuple(by_source.get(source, ()))
         sessions.append(dataclasses.replace(session, id=sid, source=source, title=title,
                                             problems=mine))
-    return FileImport(path, detection, sessions, problems)
+    return FileImport(path, detection, sessions, problems,
+                      calls_seen=tally.seen_count, calls_imported=calls_imported,
+                      calls_set_aside=tally.reasons())
 
 
 def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:

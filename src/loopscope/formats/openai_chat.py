@@ -21,7 +21,9 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
     MAX_EVENTS,
     TRUNCATIONS,
+    CallDraft,
     SessionBuilder,
+    TurnDraft,
     call_origin,
     line_origin,
     pointer_origin,
@@ -32,6 +34,12 @@ from loopscope.formats.text import (
     iso_timestamp,
     openai_assistant_text,
     openai_tool_result_text,
+)
+from loopscope.formats.text_actions import (
+    RESPOND_ACTION,
+    TextAction,
+    observation_text,
+    parse_text_action,
 )
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
 
@@ -110,6 +118,8 @@ def session_from_messages(
         messages = messages[:cap]
     builder = SessionBuilder()
     unknown_roles: set[str] = set()
+    actions = _text_actions(messages)
+    pending: tuple[CallDraft, str] | None = None  # a text action waiting for its answer
     n = len(messages)
     origin_at = (origins if origins is not None and len(origins) >= n
                  else [origin_of(i) for i in range(n)])
@@ -130,8 +140,25 @@ def session_from_messages(
             continue
         role = message.get("role")
         content = message.get("content")
+        if actions is not None and role == "user" and pending is not None:
+            draft, style = pending
+            pending = None
+            answer = observation_text(extract_text(content, TEXT_JOINER), style)
+            if answer is not None:
+                builder.result(draft.id, answer, answer, structure_call=draft,
+                               timestamp=timestamp, origin=origin)
+                continue
         if role == "assistant":
-            _assistant(builder, message, origin, timestamp, report)
+            turn = _assistant(builder, message, origin, timestamp, report)
+            action = actions.get(i) if actions is not None else None
+            if action is not None:
+                draft = builder.call(turn, action.name, action.arguments,
+                                     action.kind,  # type: ignore[arg-type]
+                                     id=f"ls-{builder.call_count}", id_synthetic=True,
+                                     origin=origin)
+                pending = (draft, action.style)
+            else:
+                pending = None
         elif role == "tool":
             name = message.get("name")
             builder.result(
@@ -165,14 +192,47 @@ def session_from_messages(
                           extract_text(content, TEXT_JOINER), content,
                           timestamp=timestamp, origin=origin)
 
+    chat_messages: Sequence[Any] | None = messages
+    if actions is not None:
+        # The recorded messages carry no tool_calls, so the engines read the calls from the
+        # events (the derived OpenAI-chat view), where the text actions are calls.
+        chat_messages = None
+        for i, action in actions.items():  # calls no structural counter can see
+            where = origin_at[i]
+            ctx.tally.saw(where.line if where.line is not None else where.pointer, action.name)
+        styles = sorted({a.style for a in actions.values()})
+        metadata = {**(metadata or {}), "text_actions": ", ".join(styles)}
+        report("info", "text_actions",
+               f"{len(actions)} tool call(s) were read from the assistant text ({' and '.join(styles)} "
+               "text actions: the session records no structured tool call)", count=len(actions))
     return builder.build(
         id=id, source=ctx.path, format=format, title=title, agent=agent, models=list(models),
-        metadata=metadata, chat_messages=messages, report=report,
+        metadata=metadata, chat_messages=chat_messages, report=report,
     )
 
 
+def _text_actions(messages: Sequence[Any]) -> dict[int, TextAction] | None:
+    """Message index → the tool call its assistant text writes, for a session that records no
+    structured tool call and writes at least one in text (ReAct / act agents); else ``None``.
+    A tau-bench ``respond`` action is a reply to the user, not a call."""
+    found: dict[int, TextAction] = {}
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            return None
+        text = openai_assistant_text(message.get("content"))
+        if "Action" not in text:
+            continue
+        action = parse_text_action(text)
+        if action is not None and action.name != RESPOND_ACTION:
+            found[i] = action
+    return found or None
+
+
 def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
-               timestamp: str | None, report: Any) -> None:
+               timestamp: str | None, report: Any) -> TurnDraft:
     thinking = message.get("reasoning_content")
     if not isinstance(thinking, str):
         thinking = message.get("reasoning")
@@ -219,6 +279,7 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
         report("info", "legacy_function_call",
                "assistant message uses the legacy 'function_call'; it is not read as a tool "
                "call (the turn is prose)", line=origin.line, pointer=origin.pointer)
+    return turn
 
 
 def _json_type(value: Any) -> str:

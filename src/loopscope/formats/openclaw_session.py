@@ -13,6 +13,7 @@ hashes them with its own rules.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -91,6 +92,7 @@ class _Importer:
                 return entries  # legacy v1: no tree, file order
             if entry_id in by_id:
                 duplicates += 1
+                self._set_aside(record, "entry repeats an id seen earlier")
                 continue
             by_id[entry_id] = record
             if chained:
@@ -117,14 +119,28 @@ class _Importer:
             seen.add(id(current))
             path.append(current)
             parent = current.value.get("parentId")
+            if parent is None and "parentId" in current.value:
+                break  # the root (an explicit null)
+            if position is None:
+                position = {id(r): n for n, r in enumerate(entries)}
             if not isinstance(parent, str):
-                break  # the root
+                # A parent link that is missing or not a string names no entry. Taking it for
+                # the root would silently drop everything before this entry; the entry written
+                # just before it is its parent in every append-only session, so the walk goes on
+                # there (said once per entry).
+                if position[id(current)] == 0:
+                    break
+                shown = "missing" if "parentId" not in current.value else \
+                    f"a JSON {_json_type(parent)}, not an entry id"
+                self.report("warning", "broken_parent_link",
+                            f"the parent link (parentId) is {shown}; the branch continues with "
+                            "the preceding entry", line=current.line)
+                current = entries[position[id(current)] - 1]
+                continue
             found = by_id.get(parent)
             if found is not None:
                 current = found
                 continue
-            if position is None:
-                position = {id(r): n for n, r in enumerate(entries)}
             if (current.line - 1) in self.ctx.skipped_lines and position[id(current)] > 0:
                 previous = entries[position[id(current)] - 1]
                 self.report("warning", "broken_parent_link",
@@ -140,7 +156,22 @@ class _Importer:
         abandoned = len(entries) - len(path)
         if abandoned:
             self.metadata["abandoned_entries"] = abandoned
+            on_path = {id(r) for r in path}
+            for record in entries:
+                if id(record) not in on_path and by_id.get(record.value.get("id")) is record:
+                    self._set_aside(record, "not on the active branch")
         return path
+
+    def _set_aside(self, record: Record, reason: str) -> None:
+        """Tell the tally about the tool calls of an entry that is not imported on purpose."""
+        message = record.value.get("message")
+        content = message.get("content") if isinstance(message, dict) \
+            and message.get("role") == "assistant" else None
+        if isinstance(content, list):
+            calls = sum(1 for block in content
+                        if isinstance(block, dict) and block.get("type") == "toolCall")
+            if calls:
+                self.ctx.set_aside_calls(reason, line=record.line, count=calls)
 
     # ------------------------------------------------------------------ entries
 
@@ -166,6 +197,20 @@ class _Importer:
     def entry(self, record: Record) -> None:
         value = record.value
         kind = value.get("type")
+        if not isinstance(kind, str):
+            # A type that is no string (a writer bug): an entry that carries a message is read
+            # as a message entry, as its content says; anything else is skipped.
+            shown = "missing" if "type" not in value else f"a JSON {_json_type(kind)}"
+            if isinstance(value.get("message"), dict):
+                self.report("info", "unknown_record_type",
+                            f"entry type is {shown}; the entry holds a message and was read as "
+                            "one", line=record.line)
+                kind = "message"
+            else:
+                self.skipped["<no type>"] += 1
+                self.report("info", "unknown_record_type",
+                            f"entry type is {shown}; the entry was skipped", line=record.line)
+                return
         if self.pending_compaction is not None:
             if kind == "message":
                 message = value.get("message")
@@ -367,9 +412,63 @@ class _Importer:
         )
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def _summary_of(message: Mapping[str, Any]) -> str:
     summary = message.get("summary")
     return summary if isinstance(summary, str) else ""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# JavaScript's JSON.parse, which OpenClaw reads its session files with: every number is a
+# double, so one outside the double range is Infinity (Python's float() gives the same); NaN
+# and Infinity literals are rejected; lone surrogate escapes are kept.
+_JS_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_WHITESPACE = " \t\n\r"
+
+
+def recover_line(line: bytes) -> tuple[list[Any], str] | None:
+    """A second reading of a line the strict reader refused (see ``jsonio.iter_records``).
+
+    Two cases are read, because dropping them loses entries OpenClaw itself kept: a number
+    outside the double range (``1e400``), which JavaScript reads as Infinity; and a line holding
+    two or more entry objects written back to back (a lost newline in legacy files), each read
+    as its own entry. Anything else stays unreadable."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", "replace")
+    values: list[Any] = []
+    at = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        while at < len(text):
+            value, at = _JS_DECODER.raw_decode(text, at)
+            if not isinstance(value, dict):
+                return None
+            values.append(value)
+            at = len(text) - len(text[at:].lstrip(_WHITESPACE))
+    except (ValueError, RecursionError):
+        return None
+    if not values:
+        return None
+    if len(values) > 1:
+        return values, (f"the line holds {len(values)} entries written back to back (no "
+                        "newline between them); each was read as its own entry")
+    return values, ("the line was read as OpenClaw reads it (JavaScript JSON.parse: a number "
+                    "outside the double range becomes Infinity)")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:

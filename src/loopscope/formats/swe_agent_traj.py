@@ -48,28 +48,56 @@ def _text(value: Any) -> str:
 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
-    report = CandidateReporter(ctx, 0)
-    if not isinstance(value, dict) or not isinstance(value.get("trajectory"), list):
-        report("error", "session_failed", "a .traj file is an object with a 'trajectory' list")
-        yield None
+    attempts = value.get("attempts") if isinstance(value, dict) else None
+    if isinstance(attempts, list) and attempts:
+        # SWE-agent's retry agent saves every attempt, each a whole trajectory, and copies the
+        # chosen one to the top level: one session per attempt, the copy is not read twice.
+        best = as_dict(value.get("info")).get("best_attempt_idx")
+        top = value.get("trajectory")
+        if isinstance(top, list):
+            calls = 0
+            for k, step in enumerate(top):
+                if isinstance(step, dict) and isinstance(step.get("action"), str) \
+                        and step["action"].strip():
+                    calls += 1
+                    ctx.set_aside_calls("copy of the chosen attempt",
+                                        pointer=f"/trajectory/{k}")
+            if calls:
+                ctx.problem("info", "duplicates_skipped",
+                            f"the top-level trajectory copies attempt {best}; its {calls} "
+                            "call(s) are read once, from the attempt", count=calls)
+        for n, attempt in enumerate(attempts):
+            yield _session(attempt, ctx, n, f"/attempts/{n}",
+                           {"attempt": n, **({"chosen": n == best}
+                                             if isinstance(best, int) else {})})
         return
+    yield _session(value, ctx, None, "", {})
+
+
+def _session(value: Any, ctx: ImportContext, candidate: int | None, prefix: str,
+             extra: dict[str, Any]) -> Session | None:
+    report = CandidateReporter(ctx, 0 if candidate is None else candidate)
+    if not isinstance(value, dict) or not isinstance(value.get("trajectory"), list):
+        report("error", "session_failed", "a .traj file is an object with a 'trajectory' list",
+               pointer=prefix or None)
+        return None
     b = SessionBuilder()
     history = value.get("history")
     title: str | None = None
     if isinstance(history, list):
         if history and isinstance(history[0], dict) and history[0].get("role") == "system":
             content = history[0].get("content")
-            b.system(_text(content), content, origin=Origin(pointer="/history/0"))
+            b.system(_text(content), content, origin=Origin(pointer=f"{prefix}/history/0"))
         for i, message in enumerate(history):
             if (isinstance(message, dict) and message.get("role") == "user"
                     and not _is_demo(message)):
                 content = message.get("content")
                 text = _text(content)
-                b.user(text, content, origin=Origin(pointer=f"/history/{i}"))
+                b.user(text, content, origin=Origin(pointer=f"{prefix}/history/{i}"))
                 title = _first_line(text)
                 break
     for k, step in enumerate(value["trajectory"]):
-        origin = Origin(pointer=f"/trajectory/{k}")
+        origin = Origin(pointer=f"{prefix}/trajectory/{k}")
         if not isinstance(step, dict):
             report("warning", "invalid_record",
                    "a trajectory step is not an object; it was skipped", pointer=origin.pointer)
@@ -104,6 +132,7 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
                 metadata[key] = stats[key]
     if isinstance(value.get("environment"), str):
         metadata["environment"] = value["environment"]
-    yield b.build(id="", source=ctx.path, format=FORMAT_ID, title=title, agent=AGENT,
-                  metadata=metadata, report=report)
+    metadata.update(extra)
+    return b.build(id="", source=ctx.path, format=FORMAT_ID, title=title, agent=AGENT,
+                   metadata=metadata, report=report)
 

@@ -8,6 +8,7 @@ sessions.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -40,11 +41,20 @@ PALETTE: tuple[tuple[str, str], ...] = (
 )
 
 
-def _detector_styles() -> dict[str, DetectorStyle]:
-    from loopscope.engines import all_engines
+def detector_styles() -> dict[str, DetectorStyle]:
+    """Detector id → its title (the engine's plain label), colour and shape, for every engine
+    in the registry (plug-ins included)."""
+    from loopscope.engines import engine_names
+
+    return _styles_for(engine_names())
+
+
+@functools.cache
+def _styles_for(names: tuple[str, ...]) -> dict[str, DetectorStyle]:
+    from loopscope.engines import get_engine
 
     styles: dict[str, DetectorStyle] = {}
-    for engine in all_engines():
+    for engine in map(get_engine, names):
         for info in engine.detectors:
             if info.id not in styles:
                 color, symbol = PALETTE[len(styles) % len(PALETTE)]
@@ -52,8 +62,12 @@ def _detector_styles() -> dict[str, DetectorStyle]:
     return styles
 
 
-DETECTOR_STYLES: dict[str, DetectorStyle] = _detector_styles()
-"""Detector id → its title (the engine's plain label), colour and shape."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DETECTOR_STYLES":  # read from the registry when asked
+        return detector_styles()
+    raise AttributeError(name)
 UNKNOWN_STYLE = DetectorStyle("other", "#555555", "pentagon")
 PASS_COLOR = "#8C8C8C"
 DIVERGENCE_FILL = "rgba(120,120,120,0.18)"
@@ -72,7 +86,7 @@ are on the axis)."""
 
 
 def style_of(detector: str | None) -> DetectorStyle:
-    return DETECTOR_STYLES.get(detector or "", UNKNOWN_STYLE)
+    return detector_styles().get(detector or "", UNKNOWN_STYLE)
 
 
 def marker_symbol(detector: str | None, verdict: str) -> str:
@@ -465,7 +479,7 @@ def _hover(names: bool) -> str:
 
 
 def _ordered_groups(groups: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:
-    order = list(DETECTOR_STYLES)
+    order = list(detector_styles())
     return sorted(
         groups,
         key=lambda k: (order.index(k[0]) if k[0] in order else len(order), VERDICT_ORDER.index(k[1])),

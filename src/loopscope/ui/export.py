@@ -6,13 +6,12 @@ Pure functions returning text, so tests can parse what a download would contain.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loopscope import config_io
+from loopscope import config_io, csvsafe
 from loopscope.engines.base import SessionReplay
 from loopscope.model import Session
 
@@ -37,13 +36,6 @@ def verdict_report_jsonl(replays: Mapping[str, Sequence[SessionReplay]]) -> str:
     return out.getvalue()
 
 
-def _cell(value: Any) -> Any:
-    """Keep spreadsheet programs from reading a hostile name as a formula."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def verdict_report_csv(
     sessions: Sequence[Session],
     replays: Mapping[str, Sequence[SessionReplay]],
@@ -51,13 +43,13 @@ def verdict_report_csv(
 ) -> str:
     """One row per session and engine: the first refusal and the counts."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csvsafe.writer(out, lineterminator="\n")  # no cell a spreadsheet would run
     writer.writerow(CSV_COLUMNS)
     for engine, reps in replays.items():
         for s, r in zip(sessions, reps, strict=True):
             fr = r.first_refusal
             writer.writerow([
-                _cell(r.session), _cell(r.source), r.format, engine,
+                r.session, r.source, r.format, engine,
                 (labels or {}).get(s.source) or "", len(s.calls), len(s.turns), len(r.steps),
                 "yes" if fr else "no",
                 "" if fr is None else fr.turn,

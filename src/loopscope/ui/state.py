@@ -7,7 +7,7 @@ How the pieces fit (read this before adding a page)
   query parameter, ``<engine>.<setting name>`` (the engine's version: ``<engine>.version``), and
   is bound with ``bind="query-params"``: moving it rewrites the URL, opening a URL sets it, and
   a value equal to the default is left out of the URL. The controls are made from each engine's
-  settings schema (:data:`FIELDS`, :func:`fields_of`); the sidebar (:mod:`loopscope.ui.settings`)
+  settings schema (:func:`all_fields`, :func:`fields_of`); the sidebar (:mod:`loopscope.ui.settings`)
   draws them, and :func:`resolve` turns their values into an engine configuration through the
   engine's own ``config`` (so clamping and ordering notes are the engine's, word for word).
   To change a setting from code (a preset, a sweep cell), call :func:`apply_settings` from a
@@ -50,6 +50,7 @@ Example (a page)::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -145,9 +146,27 @@ def from_control(f: Field, value: Any) -> Any:
     return value
 
 
-ENGINES: tuple[str, ...] = engine_names()
-"""Every engine (the registry's order)."""
-ENGINE_TITLES: dict[str, str] = {name: get_engine(name).title for name in ENGINES}
+def engines() -> tuple[str, ...]:
+    """Every engine (the registry's order, plug-ins included)."""
+    return engine_names()
+
+
+def engine_titles() -> dict[str, str]:
+    return {name: get_engine(name).title for name in engine_names()}
+
+
+def __getattr__(name: str) -> Any:
+    """``ENGINES``, ``ENGINE_TITLES``, ``FIELDS`` and ``FIELDS_BY_KEY``, read from the registry
+    when asked (a plug-in installed while the server runs shows up)."""
+    if name == "ENGINES":
+        return engines()
+    if name == "ENGINE_TITLES":
+        return engine_titles()
+    if name == "FIELDS":
+        return all_fields()
+    if name == "FIELDS_BY_KEY":
+        return fields_by_key()
+    raise AttributeError(name)
 
 
 SHOWN_KEY = "engines"
@@ -158,8 +177,8 @@ def shown_engines() -> list[str]:
     """The guards the user chose to see (every engine by default), in registry order."""
     chosen = st.session_state.get(SHOWN_KEY)
     if not chosen:
-        return list(ENGINES)
-    return [e for e in ENGINES if e in chosen] or list(ENGINES)
+        return list(engines())
+    return [e for e in engines() if e in chosen] or list(engines())
 
 
 def version_key(engine: str) -> str:
@@ -181,9 +200,24 @@ def fields_of(engine: str, version: str | None = None) -> tuple[Field, ...]:
     return tuple(Field(engine, spec) for spec in eng.settings_for(version))
 
 
-def _all_fields() -> tuple[Field, ...]:
+def all_fields() -> tuple[Field, ...]:
+    """Every control of every engine and version."""
+    return _fields_for(engine_names())
+
+
+def fields_by_key() -> dict[str, Field]:
+    return _fields_by_key_for(engine_names())
+
+
+@functools.cache
+def _fields_by_key_for(names: tuple[str, ...]) -> dict[str, Field]:
+    return {f.key: f for f in _fields_for(names)}
+
+
+@functools.cache
+def _fields_for(names: tuple[str, ...]) -> tuple[Field, ...]:
     seen: dict[str, Field] = {}
-    for name in ENGINES:
+    for name in names:
         eng = get_engine(name)
         for version in eng.versions:
             for spec in eng.settings_for(version):
@@ -191,9 +225,6 @@ def _all_fields() -> tuple[Field, ...]:
     return tuple(seen.values())
 
 
-FIELDS: tuple[Field, ...] = _all_fields()
-"""Every control of every engine and version."""
-FIELDS_BY_KEY: dict[str, Field] = {f.key: f for f in FIELDS}
 
 
 # --------------------------------------------------------------------------- values
@@ -248,20 +279,20 @@ def resolve(engine: str, values: Mapping[str, Any] | None = None,
 
 def current_configs() -> dict[str, ConfigResolution[Any]]:
     """Engine name → the configuration of the current controls."""
-    return {name: resolve(name) for name in ENGINES}
+    return {name: resolve(name) for name in engines()}
 
 
 def current_values() -> dict[str, Any]:
     """Every control's value by widget key, versions included (what a link carries)."""
-    values = {f.key: widget_value(f) for f in FIELDS}
-    for name in ENGINES:
+    values = {f.key: widget_value(f) for f in all_fields()}
+    for name in engines():
         values[version_key(name)] = current_version(name)
     return values
 
 
 def default_values() -> dict[str, Any]:
-    values = {f.key: f.default for f in FIELDS}
-    for name in ENGINES:
+    values = {f.key: f.default for f in all_fields()}
+    for name in engines():
         values[version_key(name)] = get_engine(name).default_version
     return values
 
@@ -270,7 +301,7 @@ def control_values(engine: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Widget key → control value for typed setting values of ``engine``."""
     out: dict[str, Any] = {}
     for name, value in settings.items():
-        f = FIELDS_BY_KEY.get(f"{engine}.{name}")
+        f = fields_by_key().get(f"{engine}.{name}")
         if f is not None:
             out[f.key] = to_control(f, value)
     return out
@@ -283,11 +314,11 @@ def apply_settings(values: Mapping[str, Any]) -> None:
     """
     for key, value in values.items():
         engine, _, name = key.partition(".")
-        if name == "version" and engine in ENGINES:
+        if name == "version" and engine in engines():
             if value in get_engine(engine).versions:
                 st.session_state[key] = value
             continue
-        f = FIELDS_BY_KEY.get(key)
+        f = fields_by_key().get(key)
         if f is None:
             continue
         st.session_state[key] = coerce_for_control(f, value)
@@ -351,7 +382,7 @@ def prepared_version(c: Corpus, engine: str, version: str) -> list[Any]:
     from loopscope.corpus import LARGE_CORPUS
     from loopscope.ui import gc_policy
 
-    bar = st.progress(0.0, text=f"Preparing sessions for {ENGINE_TITLES[engine]}")
+    bar = st.progress(0.0, text=f"Preparing sessions for {get_engine(engine).title}")
     try:
         out = c.prepared(engine, version,
                          progress=lambda f, text: bar.progress(min(max(f, 0.0), 1.0), text=text))

@@ -8,13 +8,11 @@ from typing import Any
 from tests.engines.gglib._gglib_helpers import AM, DEF, A, P, T, U, W
 
 from loopscope.engines.base import Step
-from loopscope.engines.gglib import GglibConfig, prepare_messages, replay_messages
+from loopscope.engines.gglib import GglibConfig, replay_messages
 from loopscope.engines.gglib.explain import (
     explain_first_refusal,
     explain_step,
     session_limitations,
-    smallest_change_to_pass,
-    smallest_change_to_refuse,
     upstream_note,
     upstream_refusal_body,
 )
@@ -171,51 +169,6 @@ def test_explain_first_refusal_sentence() -> None:
 
 
 # ------------------------------------------------------------------------------- setting changes
-
-
-def test_smallest_change_for_a_strike() -> None:
-    changes = smallest_change_to_pass(looping(3), DEF)
-    assert changes[0].changes == {"max_repeated_batch_steps": 3}
-    assert changes[0].first_refusal is None
-    assert changes[0].set_args() == ["max_repeated_batch_steps=3"]
-    reclass = [c for c in changes if "observation_tools" in c.changes]
-    assert reclass and "write_file" in reclass[0].changes["observation_tools"]
-
-
-def test_smallest_change_for_a_ceiling_trip() -> None:
-    changes = smallest_change_to_pass(moving(16), DEF)
-    by_key = {next(iter(c.changes)): c for c in changes if len(c.changes) == 1}
-    assert by_key["max_repeated_batch_steps"].changes["max_repeated_batch_steps"] == 16
-    assert by_key["max_observation_steps"].changes["max_observation_steps"] == 16
-
-
-def test_smallest_change_for_stagnation() -> None:
-    changes = smallest_change_to_pass([P("a"), P("b")] * 6, DEF)
-    assert changes[0].changes == {"max_stagnation_steps": 6}
-
-
-def test_smallest_change_moves_the_refusal_later() -> None:
-    msgs = [*looping(3), U("x"), *looping(4)]
-    changes = smallest_change_to_pass(prepare_messages(msgs), DEF)
-    assert changes[0].changes == {"max_repeated_batch_steps": 3}
-    assert changes[0].first_refusal is not None and changes[0].first_refusal.turn == 6
-
-
-def test_nothing_to_change_on_a_pass() -> None:
-    assert smallest_change_to_pass(looping(2), DEF) == []
-
-
-def test_smallest_change_to_refuse() -> None:
-    msgs = [A("read_file", '{"path":"a.rs"}', f"c{i}") for i in range(5)]
-    changes = smallest_change_to_refuse(msgs, DEF, turn=4)
-    by_key = {next(iter(c.changes)): c for c in changes if None not in c.changes.values()}
-    assert by_key["max_observation_steps"].changes["max_observation_steps"] == 4
-    assert any(c.changes == {"max_observation_steps": None} for c in changes)
-    assert by_key["max_observation_steps"].first_refusal is not None
-    assert by_key["max_observation_steps"].first_refusal.turn == 4
-    assert "max_repeated_batch_steps" not in by_key  # an exempt read-only batch
-    prose = smallest_change_to_refuse([P("x")] * 3, DEF, turn=2)
-    assert prose[0].changes == {"max_stagnation_steps": 2}
 
 
 # ------------------------------------------------------------------------------- limitations

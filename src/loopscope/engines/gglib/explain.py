@@ -2,9 +2,8 @@
 
 * :func:`explain_step`: what a step means, in sentences, with the governing setting, the text the
   user would have seen upstream (refuse and note wording) and the limitations that apply.
-* :func:`smallest_change_to_pass` / :func:`smallest_change_to_refuse`: the smallest setting
-  change that lets a refused step through, or that would have caught a step that passed. Both
-  search with the fast prepared run, so every candidate is verified by a real re-run.
+* :class:`GglibExplainer`: the engine contract's explainer; its ``extra_changes`` add the
+  multi-setting candidates the generic advice search (``loopscope.advice``) verifies.
 * :func:`session_limitations`: the known limitations of §6 that apply to one session.
 * :func:`upstream_refusal_body` / :func:`upstream_note`: upstream's exact texts.
 
@@ -16,30 +15,26 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-from loopscope.engines.base import FirstRefusal, SessionReplay, Step
+from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.gglib.canon import MAX_REPR_DEPTH
-from loopscope.engines.gglib.config import CLAMP_MAX, CLAMP_MIN, GglibConfig
+from loopscope.engines.gglib.config import CLAMP_MAX, GglibConfig
 from loopscope.engines.gglib.core import (
     COSTLY_OBSERVATION_TOOLS,
     batch_signature,
     domain_calls,
     is_costly_name,
 )
-from loopscope.engines.gglib.fast import PreparedMessages, prepare_messages, run_prepared
 
 __all__ = [
     "NOTE_MARKER",
     "NOTE_SIGNATURE_LIMIT",
-    "SettingChange",
     "StepExplanation",
     "explain_first_refusal",
     "explain_step",
     "session_limitations",
-    "smallest_change_to_pass",
-    "smallest_change_to_refuse",
     "upstream_note",
     "upstream_refusal_body",
 ]
@@ -332,175 +327,6 @@ def explain_first_refusal(
             e = explain_step(step, result.steps, config)
             return " ".join((e.headline, *e.details[:1]))
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# The smallest setting change (§5.6)
-
-
-@dataclass(frozen=True, slots=True)
-class SettingChange:
-    """A candidate configuration, verified by a re-run."""
-
-    changes: dict[str, Any]
-    """Key -> new value (``observation_tools`` as a list)."""
-    config: GglibConfig
-    first_refusal: FirstRefusal | None
-    """The first refusal under the new configuration."""
-    description: str
-    notes: tuple[str, ...] = field(default=())
-
-    def set_args(self) -> list[str]:
-        """The ``--set KEY=VALUE`` arguments for this change."""
-        out = []
-        for k, v in self.changes.items():
-            if v is None:
-                out.append(f"{k}=none")
-            elif isinstance(v, list | tuple):
-                out.append(f"{k}={','.join(v)}")
-            else:
-                out.append(f"{k}={v}")
-        return out
-
-
-def _prepared(source: Any) -> PreparedMessages:
-    if isinstance(source, PreparedMessages):
-        return source
-    inner = getattr(source, "messages", None)
-    if isinstance(inner, PreparedMessages):
-        return inner
-    if hasattr(source, "chat_view"):
-        return prepare_messages(source.chat_view())
-    return prepare_messages(source)
-
-
-def _step_at(steps: Sequence[Step], turn: int) -> Step:
-    for s in steps:
-        if s.turn == turn:
-            return s
-    raise ValueError(f"no step at turn {turn}")
-
-
-def _with(config: GglibConfig, **changes: Any) -> GglibConfig:
-    return replace(config, **changes)
-
-
-def smallest_change_to_pass(
-    source: Any, config: GglibConfig, turn: int | None = None
-) -> list[SettingChange]:
-    """Smallest changes (within 1..100) that let the refused step at ``turn`` through.
-
-    ``turn`` defaults to the first refusal. ``source`` is prepared messages, a prepared session,
-    a session (``chat_view``) or a message list. One candidate per key that can do it alone,
-    smallest value first; a two-key change when no single key suffices; and, for a batch that
-    only needs reclassifying, adding its tools to ``observation_tools``. Every candidate is
-    verified by re-running; its new first refusal is reported.
-    """
-    prepared = _prepared(source)
-    steps, first = run_prepared(prepared, config)
-    if turn is None:
-        if first is None:
-            return []
-        turn = first.turn
-    step = _step_at(steps, turn)
-    if step.verdict != "refuse":
-        return []
-
-    def passes(cfg: GglibConfig) -> tuple[bool, FirstRefusal | None]:
-        s2, f2 = run_prepared(prepared, cfg)
-        return _step_at(s2, turn).verdict != "refuse", f2
-
-    out: list[SettingChange] = []
-    if step.detector == "stagnation":
-        keys: list[str] = ["max_stagnation_steps"]
-    else:
-        keys = ["max_repeated_batch_steps"]
-        if config.max_observation_steps is not None:
-            keys.append("max_observation_steps")
-    for key in keys:
-        current = getattr(config, key)
-        for value in range(max(current + 1, CLAMP_MIN), CLAMP_MAX + 1):
-            cfg = _with(config, **{key: value})
-            ok, f2 = passes(cfg)
-            if ok:
-                out.append(SettingChange({key: value}, cfg, f2, f"raise {key} from {current} to {value}"))
-                break
-    if step.detector == "loop" and not out and config.max_observation_steps is not None:
-        # Both thresholds must move: the strike key to the count, the larger key to the total.
-        count, total = step.count or 0, step.extra.get("total") or 0
-        for s_val in range(max(config.max_repeated_batch_steps + 1, count), CLAMP_MAX + 1):
-            o_val = max(config.max_observation_steps, total)
-            cfg = _with(config, max_repeated_batch_steps=s_val, max_observation_steps=min(o_val, CLAMP_MAX))
-            ok, f2 = passes(cfg)
-            if ok:
-                changes: dict[str, Any] = {"max_repeated_batch_steps": s_val}
-                if cfg.max_observation_steps != config.max_observation_steps:
-                    changes["max_observation_steps"] = cfg.max_observation_steps
-                out.append(SettingChange(changes, cfg, f2, "raise " + " and ".join(f"{k} to {v}" for k, v in changes.items())))
-                break
-    if step.detector == "loop" and step.extra.get("batch_class") == "mutating":
-        missing = [t for t in dict.fromkeys(step.tools) if t]
-        if missing and len(missing) == len(set(step.tools)):
-            tools = [*config.observation_tools, *missing]
-            cfg = _with(config, observation_tools=tuple(tools))
-            ok, f2 = passes(cfg)
-            if ok:
-                out.append(
-                    SettingChange(
-                        {"observation_tools": tools},
-                        cfg,
-                        f2,
-                        f"treat {_tools_phrase(missing)} as read-only (add to observation_tools)",
-                        ("Reclassifying changes the thresholds for every batch of these tools.",),
-                    )
-                )
-    return out
-
-
-def smallest_change_to_refuse(
-    source: Any, config: GglibConfig, turn: int
-) -> list[SettingChange]:
-    """Smallest changes (within 1..100) under which the step at ``turn`` is refused.
-
-    Used to "catch a missed loop": for each integer key the largest lower value that refuses the
-    step (the smallest change), plus switching the observation tier off. Lowering a threshold can
-    also move the first refusal earlier; each candidate reports its new first refusal.
-    """
-    prepared = _prepared(source)
-    steps, _ = run_prepared(prepared, config)
-    step = _step_at(steps, turn)
-    if step.verdict == "refuse":
-        return []
-
-    def refuses(cfg: GglibConfig) -> tuple[bool, FirstRefusal | None]:
-        s2, f2 = run_prepared(prepared, cfg)
-        return _step_at(s2, turn).verdict == "refuse", f2
-
-    out: list[SettingChange] = []
-    if step.extra.get("kind") == "prose":
-        keys = ["max_stagnation_steps"]
-    else:
-        keys = ["max_repeated_batch_steps"]
-        if config.max_observation_steps is not None:
-            keys.append("max_observation_steps")
-    for key in keys:
-        current = getattr(config, key)
-        for value in range(min(current - 1, CLAMP_MAX), CLAMP_MIN - 1, -1):
-            cfg = _with(config, **{key: value})
-            ok, f2 = refuses(cfg)
-            if ok:
-                out.append(SettingChange({key: value}, cfg, f2, f"lower {key} from {current} to {value}"))
-                break
-    if step.extra.get("kind") == "batch" and config.max_observation_steps is not None:
-        cfg = _with(config, max_observation_steps=None)
-        ok, f2 = refuses(cfg)
-        if ok:
-            out.append(
-                SettingChange(
-                    {"max_observation_steps": None}, cfg, f2, "switch the read-only tier off"
-                )
-            )
-    return out
 
 
 # --------------------------------------------------------------------------------------------

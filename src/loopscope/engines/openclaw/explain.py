@@ -1,8 +1,8 @@
 """Plain-language explanations for the ``openclaw`` engine (engine-openclaw §6.7, §8).
 
 * :func:`explain_step` — one sentence for a non-engineer, plus the upstream message and facts;
-* :func:`smallest_change_to_pass` — the smallest setting changes that would have let a step
-  through, each verified by re-running the fast path;
+* :class:`OpenClawExplainer` — the engine contract's explainer (its levers order the generic
+  advice search of ``loopscope.advice``);
 * :func:`session_limitations` — the known limitations of §8 that apply to a session, as
   ``(id, plain text)``.
 
@@ -13,23 +13,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.base import FirstRefusal, SessionReplay, Step
+from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.openclaw.config import OpenClawConfig
-from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
+from loopscope.engines.openclaw.fast import prepare
 from loopscope.model import AssistantTurn, Session, ToolResult
 
 __all__ = [
     "LIMITATIONS",
-    "SettingChange",
     "StepExplanation",
     "explain_first_refusal",
     "explain_step",
     "plain_sentence",
     "session_limitations",
-    "smallest_change_to_pass",
 ]
 
 
@@ -165,28 +163,6 @@ def explain_first_refusal(session: Any, result: SessionReplay,
 # --------------------------------------------------------------------------- levers (§6.7)
 
 
-@dataclass(frozen=True, slots=True)
-class SettingChange:
-    """A candidate configuration, verified by a re-run."""
-
-    changes: dict[str, Any]
-    """``--set`` name → new value."""
-    config: OpenClawConfig
-    first_refusal: FirstRefusal | None
-    """The first refusal under the new configuration."""
-    description: str
-    notes: tuple[str, ...] = field(default=())
-
-    def set_args(self) -> list[str]:
-        """The ``--set KEY=VALUE`` arguments for this change."""
-        return [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                for k, v in self.changes.items()]
-
-
-def _prepared(source: Session | PreparedSession) -> PreparedSession:
-    return source if isinstance(source, PreparedSession) else prepare(source)
-
-
 _INT_LEVERS: Final[dict[str, tuple[str, ...]]] = {
     "generic_repeat": ("criticalThreshold",),
     "known_poll_no_progress": ("criticalThreshold",),
@@ -202,75 +178,6 @@ _BOOL_LEVERS: Final[dict[str, tuple[str, ...]]] = {
     "global_circuit_breaker": ("enabled",),
     "post_compaction_guard": ("enabled",),
 }
-
-
-def smallest_change_to_pass(
-    source: Session | PreparedSession, config: OpenClawConfig, call: int | None = None,
-) -> list[SettingChange]:
-    """The smallest setting changes under which the step of tool call ``call`` (default: the
-    first refusal) is no longer refused — or, for a warn step, passes silently.
-
-    One candidate per lever of §6.7 that works alone: for a threshold the smallest working
-    value (found by re-running the fast path), for a toggle switching it off. Each candidate
-    reports the session's new first refusal, which may come later.
-    """
-    prepared = _prepared(source)
-    result = run(prepared, config)
-    if call is None:
-        if result.first_refusal is None:
-            return []
-        call = result.first_refusal.call
-    position = next((n for n, s in enumerate(result.steps) if s.call == call), None)
-    if position is None:
-        return []
-    step = result.steps[position]
-    if step.verdict == "pass" or step.detector is None:
-        return []
-    wanted = "refuse" if step.verdict == "refuse" else "warn"
-
-    def through(candidate: OpenClawConfig) -> tuple[bool, SessionReplay]:
-        rerun = run(prepared, candidate)
-        verdict = rerun.steps[position].verdict
-        return (verdict != "refuse" if wanted == "refuse" else verdict == "pass"), rerun
-
-    settings = config.settings()
-    out: list[SettingChange] = []
-    int_keys = (_INT_LEVERS.get(step.detector, ()) if wanted == "refuse"
-                else ("warningThreshold",))
-    # Counts never exceed the window (+1 for ping-pong), so this bound always suffices.
-    limit = max(config.history_size + 2, (step.count or 0) + 2)
-    for key in int_keys:
-        current = int(settings[key])
-        low, high = current + 1, max(current + 1, limit)
-        ok, _ = through(config.with_settings(**{key: high}))
-        if not ok:
-            continue
-        if wanted == "refuse" and key != "postCompactionGuard.windowSize":
-            # Raising these thresholds never adds a refusal (§3.4): binary search.
-            while low < high:
-                middle = (low + high) // 2
-                if through(config.with_settings(**{key: middle}))[0]:
-                    high = middle
-                else:
-                    low = middle + 1
-            value = high
-        else:
-            value = next(v for v in range(low, high + 1)
-                         if through(config.with_settings(**{key: v}))[0])
-        candidate = config.with_settings(**{key: value})
-        _, rerun = through(candidate)
-        notes = tuple(candidate.notes)
-        out.append(SettingChange({key: value}, candidate, rerun.first_refusal,
-                                 f"raise {key} from {current} to {value}", notes))
-    for key in _BOOL_LEVERS.get(step.detector, ()):
-        candidate = config.with_settings(**{key: False})
-        ok, rerun = through(candidate)
-        if ok:
-            notes = (("enabled: false also turns off every detector and the post-compaction "
-                      "guard.",) if key == "enabled" else ())
-            out.append(SettingChange({key: False}, candidate, rerun.first_refusal,
-                                     f"turn off {key}", notes))
-    return out
 
 
 # --------------------------------------------------------------------------- limitations (§8)

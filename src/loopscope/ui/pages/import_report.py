@@ -6,6 +6,9 @@ one file never stops the others from loading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -33,6 +36,8 @@ def render() -> None:
     st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {n_err} errors, {n_warn} warnings, "
                f"{n_info} notes. Files with problems never stop the other files.")
 
+    _calls_table(report.files, corpus.display)
+
     if corpus.label_problems:
         with st.expander(f"Labels file: {len(corpus.label_problems)} problem(s)", expanded=True,
                          icon=":material/warning:"):
@@ -51,7 +56,7 @@ def render() -> None:
         icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
                 3: ":material/check_circle:"}[worst]
         title = (f"{corpus.display(f.path)} — {f.detection.format or 'unknown format'} · "
-                 f"{len(f.sessions)} session(s) · {tag}")
+                 f"{len(f.sessions)} session(s) · {_calls_text(f)} · {tag}")
         with st.expander(title, expanded=worst <= 1, icon=icon):
             st.caption(escape_for_display(f.detection.reason, 300))
             if f.problems:
@@ -76,6 +81,52 @@ def render() -> None:
                     )
                     + ("\n- …" if len(f.sessions) > 50 else "")
                 )
+
+
+def _calls_text(f: Any) -> str:
+    """``seen / imported`` tool calls of one file, as the expander title shows it."""
+    seen = "–" if f.calls_seen is None else f"{f.calls_seen:,}"
+    text = f"{seen} seen / {f.calls_imported:,} imported calls"
+    return text + (f" ({f.calls_lost:,} not imported)" if f.calls_lost else "")
+
+
+def calls_rows(files: list[Any], display: Callable[[str], str]) -> list[dict[str, Any]]:
+    """One row per file: the tool calls counted in the file and those that reached the replay
+    (a call left out on purpose, e.g. a repeated id, is *set aside*; any other difference is
+    *not imported*)."""
+    rows = []
+    for f in files:
+        aside = f.calls_set_aside
+        rows.append({
+            "file": display(f.path),
+            "format": f.detection.format or "—",
+            "sessions": len(f.sessions),
+            "calls seen": f.calls_seen,
+            "calls imported": f.calls_imported,
+            "set aside": sum(aside.values()),
+            "not imported": f.calls_lost,
+            "why set aside": "; ".join(f"{n} {reason}" for reason, n in aside.items()),
+        })
+    return rows
+
+
+def _calls_table(files: list[Any], display: Callable[[str], str]) -> None:
+    rows = calls_rows(files, display)
+    seen = sum(r["calls seen"] or 0 for r in rows)
+    imported = sum(r["calls imported"] for r in rows)
+    lost = sum(r["not imported"] for r in rows)
+    st.subheader("Tool calls per file", anchor=False)
+    st.caption(f"{seen:,} tool calls seen in the files, {imported:,} imported"
+               + (f", {lost:,} not imported (see the warnings below)" if lost else "")
+               + ". Calls are counted in each file apart from its import; calls left out on "
+               "purpose (repeated ids, abandoned branches) are set aside, with the reason.")
+    if rows:
+        frame = pd.DataFrame(rows).sort_values(["not imported", "file"],
+                                               ascending=[False, True])
+        st.dataframe(frame, hide_index=True, width="stretch",
+                     column_config={"calls seen": st.column_config.NumberColumn(
+                         help="Counted in the file by a reader of its own; empty when the "
+                              "layout is not counted (a zip archive).")})
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -1,0 +1,461 @@
+"""Prepare once, re-run cheaply: the OpenHands stuck detector over integer-coded events.
+
+``prepare(session)`` does everything that does not depend on the thresholds: it builds the
+event log of :mod:`.events` once, codes every action and observation by its equality class
+(:mod:`.canon`: two events get the same code exactly when OpenHands' ``_event_eq`` says they are
+equal), and records, for every check (after each assistant turn), what the four patterns read:
+
+* ``ra``: how many of the newest actions in a row equal the newest one;
+* ``ro``: the same for observations; ``re``: how many of the newest observations in a row are
+  errors;
+* ``ka`` / ``ko``: how many ``i`` from the newest on have ``action[i] == action[i+2]`` (and the
+  same for observations) without a break;
+* where the agent-message run the monologue walk counts begins, the latest user message, and
+  prefix counts of actions, observations and agent messages.
+
+These are counted over the whole log; the window (the newest events after the latest user
+message) only shortens them, and it is applied in ``run`` by prefix counts. The only thing a
+configuration adds to the log is the action-error nudge (an environment message that takes a
+place in the window), so ``run`` keeps the list of nudges and the "already nudged" memory and
+evaluates only the checks where some pattern can hold for these thresholds. Every check is
+O(1) apart from the nudges inside its window.
+
+Property tests prove ``run(prepare(s), c)`` equal to the reference replay for random sessions
+and thresholds.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Any, Final
+
+from loopscope.engines.base import (
+    FirstRefusal,
+    FlaggedStep,
+    Marker,
+    SessionReplay,
+    Step,
+    new_step,
+)
+from loopscope.engines.contract import CounterSeries
+from loopscope.engines.openhands.canon import canonical
+from loopscope.engines.openhands.config import OpenHandsConfig
+from loopscope.engines.openhands.events import (
+    ActionEvent,
+    AgentErrorEvent,
+    Check,
+    Condensation,
+    MessageEvent,
+    ObservationEvent,
+    ParsedArguments,
+    build_items,
+    parse_arguments,
+)
+from loopscope.engines.openhands.reference import (
+    ACTION_ERROR,
+    ACTION_OBSERVATION,
+    ALTERNATING_PATTERN,
+    ENGINE_NAME,
+    MONOLOGUE,
+    nudge_text,
+    step_extra,
+)
+from loopscope.model import Session
+
+__all__ = ["PreparedSession", "counters", "prepare", "run"]
+
+_MALFORMED: Final = ("malformed",)
+"""The equality key of ``action=None`` (canonical keys of parsed arguments are strings)."""
+
+
+@dataclass(slots=True)
+class PreparedSession:
+    """One session's threshold-independent data (one entry per check unless stated)."""
+
+    session: str
+    source: str
+    format: str
+    n: int
+    """Number of checks (= steps = assistant turns)."""
+    turn: list[int]
+    call: list[int | None]
+    tools: list[tuple[str, ...]]
+    calls_before: list[int]
+    base: list[int]
+    """Events in the log (nudges excepted) when the check is made."""
+    user: list[int]
+    """Log index of the latest user message before the check (-1: none)."""
+    ra: list[int]
+    """Newest actions in a row equal to the newest one."""
+    ro: list[int]
+    """Newest observations in a row equal to the newest one."""
+    re: list[int]
+    """Newest observations in a row that are errors."""
+    ka: list[int]
+    """``i`` from the newest on with ``action[i] == action[i+2]``, without a break."""
+    ko: list[int]
+    """The same for observations."""
+    mono_start: list[int]
+    """Log index where the run of messages the monologue walk reads begins."""
+    newest_obs: list[int]
+    """Log index of the newest observation (-1: none): the nudge memory's event id."""
+    nudge_tool: list[str]
+    """Tool name of the newest action (the nudge text)."""
+    nudge_error: list[str]
+    """Text of the newest observation when it is an error (the nudge text)."""
+    pre_actions: list[int]
+    """``pre_actions[i]``: actions among the first ``i`` log events (length = events + 1)."""
+    pre_observations: list[int]
+    pre_agent: list[int]
+    # Upper bounds per check, for skipping checks where nothing can hold (sorted views below).
+    reach: tuple[tuple[list[int], list[int]], ...]
+    """Per bound (streak, same pair, monologue, alternation): check indices sorted by
+    decreasing bound, and the negated bounds in that order (ascending, for ``bisect``)."""
+
+    def candidates(self, config: OpenHandsConfig) -> list[int]:
+        """The checks where a nudge or a pattern can hold under ``config``, in order."""
+        found: set[int] = set()
+        for (order, negated), threshold in zip(self.reach, (
+                config.action_error, config.action_observation, config.monologue,
+                config.alternating_pattern), strict=True):
+            k = bisect_right(negated, -threshold)
+            if k:
+                found.update(order[:k])
+        return sorted(found)
+
+
+def prepare(session: Session) -> PreparedSession:
+    """Build the log once and record what every check reads."""
+    parsed: dict[str, ParsedArguments] = {}
+
+    def parse(text: str) -> ParsedArguments:
+        found = parsed.get(text)
+        if found is None:
+            found = parsed[text] = parse_arguments(text)
+        return found
+
+    canon_of_data: dict[int, Any] = {}  # id(parsed data) → canonical key (data kept alive)
+    codes: dict[Any, int] = {}
+
+    turn: list[int] = []
+    call: list[int | None] = []
+    tools: list[tuple[str, ...]] = []
+    calls_before: list[int] = []
+    base: list[int] = []
+    user: list[int] = []
+    ra_l: list[int] = []
+    ro_l: list[int] = []
+    re_l: list[int] = []
+    ka_l: list[int] = []
+    ko_l: list[int] = []
+    mono_l: list[int] = []
+    newest_obs_l: list[int] = []
+    tool_l: list[str] = []
+    error_l: list[str] = []
+    pre_a = [0]
+    pre_o = [0]
+    pre_g = [0]
+
+    actions: list[int] = []  # codes, oldest first
+    observations: list[int] = []
+    ra = ro = re = ka = ko = 0
+    last_user = -1
+    stopper = -1  # newest event that stops the monologue walk
+    newest_obs = -1
+    newest_tool = ""
+    newest_error = ""
+    n_events = 0
+    n_calls = 0
+
+    for item in build_items(session, parse):
+        if isinstance(item, Check):
+            turn.append(item.turn)
+            call.append(item.call)
+            tools.append(item.tools)
+            calls_before.append(n_calls)
+            n_calls += len(item.tools)
+            base.append(n_events)
+            user.append(last_user)
+            ra_l.append(ra)
+            ro_l.append(ro)
+            re_l.append(re)
+            ka_l.append(ka)
+            ko_l.append(ko)
+            mono_l.append(stopper + 1)
+            newest_obs_l.append(newest_obs)
+            tool_l.append(newest_tool)
+            error_l.append(newest_error)
+            continue
+        index = n_events
+        n_events += 1
+        a = pre_a[-1]
+        o = pre_o[-1]
+        g = pre_g[-1]
+        if isinstance(item, ActionEvent):
+            data = item.action
+            if data is None:
+                key: Any = _MALFORMED
+            else:
+                key = canon_of_data.get(id(data))
+                if key is None:
+                    key = canon_of_data[id(data)] = canonical(data)
+            code = codes.setdefault(("a", item.tool_name, item.thought, key), len(codes))
+            ra = ra + 1 if actions and actions[-1] == code else 1
+            ka = ka + 1 if len(actions) >= 2 and actions[-2] == code else 0
+            actions.append(code)
+            newest_tool = item.tool_name
+            stopper = index
+            a += 1
+        elif isinstance(item, ObservationEvent | AgentErrorEvent):
+            if isinstance(item, ObservationEvent):
+                code = codes.setdefault(("o", item.tool_name, item.text), len(codes))
+                re = 0
+                newest_error = ""
+            else:
+                code = codes.setdefault(("e", item.error), len(codes))
+                re += 1
+                newest_error = item.error
+            ro = ro + 1 if observations and observations[-1] == code else 1
+            ko = ko + 1 if len(observations) >= 2 and observations[-2] == code else 0
+            observations.append(code)
+            newest_obs = index
+            stopper = index
+            o += 1
+        elif isinstance(item, MessageEvent):
+            if item.source == "user":
+                last_user = index
+                stopper = index
+            elif item.source == "agent":
+                g += 1
+            # environment messages are skipped by the monologue walk
+        else:
+            assert isinstance(item, Condensation)
+            stopper = index
+        pre_a.append(a)
+        pre_o.append(o)
+        pre_g.append(g)
+
+    n = len(turn)
+    bounds: tuple[list[int], ...] = ([], [], [], [])
+    for i in range(n):
+        b, u = base[i], user[i]
+        seg_a = pre_a[b] - pre_a[u + 1]
+        seg_o = pre_o[b] - pre_o[u + 1]
+        pair = min(seg_a, seg_o)
+        bounds[0].append(min(ra_l[i], re_l[i], pair))
+        bounds[1].append(min(ra_l[i], ro_l[i], pair))
+        bounds[2].append(pre_g[b] - pre_g[mono_l[i]])
+        bounds[3].append(min(pair, ka_l[i] + 2, ko_l[i] + 2))
+    reach = []
+    for values in bounds:
+        order = sorted((i for i in range(n) if values[i] > 0), key=lambda i: -values[i])
+        reach.append((order, [-values[i] for i in order]))
+
+    return PreparedSession(
+        session.id, session.source, session.format, n, turn, call, tools, calls_before, base,
+        user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l, newest_obs_l, tool_l, error_l, pre_a, pre_o,
+        pre_g, tuple(reach))
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _window(b: int, u: int, nudges: list[int], n: int, size: int) -> tuple[int, int]:
+    """``(start, kept)``: the window (the newest ``size`` log entries, cut after the latest
+    user message) holds the events ``start .. b-1`` and ``kept`` nudges.
+
+    ``nudges[:n]`` lists, oldest first, how many events the log held when each nudge was
+    appended (nudge ``j`` sits after event ``nudges[j] - 1``); later entries are ignored.
+    """
+    in_window = kept = 0
+    j = n - 1
+    while j >= 0:
+        at = nudges[j]
+        if (b - at) + (n - j) > size:  # entries from this nudge to the end
+            break
+        in_window += 1
+        if at > u:
+            kept += 1
+        j -= 1
+    start = b - size + in_window
+    if start <= u:
+        start = u + 1
+    if start < 0:
+        start = 0
+    return start, kept
+
+
+_Verdict = tuple[str, str, int, str | None]
+"""(verdict, detector, count, nudge text) of a check that did not pass."""
+
+
+def _evaluate(p: PreparedSession, config: OpenHandsConfig
+              ) -> tuple[dict[int, _Verdict], list[int], int]:
+    """The flagged checks, the nudges (events in the log at each) and the first refusal."""
+    flagged: dict[int, _Verdict] = {}
+    nudges: list[int] = []
+    first = -1
+    if not config.enabled:
+        return flagged, nudges, first
+    ao, ae, mono, alt = (config.action_observation, config.action_error, config.monologue,
+                         config.alternating_pattern)
+    size = config.max_events
+    least = min(ao, ae, mono)
+    needed = max(ao, ae + 1)
+    last_nudged = -1
+    base, user, pre_a, pre_o = p.base, p.user, p.pre_actions, p.pre_observations
+    for i in p.candidates(config):
+        b, u = base[i], user[i]
+        start, kept = _window(b, u, nudges, len(nudges), size)
+        n_a = pre_a[b] - pre_a[start]
+        n_o = pre_o[b] - pre_o[start]
+        ra, re = p.ra[i], p.re[i]
+        # The nudge: the action-error streak read with one pair more than the threshold.
+        streak = min(ra, re, n_a, n_o, ae + 1)
+        if streak == ae and p.newest_obs[i] != last_nudged:
+            last_nudged = p.newest_obs[i]
+            nudges.append(b)
+            flagged[i] = ("warn", ACTION_ERROR, ae,
+                          nudge_text(p.nudge_tool[i], ae, p.nudge_error[i]))
+            continue
+        length = (b - start) + kept
+        if length < least:
+            continue
+        verdict: _Verdict | None = None
+        if n_a >= ao and n_o >= ao and ra >= ao and p.ro[i] >= ao:
+            verdict = ("refuse", ACTION_OBSERVATION, ao, None)
+        else:
+            streak = min(ra, re, n_a, n_o, needed)
+            if streak > ae:
+                verdict = ("refuse", ACTION_ERROR, streak, None)
+            elif length >= mono and (count := p.pre_agent[b] - p.pre_agent[
+                    max(start, p.mono_start[i])]) >= mono:
+                verdict = ("refuse", MONOLOGUE, count, None)
+            elif (length >= alt and n_a >= alt and n_o >= alt
+                  and (alt <= 2 or (p.ka[i] >= alt - 2 and p.ko[i] >= alt - 2))):
+                verdict = ("refuse", ALTERNATING_PATTERN, alt, None)
+        if verdict is not None:
+            flagged[i] = verdict
+            if first < 0:
+                first = i
+    return flagged, nudges, first
+
+
+def run(p: PreparedSession, config: OpenHandsConfig) -> SessionReplay:
+    """The replay of ``p`` under ``config``; steps are built when read."""
+    flagged, nudges, first = _evaluate(p, config)
+    first_refusal = None
+    if first >= 0:
+        first_refusal = FirstRefusal(p.turn[first], p.call[first], flagged[first][1])
+    warned = len(nudges) > 0
+    return SessionReplay.lazy(p.session, p.source, p.format, ENGINE_NAME, first_refusal, warned,
+                              _Detail(p, config, flagged, nudges, first))
+
+
+class _Detail:
+    """The steps of one prepared session under one configuration, built when read."""
+
+    __slots__ = ("config", "first", "flagged_checks", "nudges", "prepared")
+
+    def __init__(self, prepared: PreparedSession, config: OpenHandsConfig,
+                 flagged: dict[int, _Verdict], nudges: list[int], first: int) -> None:
+        self.prepared = prepared
+        self.config = config
+        self.flagged_checks = flagged
+        self.nudges = nudges
+        self.first = first
+
+    def _scans(self) -> list[int]:
+        """Events in the window after each check (its own nudge included)."""
+        p, size = self.prepared, self.config.max_events
+        nudges = self.nudges
+        out: list[int] = []
+        k = 0  # nudges made up to and including this check
+        for i in range(p.n):
+            b = p.base[i]
+            while k < len(nudges) and nudges[k] <= b:
+                k += 1
+            start, kept = _window(b, p.user[i], nudges, k, size)
+            out.append(b - start + kept)
+        return out
+
+    def _fields(self) -> list[tuple[Any, ...]]:
+        p, first = self.prepared, self.first
+        enabled = self.config.enabled
+        scans = self._scans() if enabled else None
+        out: list[tuple[Any, ...]] = []
+        for i in range(p.n):
+            v = self.flagged_checks.get(i)
+            extra = step_extra(enabled, scans[i] if scans is not None else 0,
+                               v[3] if v is not None else None)
+            if v is None:
+                out.append((p.turn[i], p.call[i], p.tools[i], None, "pass", None, None,
+                            i > first >= 0, extra))
+            else:
+                out.append((p.turn[i], p.call[i], p.tools[i], None, v[0], v[1], v[2],
+                            i > first >= 0, extra))
+        return out
+
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(new_step(*f) for f in self._fields())
+
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        steps = self.steps()
+        calls_before = self.prepared.calls_before
+        return tuple(FlaggedStep(i, calls_before[i], steps[i])
+                     for i in sorted(self.flagged_checks))
+
+    def markers(self) -> tuple[Marker, ...]:
+        p, flagged = self.prepared, self.flagged_checks
+        return tuple(Marker(i, p.turn[i], p.call[i], p.calls_before[i], v[0], v[1], v[2])  # type: ignore[arg-type]
+                     for i, v in sorted(flagged.items()))
+
+    def step_json(self) -> list[dict[str, Any]]:
+        return [{"turn": f[0], "call": f[1], "tools": list(f[2]), "signature": None,
+                 "verdict": f[4], "detector": f[5], "count": f[6], "after_divergence": f[7],
+                 **f[8]} for f in self._fields()]
+
+    def verdict_counts(self) -> tuple[int, int]:
+        refusals = sum(1 for v in self.flagged_checks.values() if v[0] == "refuse")
+        return refusals, len(self.flagged_checks) - refusals
+
+
+def counters(p: PreparedSession, config: OpenHandsConfig) -> tuple[CounterSeries, ...]:
+    """After every turn, what each pattern reads inside the window, against its threshold:
+    identical call + result pairs in a row, the same call failing in a row, agent messages in a
+    row, and calls (and results) repeating with period 2."""
+    _, nudges, _ = _evaluate(p, config)
+    pairs: list[float | None] = []
+    failing: list[float | None] = []
+    talking: list[float | None] = []
+    alternating: list[float | None] = []
+    k = 0
+    for i in range(p.n):
+        b, u = p.base[i], p.user[i]
+        while k < len(nudges) and nudges[k] < b:
+            k += 1
+        start, _kept = _window(b, u, nudges, k, config.max_events)
+        n_a = p.pre_actions[b] - p.pre_actions[start]
+        n_o = p.pre_observations[b] - p.pre_observations[start]
+        both = min(n_a, n_o)
+        pairs.append(min(p.ra[i], p.ro[i], both))
+        failing.append(min(p.ra[i], p.re[i], both))
+        talking.append(p.pre_agent[b] - p.pre_agent[max(start, p.mono_start[i])])
+        alternating.append(min(both, p.ka[i] + 2, p.ko[i] + 2))
+    n = p.n
+    out = [
+        CounterSeries("same call + result in a row", tuple(pairs), hover="identical pairs"),
+        CounterSeries("same call failing in a row", tuple(failing), hover="failures in a row"),
+        CounterSeries("agent replies in a row", tuple(talking), hover="replies in a row"),
+        CounterSeries("calls alternating (period 2)", tuple(alternating),
+                      hover="calls in the pattern"),
+    ]
+    if config.enabled:
+        for label, value in (("stop at identical pairs", config.action_observation),
+                             ("nudge at failures", config.action_error),
+                             ("stop at replies", config.monologue),
+                             ("stop at alternating calls", config.alternating_pattern)):
+            out.append(CounterSeries(f"{label}: {value}", (float(value),) * n, role="limit",
+                                     hover=label))
+    return tuple(out)

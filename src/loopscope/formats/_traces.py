@@ -1,0 +1,262 @@
+"""Sessions from trace stores: spans or runs grouped by trace, in time order.
+
+Shared by the OpenInference (Phoenix), LangSmith, Langfuse and OpenTelemetry GenAI importers.
+Each of them reads its records into :class:`Step` values (one per model call, tool execution or
+task input) tagged with their trace; this module groups the steps into one session per trace,
+orders them by start time (parents before children at the same time, then file order), and
+pairs each tool execution with the call the model made:
+
+* a model step (an LLM / generation / chat span) is one assistant turn, its tool calls the
+  turn's calls;
+* a tool step (a TOOL span, a ``tool`` run, an ``execute_tool`` span) answers the open call
+  with its call id, else the first unanswered call of the same tool name in the newest turn;
+  a tool step that answers no recorded model call (the trace did not record the model's
+  output) is a call of its own: an assistant turn with that one call, and its result.
+
+Every call the steps hold is told to the file's call tally as it is read; a tool step that
+answers a model call is the same call seen twice, and is set aside as such.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopscope.formats.base import ImportContext
+from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
+from loopscope.formats.text import extract_text
+from loopscope.model import AgentInfo, Origin, Session
+
+__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
+           "task_text"]
+
+
+@dataclass
+class ModelCall:
+    """A tool call in a model's output."""
+
+    id: str | None
+    name: Any
+    arguments: Any
+    """JSON text (kind ``json_text``) or a value (kind ``value``); ``None`` when not recorded."""
+
+
+@dataclass
+class Step:
+    trace: str
+    kind: str
+    """``model``, ``tool`` or ``input`` (the task the trace was started with)."""
+    start: str
+    """A sortable start time (ISO-8601, or nanoseconds as zero-padded digits)."""
+    order: int
+    """Position in the file (ties)."""
+    span: str | None = None
+    parent: str | None = None
+    origin: Origin = field(default_factory=Origin)
+    timestamp: str | None = None
+    text: str = ""
+    model: str | None = None
+    calls: list[ModelCall] = field(default_factory=list)
+    # tool steps
+    call_id: str | None = None
+    name: Any = None
+    arguments: Any = None
+    output: Any = None
+    has_output: bool = False
+    is_error: bool = False
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def as_text(value: Any) -> str:
+    """A recorded value as text: a string as is, anything else its text parts or JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return extract_text(value, "\n")
+
+
+_TASK_KEYS = ("input", "question", "query", "task", "prompt")
+
+
+def task_text(inputs: Any) -> str:
+    """The task a trace was started with, from its recorded input: a string; the first of the
+    usual keys (``input``, ``question``, …) holding a string; the last user message of a
+    ``messages`` list; else the input as text."""
+    if isinstance(inputs, dict):
+        for key in _TASK_KEYS:
+            if isinstance(inputs.get(key), str):
+                return str(inputs[key])
+        if isinstance(inputs.get("messages"), list):
+            found = _last_user_text(inputs["messages"])
+            if found:
+                return found
+    elif isinstance(inputs, list):
+        found = _last_user_text(inputs)
+        if found:
+            return found
+    return as_text(inputs)
+
+
+def _last_user_text(messages: list[Any], depth: int = 0) -> str | None:
+    """The last user message of a chat input, in the shapes LangChain and the OpenAI API
+    write: ``("user", text)`` pairs, ``{"role", "content"}`` objects, serialised
+    ``HumanMessage`` objects (``kwargs``), batches of conversations."""
+    found: str | None = None
+    for message in messages:
+        role: Any = None
+        content: Any = None
+        if isinstance(message, list) and len(message) == 2 and isinstance(message[0], str):
+            role, content = message
+        elif isinstance(message, list) and depth < 4:
+            found = _last_user_text(message, depth + 1) or found
+            continue
+        elif isinstance(message, dict):
+            kwargs = message.get("kwargs")
+            if isinstance(kwargs, dict):
+                role, content = kwargs.get("type"), kwargs.get("content")
+            else:
+                role, content = message.get("role", message.get("type")), message.get("content")
+        if role in ("user", "human") and content:
+            found = as_text(content)
+    return found
+
+
+def json_or_text(value: Any) -> tuple[Any, str]:
+    """``(raw arguments, kind)`` for recorded call input: JSON text is ``json_text``; a value
+    is ``value``."""
+    if isinstance(value, str):
+        return value, "json_text"
+    return value, "value"
+
+
+def _kind(arguments: Any) -> str:
+    """Recorded input text that holds a JSON object or array is JSON text; other text (a
+    LangChain tool's plain string input) is free text; anything else is a value."""
+    if isinstance(arguments, str):
+        return "json_text" if arguments.lstrip()[:1] in ("{", "[") else "free_text"
+    return "value"
+
+
+def _depths(steps: list[Step]) -> dict[int, int]:
+    """Each step's depth in its span tree (parents first when two start together)."""
+    parent_of = {s.span: s.parent for s in steps if s.span is not None}
+    depths: dict[int, int] = {}
+    for step in steps:
+        depth, seen, parent = 0, set(), step.parent
+        while parent is not None and parent in parent_of and parent not in seen and depth < 1000:
+            seen.add(parent)
+            depth += 1
+            parent = parent_of[parent]
+        depths[id(step)] = depth
+    return depths
+
+
+def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent: AgentInfo,
+             trace_note: str | None = None) -> Iterator[Session | None]:
+    """One session per trace, in order of each trace's first record in the file."""
+    traces: dict[str, list[Step]] = {}
+    tally = ctx.tally
+    tally.counted = True
+    for step in steps:
+        traces.setdefault(step.trace, []).append(step)
+        # Every call the records hold, told as read (before any pairing could lose one).
+        anchor = step.origin.line if step.origin.line is not None else step.origin.pointer
+        if step.kind == "model":
+            for call in step.calls:
+                tally.saw(anchor, call.name)
+        elif step.kind == "tool":
+            tally.saw(anchor, step.name)
+    several = len(traces) > 1
+    for n, (trace, trace_steps) in enumerate(traces.items()):
+        candidate = n if several else None
+        try:
+            depth = _depths(trace_steps)
+            ordered = sorted(trace_steps, key=lambda s: (s.start, depth[id(s)], s.order))
+            yield _session(trace, ordered, ctx, candidate, format_id, agent, trace_note)
+        except Exception as exc:  # one bad trace never loses the others
+            ctx.internal_error(exc, candidate=candidate)
+            yield None
+
+
+def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int | None,
+             format_id: str, agent: AgentInfo, trace_note: str | None) -> Session:
+    def report(severity: Any, code: str, message: str, *, line: int | None = None,
+               pointer: str | None = None, count: int = 1) -> None:
+        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
+                    count=count)
+
+    b = SessionBuilder()
+    open_by_id: dict[str, CallDraft] = {}
+    answered: set[int] = set()
+    turn: TurnDraft | None = None
+    turn_calls: list[CallDraft] = []
+    models: list[str] = []
+    inputs_seen = False
+    for step in steps:
+        anchor_line, anchor_pointer = step.origin.line, step.origin.pointer
+        if step.kind == "input":
+            if inputs_seen or not step.text:
+                continue  # only the trace's own task is a user message
+            inputs_seen = True
+            b.user(step.text, step.text, timestamp=step.timestamp, origin=step.origin)
+            turn = None
+            continue
+        if step.kind == "model":
+            if step.model and step.model not in models:
+                models.append(step.model)
+            turn = b.assistant(step.text, None, model=step.model, timestamp=step.timestamp,
+                               origin=step.origin)
+            turn_calls = []
+            for call in step.calls:
+                draft = b.call(turn, call.name, call.arguments, _kind(call.arguments),  # type: ignore[arg-type]
+                               id=call.id, origin=step.origin)
+                turn_calls.append(draft)
+                if call.id is not None:
+                    open_by_id[call.id] = draft
+            continue
+        # a tool execution
+        match: CallDraft | None = None
+        if step.call_id is not None:
+            candidate_call = open_by_id.get(step.call_id)
+            if candidate_call is not None and id(candidate_call) not in answered:
+                match = candidate_call
+        if match is None and step.call_id is None:
+            match = next((c for c in turn_calls if id(c) not in answered
+                          and c.name == (step.name if isinstance(step.name, str) else "")),
+                         None)
+        if match is not None:
+            ctx.set_aside_calls("tool span of a call already in the model's output",
+                                line=anchor_line, pointer=anchor_pointer)
+        else:
+            turn = b.assistant("", None, timestamp=step.timestamp, origin=step.origin)
+            turn_calls = []
+            match = b.call(turn, step.name, step.arguments, _kind(step.arguments),  # type: ignore[arg-type]
+                           id=step.call_id if step.call_id is not None
+                           else f"ls-{b.call_count}",
+                           id_synthetic=step.call_id is None, origin=step.origin)
+            turn_calls.append(match)
+        answered.add(id(match))
+        if step.has_output or step.is_error:
+            content = step.output if step.has_output else step.error
+            text = as_text(content) if step.has_output else (step.error or "")
+            b.result(match.id, content, text, is_error=step.is_error, name=step.name
+                     if isinstance(step.name, str) else None, meta=step.meta,
+                     structure_call=match, timestamp=step.timestamp, origin=step.origin)
+    if trace_note:
+        report("info", "opt_in_content", trace_note)
+    return b.build(id=trace, source=ctx.path, format=format_id, agent=agent, models=models,
+                   metadata={"trace_id": trace}, report=report)
+
+
+def parse_json_text(value: Any) -> Any:
+    """A JSON text recorded inside an attribute, parsed; the value itself otherwise."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value

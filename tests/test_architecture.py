@@ -1,0 +1,120 @@
+"""The architecture, checked: engines are self-contained plug-ins, the core imports no UI.
+
+* No module outside an engine's package spells one of that engine's setting names in code (a
+  string literal that is not a docstring): every setting reaches the CLI, the dashboard and the
+  exports through the engine's schema.
+* The registry is the one place outside the engines that names the built-in engines.
+* The core (everything but ``loopscope.ui``) imports no UI library.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from loopscope.engines import registry
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "loopscope"
+UI_LIBRARIES = ("streamlit", "pandas", "plotly")
+
+
+def _package_of(engine: str) -> str:
+    """The engine's folder under ``engines/`` (from where the registry loads it)."""
+    target = registry.BUILTIN_ENGINES[engine].partition(":")[0]
+    return target.split(".")[2]
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+        # attribute docstrings: a bare string right after an assignment
+        if hasattr(node, "body") and isinstance(node.body, list):
+            for prev, cur in zip(node.body, node.body[1:], strict=False):
+                if (isinstance(prev, ast.Assign | ast.AnnAssign) and isinstance(cur, ast.Expr)
+                        and isinstance(cur.value, ast.Constant)):
+                    ids.add(id(cur.value))
+    return ids
+
+
+def _string_literals(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = _docstring_nodes(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def _modules() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def _settings_by_engine() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name in registry.BUILTIN_ENGINES:
+        engine = registry.get_engine(name)
+        out[name] = {s.name for v in engine.versions for s in engine.settings_for(v)}
+    return out
+
+
+def test_no_module_outside_an_engine_spells_its_setting_names() -> None:
+    settings = _settings_by_engine()
+    found: list[str] = []
+    for path in _modules():
+        rel = path.relative_to(SRC)
+        own = {name for name in settings
+               if rel.parts[:2] == ("engines", _package_of(name))}
+        allowed = set().union(*(settings[e] for e in own)) if own else set()
+        for engine, names in settings.items():
+            if engine in own:
+                continue
+            for lineno, text in _string_literals(path):
+                for setting in names - allowed:
+                    if re.search(rf"(?<![\w.]){re.escape(setting)}(?![\w])", text):
+                        found.append(f"{rel}:{lineno} spells {engine}'s {setting!r}")
+    assert not found, "\n".join(found)
+
+
+def test_only_the_registry_names_the_built_in_engines() -> None:
+    names = set(registry.BUILTIN_ENGINES)
+    found: list[str] = []
+    for path in _modules():
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "engines" and (len(rel.parts) > 2 or rel.name == "registry.py"):
+            continue
+        for lineno, text in _string_literals(path):
+            if text in names:
+                found.append(f"{rel}:{lineno} names the engine {text!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_core_imports_no_ui_library() -> None:
+    found: list[str] = []
+    for path in _modules():
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "ui":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            modules: list[str] = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            for module in modules:
+                if module.split(".")[0] in UI_LIBRARIES or module.startswith("loopscope.ui"):
+                    found.append(f"{rel}:{node.lineno} imports {module}")
+    assert not found, "\n".join(found)
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """The literal scan finds a setting name in code but not in a docstring."""
+    module = tmp_path / "m.py"
+    module.write_text('"""max_repeated_batch_steps in a docstring is fine."""\n'
+                      'KEY = "max_repeated_batch_steps"\n')
+    assert [t for _, t in _string_literals(module)] == ["max_repeated_batch_steps"]

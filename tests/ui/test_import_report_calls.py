@@ -1,0 +1,55 @@
+"""The import report lists, per file, the tool calls seen in it and those imported (issue #16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+PAGE = "src/loopscope/ui/pages/import_report.py"
+FIXTURES = ROOT / "tests" / "formats" / "fixtures"
+
+
+def calls_table(at: AppTest) -> Any:
+    frames = [d.value for d in at.dataframe if "calls seen" in getattr(d.value, "columns", [])]
+    assert frames, "the tool-call table is missing"
+    return frames[0].set_index("file")
+
+
+def test_import_report_shows_seen_and_imported_calls_per_file() -> None:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["source"] = "folder"
+    at.query_params["folder"] = str(FIXTURES)
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    frame = calls_table(at)
+    row = frame.loc["openinference_spans.jsonl"]
+    assert (row["calls seen"], row["calls imported"], row["set aside"], row["not imported"]) \
+        == (7, 5, 2, 0)
+    assert "tool span" in row["why set aside"]
+    assert frame.loc["tau_bench_react_act.json", "calls imported"] == 6
+    assert frame.loc["claude_code_export_prettier.md", "calls seen"] == 4
+    # every expander title carries the file's counts
+    titles = [e.label for e in at.expander]
+    assert any("langsmith_runs.jsonl" in t and "6 seen / 3 imported calls" in t for t in titles)
+
+
+def test_rows_say_what_was_not_imported(tmp_path: Path) -> None:
+    from loopscope.formats import load_file
+    from loopscope.ui.pages.import_report import calls_rows
+
+    lines = ['{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":"x"}}',
+             '{"type":"assistant-draft","uuid":"a","sessionId":"s","message":{"role":"assistant",'
+             '"content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}}']
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    (row,) = calls_rows([load_file(str(path))], lambda p: Path(p).name)
+    assert (row["calls seen"], row["calls imported"], row["not imported"]) == (1, 0, 1)
