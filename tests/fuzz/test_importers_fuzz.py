@@ -115,6 +115,10 @@ def check_import_invariants(result: FileImport, path: str) -> None:
         assert session.source == path or session.source.startswith(path + "#")
         session.counts()
         session.chat_view()
+    # No call lost without a warning: calls counted in the file but neither imported nor set
+    # aside on purpose are reported once, as calls_not_imported.
+    lost = [p for p in result.problems if p.code == "calls_not_imported"]
+    assert (result.calls_lost > 0) == bool(lost), (result.calls_lost, [p.text() for p in lost])
 
 
 def import_and_check(folder: str, name: str, data: bytes, formats: list[str | None],
@@ -225,8 +229,11 @@ def _corpus_paths() -> list[Path]:
             if fmt is not None]
 
 
-SAMPLE_SEEDS = _seeds_from(sorted(p for p in SAMPLES.iterdir()
-                                  if p.suffix in (".json", ".jsonl")))
+FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
+SAMPLE_SEEDS = _seeds_from(sorted(
+    [p for p in SAMPLES.iterdir() if p.suffix in (".json", ".jsonl")]
+    # the trace-store fixtures: formats no sample or corpus file is in
+    + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl")]))
 CORPUS_SEEDS = _seeds_from(_corpus_paths())
 
 

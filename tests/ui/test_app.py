@@ -102,13 +102,26 @@ def test_every_page_renders(page: str, heading: str) -> None:
 
 
 def test_every_setting_has_a_labelled_control_with_its_upstream_name() -> None:
-    from loopscope.ui.state import FIELDS
+    from loopscope.engines import get_engine
+    from loopscope.ui.state import ENGINES, FIELDS, fields_of, version_key
 
-    at = run_app()
-    for f in FIELDS:
-        w = control(at, f.key)
-        assert w.label and w.label != f.native
-        assert f"`{f.native}`" in (w.help or "")
+    # Each engine version with its own settings is drawn once (the version chosen by the URL).
+    shown: set[str] = set()
+    schemas: dict[tuple[str, ...], dict[str, str]] = {}
+    for name in ENGINES:
+        for version in get_engine(name).versions:
+            names = tuple(f.key for f in fields_of(name, version))
+            schemas.setdefault(names, {})[version_key(name)] = version
+    for query in schemas.values():
+        at = run_app(query)
+        for name in ENGINES:
+            version = query.get(version_key(name))
+            for f in fields_of(name, version or get_engine(name).default_version):
+                w = control(at, f.key)
+                assert w.label and w.label != f.native
+                assert f"`{f.native}`" in (w.help or "")
+                shown.add(f.key)
+    assert shown == {f.key for f in FIELDS}
 
 
 # --------------------------------------------------------------------------- each control moves verdicts

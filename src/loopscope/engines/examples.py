@@ -13,8 +13,10 @@ from typing import Any
 
 from loopscope.model import Session
 
-Call = tuple[str, dict[str, Any], str]
-"""(tool, arguments, answer); an answer starting with ``ERROR:`` is recorded as an error."""
+Call = tuple[str, dict[str, Any], str] | tuple[str, dict[str, Any], str, dict[str, Any]]
+"""(tool, arguments, answer[, details]); an answer starting with ``ERROR:`` is recorded as an
+error; ``details`` (optional) is recorded as the result's ``details`` object, as the guard's
+tools write it (an exit code, ``changed: false``, …)."""
 
 Turn = Any
 """A list of calls (one assistant turn), a ``str`` (a reply without tools),
@@ -56,14 +58,17 @@ def session_jsonl(key: str, turns: Sequence[Turn]) -> str:
         else:
             content = []
             results = []
-            for tool, args, answer in turn:
+            for tool, args, answer, *more in turn:
                 call_no += 1
                 cid = f"call_{call_no:03d}"
                 content.append({"type": "toolCall", "id": cid, "name": tool, "arguments": args})
                 is_error = answer.startswith("ERROR:")
                 body = answer[len("ERROR:"):].strip() if is_error else answer
-                results.append({"role": "toolResult", "toolCallId": cid, "toolName": tool,
-                                "content": [{"type": "text", "text": body}], "isError": is_error})
+                result = {"role": "toolResult", "toolCallId": cid, "toolName": tool,
+                          "content": [{"type": "text", "text": body}], "isError": is_error}
+                if more:
+                    result["details"] = more[0]
+                results.append(result)
             add({"type": "message",
                  "message": {"role": "assistant", "content": content, "stopReason": "toolUse"}})
             for r in results:

@@ -189,6 +189,12 @@ def _openai_responses_record(value: Any, line: int, saw: Saw) -> None:
     _responses_item(value, line, saw)
 
 
+def _text(value: Any) -> str | None:
+    """``value`` if it is a string, else ``None``: a damaged record may hold a list where a
+    type name belongs, and a list cannot be looked up in a set."""
+    return value if type(value) is str else None
+
+
 _ANTHROPIC_CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
@@ -198,7 +204,7 @@ def _anthropic_message(message: Any, anchor: Callable[[int], Anchor], saw: Saw) 
     content = message.get("content")
     if type(content) is list:
         for k, block in enumerate(content):
-            if type(block) is dict and block.get("type") in _ANTHROPIC_CALLS:
+            if type(block) is dict and _text(block.get("type")) in _ANTHROPIC_CALLS:
                 saw((anchor(k), block.get("name")))
 
 
@@ -265,7 +271,7 @@ def _claude_code_record(value: Any, line: int, saw: Saw) -> None:
         content = message.get("content")
         if type(content) is list:
             for block in content:
-                if type(block) is dict and block.get("type") in _ANTHROPIC_CALLS:
+                if type(block) is dict and _text(block.get("type")) in _ANTHROPIC_CALLS:
                     saw((line, block.get("name")))
 
 
@@ -278,7 +284,7 @@ def _codex_record(value: Any, line: int, saw: Saw) -> None:
     if type(value) is not dict:
         return
     item = value.get("payload") if value.get("type") == "response_item" else value
-    if type(item) is dict and item.get("type") in _CODEX_CALLS:
+    if type(item) is dict and _text(item.get("type")) in _CODEX_CALLS:
         saw((line, item.get("name") or item.get("type")))
 
 
@@ -407,7 +413,7 @@ def _managed_record(value: Any, line: int, saw: Saw) -> None:
     typ = event.get("type")
     if not isinstance(typ, str):
         typ = value.get("type")
-    if typ in _MANAGED_CALLS:
+    if _text(typ) in _MANAGED_CALLS:
         saw((line, event.get("name")))
 
 

@@ -13,7 +13,9 @@ Modules:
 * :mod:`.reference` — session reading and the plain reference replay;
 * :mod:`.fast` — hash once, count once per window size, select per configuration;
 * :mod:`.explain` — plain-language explanations, limitations, guide examples;
-* :mod:`.engine` — ``ENGINE``, the contract object.
+* :mod:`.engine` — ``ENGINE``, the contract object, for every version;
+* :mod:`.v2026_9` — OpenClaw 2026.9.6 (fixed thresholds, batch admission, one-shot recovery),
+  which reuses the modules above where the code did not change.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from loopscope.engines.openclaw.guard import PostCompactionGuard
 from loopscope.engines.openclaw.hashing import hash_tool_call, hash_tool_outcome
 from loopscope.engines.openclaw.jsvalue import UNDEFINED, stable_stringify
 from loopscope.engines.openclaw.reference import replay_session
+from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
 
 STEP_FIELDS: Final = (
     "turn", "call", "tools", "signature", "verdict", "detector", "count", "after_divergence",
@@ -58,6 +61,14 @@ STEP_FIELDS: Final = (
 )
 """The required step keys of §7.5, in output order (``unknown_tool``, ``warning_emitted`` and
 ``recorded_block`` follow as optional extras)."""
+
+STEP_FIELDS_2026_9: Final = (
+    "turn", "call", "tools", "signature", "verdict", "detector", "count", "after_divergence",
+    "level", "message", "warning_key", "paired_tool", "args_hash", "result_hash", "outcome_kind",
+    "run_id", "guard_abort", "intervention", "loop_detector", "warning_emitted", "unknown_tool",
+    "recorded_block",
+)
+"""The step keys at OpenClaw 2026.9.6, in output order."""
 
 
 
@@ -70,10 +81,12 @@ __all__ = [
     "JSON5_EXPORT_COMMENT",
     "SET_KEYS",
     "STEP_FIELDS",
+    "STEP_FIELDS_2026_9",
     "UNDEFINED",
     "HistoryRecord",
     "LoopState",
     "LoopVerdict",
+    "OpenClaw9Config",
     "OpenClawConfig",
     "OpenClawEngine",
     "PostCompactionGuard",

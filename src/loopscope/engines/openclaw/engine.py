@@ -1,4 +1,11 @@
-"""The OpenClaw engine object behind :class:`loopscope.engines.contract.Engine`."""
+"""The OpenClaw engine object behind :class:`loopscope.engines.contract.Engine`.
+
+One engine, three OpenClaw releases: the configurable detector of 2026.6.11 (and 2026.7.35,
+which ships the same loop code), and the fixed-threshold detector of 2026.9.6 with its batch
+admission and one-shot recovery (:mod:`.v2026_9`). Every method dispatches on the version: a
+configuration knows its release (:class:`OpenClawConfig` / :class:`OpenClaw9Config`), and the
+two families keep separate prepared data.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +40,21 @@ from loopscope.engines.openclaw.config import (
 from loopscope.engines.openclaw.explain import EXPLAINER
 from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
 from loopscope.engines.openclaw.reference import replay_session
+from loopscope.engines.openclaw.v2026_9 import fast as fast_2026_9
+from loopscope.engines.openclaw.v2026_9.config import (
+    ENABLED_UNSET_BANNER_2026_9,
+    LEGACY_SET_KEYS,
+    SETTINGS_2026_9,
+    WHAT_IF_NAMES,
+    OpenClaw9Config,
+    build_config_2026_9,
+    make_config,
+)
+from loopscope.engines.openclaw.v2026_9.config import (
+    VERSIONS as FIXED_VERSIONS,
+)
+from loopscope.engines.openclaw.v2026_9.explain import EXPLAINER_2026_9
+from loopscope.engines.openclaw.v2026_9.reference import replay_session_2026_9
 from loopscope.model import Session
 
 __all__ = ["ENGINE", "OpenClawEngine"]
@@ -42,26 +64,51 @@ ENABLED_DEFAULTED_NOTE: Final = (
     "--set enabled=false to replay OpenClaw as shipped).")
 """Said whenever no layer set ``enabled`` and loopscope's ``true`` applied."""
 
+VERSIONS: Final = (*CONFIGURABLE_VERSIONS, *FIXED_VERSIONS)
+"""Every release the engine replays, oldest first."""
+
+AnyConfig = OpenClawConfig | OpenClaw9Config
+AnyPrepared = PreparedSession | fast_2026_9.Prepared9
+
 VERSION_KEY: Final = "version"
 """Where a loopscope config document records the OpenClaw release (``{"openclaw": {"version":
 "2026.7.35", "tools": {...}}}``); ``--openclaw-version`` wins over it."""
 
 
-class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
+class _VersionExplainer:
+    """The explainer of the configuration's release."""
+
+    def explain_step(self, step: Any, replay: SessionReplay, config: Any) -> Any:
+        return _explainer_of(config).explain_step(step, replay, config)
+
+    def limitations(self, session: Any, replay: SessionReplay, config: Any,
+                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
+        return _explainer_of(config).limitations(session, replay, config, warnings)
+
+    def extra_changes(self, step: Any, replay: SessionReplay, config: Any,
+                      goal: Any) -> Sequence[Mapping[str, Any]]:
+        return _explainer_of(config).extra_changes(step, replay, config, goal)
+
+
+def _explainer_of(config: Any) -> Any:
+    return EXPLAINER_2026_9 if isinstance(config, OpenClaw9Config) else EXPLAINER
+
+
+class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
     """OpenClaw's ``tools.loopDetection`` in shadow mode: one step per tool call."""
 
     name = "openclaw"
     title = "OpenClaw"
     summary = ("OpenClaw checks each tool call against a rolling history of recent calls: it "
-               "warns (in its log) and then blocks a call that keeps repeating with the same "
-               "result, a status poll that stops changing, a back-and-forth between two calls, "
-               "or retries of a missing tool.")
-    versions = CONFIGURABLE_VERSIONS
+               "warns (in its log; from 2026.9 the agent reads the warning too) and then blocks "
+               "a call that keeps repeating with the same result, a status poll that stops "
+               "changing, a back-and-forth between two calls, or retries of a missing tool.")
+    versions = VERSIONS
     default_version = DEFAULT_VERSION
     notes = (ENABLED_DEFAULT_NOTE,)
     step_unit: Literal["call", "turn"] = "call"
     schema: tuple[SettingSpec, ...] = SETTINGS
-    explainer = EXPLAINER
+    explainer = _VersionExplainer()
     strict_bool = True
     set_keys: tuple[str, ...] = tuple(s.name for s in SETTINGS)
     enabled_default_note: str = ENABLED_DEFAULT_NOTE
@@ -88,16 +135,43 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
                      "After the conversation is compacted, OpenClaw watches the next few calls. "
                      "If they are all the same call with the same result, the run is stopped.",
                      ("refuse",)),
+        DetectorInfo("argument_churn", "cycling through a few arguments without progress",
+                     "A tool keeps failing (or writing nothing new) while the agent cycles "
+                     "through a few argument variants, all with the same result. OpenClaw "
+                     "2026.9 warns the agent; the call still runs.", ("warn",),
+                     versions=FIXED_VERSIONS),
+        DetectorInfo("tool_loop_recovery_terminated", "a second loop in the same run",
+                     "OpenClaw 2026.9 lets the agent try once more after its first critical "
+                     "loop in a run. A second critical loop in the same run ends the run.",
+                     ("refuse",), versions=FIXED_VERSIONS),
+        DetectorInfo("tool_loop_batch_skipped", "not run because of another call",
+                     "OpenClaw 2026.9 checks all the calls of one message together: when one "
+                     "of them is stopped for a loop, none of the others run either.",
+                     ("refuse",), versions=FIXED_VERSIONS),
     )
 
     # ------------------------------------------------------------------ configs
 
-    def default_config(self, version: str | None = None) -> OpenClawConfig:
+    def settings_for(self, version: str | None = None) -> tuple[SettingSpec, ...]:
+        """2026.9.6: ``enabled`` and the fixed values as what-ifs; earlier: every setting."""
+        return SETTINGS_2026_9 if self.is_fixed(version) else SETTINGS
+
+    def is_fixed(self, version: str | None) -> bool:
+        """Whether ``version`` has the fixed-threshold detector (2026.9.6)."""
+        return self.check_version(version) in FIXED_VERSIONS
+
+    def default_config(self, version: str | None = None) -> AnyConfig:
         """OpenClaw's defaults with ``enabled: true`` (loopscope's default)."""
+        if self.is_fixed(version):
+            return make_config(True, enabled_defaulted=True)
         return OpenClawConfig.from_block({}, self.check_version(version))
 
     def build_config(self, values: Mapping[str, Any], version: str
-                     ) -> tuple[OpenClawConfig, tuple[str, ...]]:
+                     ) -> tuple[AnyConfig, tuple[str, ...]]:
+        if self.is_fixed(version):
+            fixed = make_config(values["enabled"],
+                                {k: v for k, v in values.items() if k in WHAT_IF_NAMES})
+            return fixed, fixed.notes
         block: dict[str, Any] = {}
         for key, value in values.items():
             _assign(block, key, value)
@@ -107,14 +181,27 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
         return config, tuple(notes)
 
     def config(self, values: Mapping[str, Any], version: str | None = None
-               ) -> ConfigResolution[OpenClawConfig]:
+               ) -> ConfigResolution[AnyConfig]:
+        """A configuration from setting values. At 2026.9.6 the retired keys of the
+        configurable releases are accepted too, and ignored (a warning names them)."""
+        if self.is_fixed(version):
+            merged = self.default_values(version)
+            retired: list[str] = []
+            for key, value in values.items():
+                if key in LEGACY_SET_KEYS:
+                    retired.append(key.partition(".")[0])
+                else:
+                    merged[key] = self.spec(key, version).check(value)
+            fixed = make_config(merged["enabled"],
+                                {k: v for k, v in merged.items() if k in WHAT_IF_NAMES}, retired)
+            return ConfigResolution(fixed, fixed.notes, unreachable_notes(fixed))
         res = super().config(values, version)
         return ConfigResolution(res.config, res.warnings, unreachable_notes(res.config))
 
-    def config_values(self, config: OpenClawConfig) -> dict[str, Any]:
+    def config_values(self, config: AnyConfig) -> dict[str, Any]:
         return config.settings()
 
-    def version_of(self, config: OpenClawConfig) -> str:
+    def version_of(self, config: AnyConfig) -> str:
         return config.version
 
     def resolve_config(
@@ -123,7 +210,7 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
         overrides: Sequence[tuple[str, str]],
         agent: str | None = None,
         version: str | None = None,
-    ) -> ConfigResolution[OpenClawConfig]:
+    ) -> ConfigResolution[AnyConfig]:
         if isinstance(file_settings, Mapping) and VERSION_KEY in file_settings:
             file_version = file_settings[VERSION_KEY]
             if version is None:
@@ -133,12 +220,18 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
                 version = file_version
             file_settings = {k: v for k, v in file_settings.items() if k != VERSION_KEY}
         version = self.check_version(version)
-        config, warnings = build_config(file_settings, overrides, agent, version)
-        notes: tuple[str, ...] = ()
+        config: AnyConfig
+        if self.is_fixed(version):
+            config, warnings = build_config_2026_9(file_settings, overrides, agent)
+            banner = ENABLED_UNSET_BANNER_2026_9
+        else:
+            config, warnings = build_config(file_settings, overrides, agent, version)
+            banner = ENABLED_UNSET_BANNER
+        notes: tuple[str, ...] = unreachable_notes(config)
         if config.enabled_defaulted:
-            notes = (ENABLED_DEFAULTED_NOTE,)
+            notes = (ENABLED_DEFAULTED_NOTE, *notes)
             if file_settings is not None:
-                notes = (ENABLED_UNSET_BANNER, *notes)
+                notes = (banner, *notes)
         return ConfigResolution(config, tuple(warnings), notes)
 
     def settings_from_document(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -147,15 +240,36 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
         part = document.get(self.name)
         if isinstance(part, Mapping):
             return part
-        if any(k in document for k in ("tools", "agents", "loopDetection", *BLOCK_FIELDS)):
+        if any(k in document for k in ("tools", "agents", "loopDetection", *BLOCK_FIELDS,
+                                       *WHAT_IF_NAMES)):
             return document
         return None
 
-    def settings_document(self, config: OpenClawConfig) -> dict[str, Any]:
-        """The ``openclaw`` part of a loopscope config document."""
-        return {VERSION_KEY: config.version, "tools": {"loopDetection": config.export_block()}}
+    def settings_document(self, config: AnyConfig) -> dict[str, Any]:
+        """The ``openclaw`` part of a loopscope config document. At 2026.9.6 the what-ifs
+        set to something else than OpenClaw's value sit beside ``tools`` (they are not
+        OpenClaw settings), so that the document reads back to the same configuration."""
+        doc: dict[str, Any] = {VERSION_KEY: config.version,
+                               "tools": {"loopDetection": config.export_block()}}
+        if isinstance(config, OpenClaw9Config):
+            values = config.settings()
+            doc.update({name: values[name] for name in config.hypothetical})
+        return doc
 
-    def exports(self, config: OpenClawConfig) -> tuple[ExportFile, ...]:
+    def exports(self, config: AnyConfig) -> tuple[ExportFile, ...]:
+        if isinstance(config, OpenClaw9Config):
+            caption = ("OpenClaw 2026.9 has a single loop setting, enabled; its thresholds are "
+                       "fixed, so no what-if is exported. enabled is written explicitly: "
+                       "OpenClaw's own default is false, loopscope replays with true. Paste it "
+                       "into openclaw.json.")
+            if config.hypothetical:
+                caption += (" This configuration explores what-ifs (" +
+                            ", ".join(config.hypothetical) + "): OpenClaw will run with its "
+                            "fixed values.")
+            return (ExportFile(
+                f"OpenClaw {config.version} (tools.loopDetection)",
+                "openclaw-loopDetection.json5", "application/json5",
+                loop_detection_json5(config.export_block(), config.version), caption),)
         return (ExportFile(
             f"OpenClaw {config.version} (tools.loopDetection)", "openclaw-loopDetection.json5",
             "application/json5", loop_detection_json5(config.export_block(), config.version),
@@ -165,28 +279,58 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
     # ------------------------------------------------------------------ replay
 
     def prepare_key(self, version: str | None = None) -> str:
-        self.check_version(version)
+        if self.is_fixed(version):
+            return "fixed-2026.9"  # normalised names and 2026.9's outcome hashing
         return "configurable"  # every configurable release shares the same prepared data
 
-    def prepare(self, session: Session, version: str | None = None) -> PreparedSession:
-        self.check_version(version)
+    def prepare(self, session: Session, version: str | None = None) -> AnyPrepared:
+        fixed = self.is_fixed(version)
         with CollectorPaused():  # (the prepared data holds no reference cycles)
-            return prepare(session)
+            return fast_2026_9.prepare(session) if fixed else prepare(session)
 
-    def run(self, prepared: PreparedSession, config: OpenClawConfig) -> SessionReplay:
+    def run(self, prepared: AnyPrepared, config: AnyConfig) -> SessionReplay:
+        if isinstance(config, OpenClaw9Config):
+            if not isinstance(prepared, fast_2026_9.Prepared9):
+                raise TypeError(f"a session prepared for {self.prepare_key(None)} cannot be run "
+                                f"with an OpenClaw {config.version} configuration; prepare it "
+                                f"with version {config.version!r}")
+            return fast_2026_9.run(prepared, config)
+        if not isinstance(prepared, PreparedSession):
+            raise TypeError(f"a session prepared for OpenClaw 2026.9 cannot be run with an "
+                            f"OpenClaw {config.version} configuration; prepare it with version "
+                            f"{config.version!r}")
         return run(prepared, config)
 
-    def replay(self, session: Session, config: OpenClawConfig) -> SessionReplay:
+    def replay(self, session: Session, config: AnyConfig) -> SessionReplay:
+        if isinstance(config, OpenClaw9Config):
+            return replay_session_2026_9(session, config)
         return replay_session(session, config)
 
-    def counters(self, prepared: PreparedSession, replay: SessionReplay, config: OpenClawConfig
+    def counters(self, prepared: AnyPrepared, replay: SessionReplay, config: AnyConfig
                  ) -> tuple[CounterSeries, ...]:
         """Before each call: how many identical results in a row the same call got (what
         blocking counts) and how often the same call appears in the window (what warning
         counts), against the three levels."""
+        n = len(replay.steps)
+        if isinstance(config, OpenClaw9Config):
+            assert isinstance(prepared, fast_2026_9.Prepared9)
+            limits = config.limits
+            no_progress, recent = fast_2026_9.step_counts(prepared, limits.history_size, n)
+            series = [
+                CounterSeries("same result in a row (before this call)", tuple(no_progress),
+                              hover="identical results in a row"),
+                CounterSeries("same call in the window", tuple(recent),
+                              hover="same call earlier in the window"),
+            ]
+            if config.detection_on:
+                for label, value in (("warn at", limits.warning), ("stop at", limits.critical),
+                                     ("hard stop at", limits.breaker)):
+                    series.append(CounterSeries(f"{label} {value}", (value,) * n, role="limit",
+                                                hover=label))
+            return tuple(series)
+        assert isinstance(prepared, PreparedSession)
         r = config.resolved
         counters = prepared.counters(r.history_size)
-        n = len(replay.steps)
         out = [
             CounterSeries("same result in a row (before this call)",
                           tuple(counters.no_progress[:n]), hover="identical results in a row"),
@@ -203,13 +347,24 @@ class OpenClawEngine(BaseEngine[OpenClawConfig, PreparedSession]):
 
     def guide_examples(self) -> tuple[GuideExample, ...]:
         from loopscope.engines.openclaw.explain import guide_examples
+        from loopscope.engines.openclaw.v2026_9.explain import guide_examples_2026_9
 
-        return guide_examples()
+        return (*guide_examples(), *guide_examples_2026_9())
 
 
-def unreachable_notes(config: OpenClawConfig) -> tuple[str, ...]:
+def unreachable_notes(config: AnyConfig) -> tuple[str, ...]:
     """Levels above the history window can never be reached: counts never exceed the calls
     remembered."""
+    if isinstance(config, OpenClaw9Config):
+        limits = config.limits
+        over = [(name, value) for name, value in (
+            ("warning", limits.warning), ("stop", limits.critical),
+            ("hard stop", limits.breaker)) if value > limits.history_size + 1]
+        if not over:
+            return ()
+        return ("Counts never exceed the calls remembered (" + str(limits.history_size) +
+                "), so " + ", ".join(f"the {n} level ({v})" for n, v in over) +
+                " can never be reached.",)
     r = config.resolved
     over = [(name, value) for name, value in (
         ("warning", r.warning_threshold), ("block", r.critical_threshold),
