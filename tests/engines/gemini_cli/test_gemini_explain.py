@@ -96,8 +96,9 @@ def test_content_explanation_shows_the_window_and_its_period() -> None:
     explained = explain(session)
     first = explained[0]
     assert first.headline.startswith("Gemini CLI would not have shown this text")
-    assert re.search(r"The same 50-character stretch “.{50}” came back 10 times", first.text)
-    assert "repeats every 29 characters: “Let me check the file again. ”" in first.text
+    assert re.search(r"The same 50-character stretch `.{50}` came back 10 times", first.text)
+    # (a trailing space is kept inside the code span by padding it)
+    assert "repeats every 29 characters: ` Let me check the file again.  `" in first.text
     assert "CONTENT_LOOP_THRESHOLD" in (first.which_limit or "")
     assert first.upstream[0][1].startswith(FEEDBACK_START + "Repeating content detected: ")
     second = explained[1]
@@ -107,7 +108,15 @@ def test_content_explanation_shows_the_window_and_its_period() -> None:
     other = build(chant * 13)
     replay = ENGINE.replay(other, GeminiConfig())
     text = ENGINE.explainer.explain_step(replay.steps[0], replay, GeminiConfig()).text
-    assert "quoted the text around the repeat: Repeating content detected:" in text
+    assert "quoted the text around the repeat: `Repeating content detected:" in text
+
+
+def test_recorded_text_cannot_break_out_of_its_code_span() -> None:
+    hostile = "x` ![img](https://attacker.invalid/a.png) `"
+    session = build(*[[(hostile, "{}")] for _ in range(5)])
+    explained = explain(session)
+    text = explained[4].text
+    assert "of `` x` ![img](https://attacker.invalid/a.png) ` ``:" in text
 
 
 def test_disabled_and_empty_steps() -> None:

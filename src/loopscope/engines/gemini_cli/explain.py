@@ -30,7 +30,13 @@ from loopscope.engines.gemini_cli.config import (
 )
 from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.events import split_pieces
-from loopscope.model import AssistantTurn, Session, UserMessage, escape_for_display
+from loopscope.model import (
+    AssistantTurn,
+    Session,
+    UserMessage,
+    escape_for_display,
+    markdown_code,
+)
 
 __all__ = [
     "EXPLAINER",
@@ -65,12 +71,21 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def _code(text: str, limit: int) -> str:
+    """Recorded text as a Markdown code span it cannot break out of (the dashboard renders
+    explanations as Markdown); the plain form when nothing needs guarding."""
+    shown = escape_for_display(text, limit)
+    if shown and "`" not in shown and shown.strip(" ") == shown:
+        return f"`{shown}`"
+    return markdown_code(text, limit)
+
+
 def _tool(name: str) -> str:
-    return f"`{escape_for_display(name, 80)}`"
+    return _code(name, 80)
 
 
-def _quote(units_text: str, limit: int = 160) -> str:
-    return f"“{escape_for_display(units_text, limit)}”"
+def _quote(text: str, limit: int = 160) -> str:
+    return _code(text, limit)
 
 
 def _config(config: Any) -> GeminiConfig:
@@ -264,7 +279,8 @@ def _explain_content(step: Step, replay: SessionReplay, config: GeminiConfig,
                          f"characters); the most common one ({times} times) is "
                          f"{_quote(period)}.")
     elif step.extra.get("detail"):
-        found.append(f"Gemini CLI quoted the text around the repeat: {step.extra['detail']}")
+        found.append("Gemini CLI quoted the text around the repeat: "
+                     f"{_quote(step.extra['detail'], 240)}")
     detections = step.extra.get("detections") or 0
     if detections > 1:
         found.append(f"The rest of this reply fired {detections - 1} more time(s); Gemini CLI "
