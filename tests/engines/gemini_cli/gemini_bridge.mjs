@@ -20,7 +20,7 @@
 //   {"kind": "call", "name": str, "key": str, "result": {count, type?, detail?}}
 // and JSON.stringify(JSON.parse(text)) per "stringify" entry (null when either throws).
 
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -38,6 +38,9 @@ const original = await import(pathToFileURL(servicePath).href);
 const CONSTANTS = ["TOOL_CALL_LOOP_THRESHOLD", "CONTENT_LOOP_THRESHOLD", "CONTENT_CHUNK_SIZE", "MAX_HISTORY_LENGTH"];
 const patched = new Map();
 let scratch = null;
+process.on("exit", () => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
 
 // The detector module with some constants changed: its source, with `const NAME = value;`
 // rewritten and its relative imports pointed back into the package.
