@@ -78,7 +78,6 @@ def test_set_wins_over_the_file() -> None:
     (None, [("CONTENT_LOOP_THRESHOLD", "1")], "CONTENT_LOOP_THRESHOLD"),
     (None, [("CONTENT_CHUNK_SIZE", "x")], "CONTENT_CHUNK_SIZE"),
     ({"model": {"disableLoopDetection": "true"}}, [], "disableLoopDetection"),
-    ({"model": {"disableLoopDetection": True, "name": "gemini-2.5-pro"}}, [], "model.name"),
     ({"model": True}, [], "model"),
     ({"enabled": 1}, [], "enabled"),
     ({"ui": {"theme": "x"}}, [], "ui"),
@@ -90,6 +89,16 @@ def test_bad_usage_names_the_key(file: dict[str, object] | None, pairs: list[tup
     with pytest.raises(ConfigError) as error:
         ENGINE.resolve_config(file, pairs)
     assert needle in str(error.value)
+
+
+def test_a_users_settings_json_is_read_for_loop_detection_only() -> None:
+    """A real ~/.gemini/settings.json holds many other settings: they are ignored, while a typo
+    in a flat (loopscope) object is still refused (above: ``ui`` alone)."""
+    settings = {"theme": "GitHub", "ui": {"hideBanner": True},
+                "model": {"name": "gemini-2.5-pro", "disableLoopDetection": True}}
+    assert ENGINE.resolve_config(settings, []).config.enabled is False
+    settings["model"] = {"name": "gemini-2.5-pro"}
+    assert ENGINE.resolve_config(settings, []).config.enabled is True
 
 
 def test_unknown_key_message_lists_the_accepted_keys() -> None:

@@ -195,25 +195,28 @@ def _file_value(key: str, value: Any) -> Any:
 
 def file_values(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Typed values from a config file's part for this engine: flat setting names, the
-    upstream ``{"model": {"disableLoopDetection": …}}`` object, or the dotted alias. Any other
-    key is refused, naming the accepted ones."""
+    upstream ``{"model": {"disableLoopDetection": …}}`` object, or the dotted alias.
+
+    A Gemini CLI ``settings.json`` as users have it (it has a ``model`` object) holds many other
+    settings (``ui``, ``tools``, ``model.name`` …): they are not about loop detection and are
+    ignored. In any other object (a loopscope config's ``gemini-cli`` part) an unknown key is a
+    typo and is refused, naming the accepted ones."""
     if not isinstance(settings, Mapping):
         raise ConfigError("the gemini-cli settings must be an object")
     values: dict[str, Any] = {}
     alias: bool | None = None
+    users_settings_file = isinstance(settings.get("model"), Mapping)
     for key, value in settings.items():
         if key == "model":
             if not isinstance(value, Mapping):
                 raise ConfigError("model: expected an object with disableLoopDetection")
-            for inner, inner_value in value.items():
-                if inner != "disableLoopDetection":
-                    raise _unknown(f"model.{inner}")
-                alias = _file_bool(ALIAS, inner_value)
+            if "disableLoopDetection" in value:
+                alias = _file_bool(ALIAS, value["disableLoopDetection"])
         elif key == ALIAS:
             alias = _file_bool(ALIAS, value)
         elif key in _SPECS:
             values[key] = _file_value(key, value)
-        else:
+        elif not users_settings_file:
             raise _unknown(key)
     if alias is not None:
         if ENABLED in values and values[ENABLED] == alias:
