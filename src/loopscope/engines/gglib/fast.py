@@ -945,6 +945,8 @@ def encode(p: PreparedMessages) -> dict[str, Any]:
         "count": p.count, "total": p.total, "outcome": [_OUTCOMES.index(o) for o in p.outcome],
         "run": p.run, "text_hash": p.text_hash, "prose_steps": p.prose_steps,
         "prose_text": p.prose_text, "prose_segment": p.prose_segment,
+        # Stagnation counts of every window already worked out (the default one, by ingest).
+        "stagnation": {str(m): [counts, first] for m, (counts, first) in p._stagnation.items()},
     }
 
 
@@ -952,9 +954,10 @@ def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None)
     value = doc.get(key)
     if type(value) is not list or (n is not None and len(value) != n):
         raise CodecError(f"{key}: expected a list of {n} integers")
-    for v in value:
-        if type(v) is not int or v < lo or (hi is not None and v > hi):
-            raise CodecError(f"{key}: value {v!r} out of range")
+    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
     return value
 
 
@@ -986,7 +989,19 @@ def decode(doc: Any) -> PreparedMessages:
         raise CodecError("text_hash: expected strings or nulls")
     prose_steps = _ints(doc, "prose_steps", None, 0, max(n - 1, 0))
     m = len(prose_steps)
-    return PreparedMessages(
+    windows = doc.get("stagnation", {})
+    if type(windows) is not dict:
+        raise CodecError("stagnation: expected an object")
+    stagnation: dict[int, tuple[list[int], int]] = {}
+    for size, value in windows.items():
+        if not size.isdigit() or type(value) is not list or len(value) != 2:
+            raise CodecError("stagnation: expected counts by window")
+        counts = _ints({"c": value[0]}, "c", m, 1, None)
+        first = value[1]
+        if type(first) is not int or not (first == NO_REFUSAL or 0 <= first < n):
+            raise CodecError("stagnation: first step out of range")
+        stagnation[int(size)] = (counts, first)
+    prepared = PreparedMessages(
         n_messages, [b == 1 for b in batch], _ints(doc, "call", n, 0, None),
         [tool_sets[k] for k in _ints(doc, "tools", n, 0, len(tool_sets) - 1)],
         [None if k < 0 else signatures[k]
@@ -1001,6 +1016,8 @@ def decode(doc: Any) -> PreparedMessages:
         _ints(doc, "run", n, -1, None), text_hash, prose_steps,
         _ints(doc, "prose_text", m, 0, None), _ints(doc, "prose_segment", m, 0, None),
     )
+    prepared._stagnation.update(stagnation)
+    return prepared
 
 
 class Pack:

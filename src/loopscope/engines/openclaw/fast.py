@@ -1049,7 +1049,35 @@ def encode(p: PreparedSession) -> dict[str, Any]:
         "args_code": p.args_code, "result_code": p.result_code, "result_hashes": hashes,
         "unknown_names": p.unknown_names, "unknown_code": p.unknown_code,
         "run_start": p.run_start, "ops": p.ops,
+        # The counts of every window already worked out (the default one, by ingest), so
+        # that a cached start need not count again.
+        "counters": {str(h): _encode_counters(c) for h, c in p._counters.items()},
     }
+
+
+_COUNTER_FIELDS = ("no_progress", "latest_result", "recent", "unknown_streak", "unknown_name",
+                   "ping_pong", "ping_pong_evidence", "ping_pong_last", "peak")
+
+
+def _encode_counters(c: Counters) -> dict[str, list[int]]:
+    return {name: [int(v) for v in getattr(c, name)] if name == "ping_pong_evidence"
+            else getattr(c, name) for name in _COUNTER_FIELDS}
+
+
+def _decode_counters(doc: Any, n: int, n_results: int, n_unknown: int) -> Counters:
+    if type(doc) is not dict:
+        raise CodecError("counters: expected an object")
+    columns = {name: _ints(doc, name, n, -1, None) for name in _COUNTER_FIELDS}
+    if columns["ping_pong_last"] and max(columns["ping_pong_last"]) >= n:
+        raise CodecError("counters: ping_pong_last out of range")
+    if columns["latest_result"] and max(columns["latest_result"]) > n_results:
+        raise CodecError("counters: latest_result out of range")
+    if columns["unknown_name"] and max(columns["unknown_name"]) > n_unknown:
+        raise CodecError("counters: unknown_name out of range")
+    return Counters(columns["no_progress"], columns["latest_result"], columns["recent"],
+                    columns["unknown_streak"], columns["unknown_name"], columns["ping_pong"],
+                    [v == 1 for v in columns["ping_pong_evidence"]], columns["ping_pong_last"],
+                    columns["peak"])
 
 
 class CodecError(ValueError):
@@ -1060,9 +1088,10 @@ def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None)
     value = doc.get(key)
     if type(value) is not list or (n is not None and len(value) != n):
         raise CodecError(f"{key}: expected a list of {n} integers")
-    for v in value:
-        if type(v) is not int or v < lo or (hi is not None and v > hi):
-            raise CodecError(f"{key}: value {v!r} out of range")
+    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
     return value
 
 
@@ -1099,6 +1128,14 @@ def decode(doc: Any) -> PreparedSession:
         if start > i:
             raise CodecError("run_start: a run starts after its call")
     tool_name = [tools[k - 1] for k in tool_code]
+    windows = doc.get("counters", {})
+    if type(windows) is not dict:
+        raise CodecError("counters: expected an object")
+    counters = {}
+    for size, value in windows.items():
+        if not size.isdigit():
+            raise CodecError("counters: a window size is a number")
+        counters[int(size)] = _decode_counters(value, n, len(hashes), len(unknown_names))
     return PreparedSession(
         session=doc["session"], source=doc["source"], format=doc["format"], turn=turn,
         call=call, tool_name=tool_name, run=run_of, recorded_block=[b == 1 for b in blocked],
@@ -1109,6 +1146,7 @@ def decode(doc: Any) -> PreparedSession:
         tool_code=tool_code, tool_empty=[name == "" for name in tool_name],
         poll=[b == 1 for b in poll], run_start=run_start, ops=ops,
         unknown_names=unknown_names, result_hashes=hashes, run_ids=[f"run-{r}" for r in run_of],
+        _counters=counters,
     )
 
 
