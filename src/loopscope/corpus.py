@@ -59,6 +59,8 @@ class Corpus:
     load_seconds: float = 0.0
     label_stamp: tuple[int, int] | None = None
     """(mtime, size) of :attr:`label_file` when the labels were read."""
+    cached_files: int = 0
+    """Files whose prepared sessions came from the on-disk cache."""
     _prepared: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
     _prepare_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                           compare=False)
@@ -241,6 +243,7 @@ def build_corpus(
         label_problems=label_problems,
         label_stamp=file_stamp(label_file),
         load_seconds=time.perf_counter() - started,
+        cached_files=sum(r.from_cache for r in results),
     )
     for key, ok in complete.items():
         if ok:

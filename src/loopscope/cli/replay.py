@@ -14,7 +14,6 @@ from typing import Any
 
 import click
 import orjson
-from click.utils import get_binary_stream
 
 from loopscope.advice import smallest_changes
 from loopscope.bulk import CollectorPaused
@@ -80,7 +79,7 @@ def replay(
                as_json)
     targets, _ignored = expand_paths(list(paths))
     workers = _workers(workers_option, len(targets))
-    out = get_binary_stream("stdout") if as_json else None  # type: ignore[operator]
+    out: Any = click.get_binary_stream("stdout") if as_json else None  # type: ignore[operator]
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     for part in _file_parts(job, targets, workers):
         status.problems.extend(part.problems)
