@@ -33,8 +33,17 @@ import orjson
 
 from loopscope.model import Problem
 
-__all__ = ["FORMAT", "SessionHead", "cache_dir", "clear", "enabled", "entry_key", "read",
-           "stats", "write"]
+__all__ = [
+    "FORMAT",
+    "SessionHead",
+    "active",
+    "cache_dir",
+    "clear",
+    "entry_key",
+    "read",
+    "stats",
+    "write",
+]
 
 FORMAT = "loopscope-prepared/1"
 """The format tag every entry starts with (bumped with the layout of an entry)."""
@@ -54,7 +63,7 @@ class SessionHead:
     calls: int
 
 
-def enabled() -> bool:
+def active() -> bool:
     return os.environ.get("LOOPSCOPE_CACHE", "").strip().lower() not in ("off", "0", "no",
                                                                          "false")
 

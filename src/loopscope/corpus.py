@@ -288,7 +288,7 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | 
     """Import and prepare every file, aligned with ``files``: on every core (a process pool of
     ``workers``, default one per core) when there are many files, and through the on-disk
     cache (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off."""
-    use_cache = cache.enabled() if use_cache is None else use_cache
+    use_cache = cache.active() if use_cache is None else use_cache
     if workers is None:
         workers = os.cpu_count() or 1
     wanted = list(wanted)

@@ -17,7 +17,7 @@ def cache_group() -> None:
 def cache_info() -> None:
     """Where the cache is and how much it holds."""
     entries, size = cache.stats()
-    state = "on" if cache.enabled() else "off (LOOPSCOPE_CACHE=off)"
+    state = "on" if cache.active() else "off (LOOPSCOPE_CACHE=off)"
     click.echo(f"{cache.cache_dir()}: {entries} entries, {size / 1e6:.1f} MB; cache {state}")
 
 

@@ -340,7 +340,7 @@ def render_cache_notice(corpus: Corpus) -> None:
     offer to clear that cache (safe: the next load prepares the sessions again)."""
     from loopscope import cache
 
-    if not cache.enabled() or not corpus.report.files:
+    if not cache.active() or not corpus.report.files:
         return
     files = len(corpus.report.files)
     st.caption(f"Loaded in {corpus.load_seconds:.1f} s · {corpus.cached_files:,} of {files:,} "
