@@ -79,7 +79,7 @@ def replay(
                as_json)
     targets, _ignored = expand_paths(list(paths))
     workers = _workers(workers_option, len(targets))
-    out: Any = click.get_binary_stream("stdout") if as_json else None  # type: ignore[operator]
+    out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     for part in _file_parts(job, targets, workers):
         status.problems.extend(part.problems)
