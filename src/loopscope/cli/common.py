@@ -239,9 +239,10 @@ def iter_sessions(
         yield from file_import.sessions
 
 
-def progress(iterable: Any, *, total: int | None = None, desc: str = "") -> Any:
+def progress(iterable: Any, *, total: int | None = None, desc: str = "",
+             unit: str = "session") -> Any:
     """A tqdm bar on stderr, shown only on a terminal (never pollutes ``--json`` output)."""
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=None, leave=False,
-                unit="session")
+                unit=unit)

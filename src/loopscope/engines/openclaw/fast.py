@@ -1019,3 +1019,267 @@ def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str 
                  _warning_key(p, ctr, i, detector, level),
                  p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
                  False, emitted)
+
+
+# --------------------------------------------------------------------------------------------
+# Prepared data as plain columns (the on-disk cache and the worker processes), and a whole
+# corpus as arrays (one vectorised pass per configuration).
+
+CODEC_VERSION = 1
+"""Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
+read differently (the cache key carries it)."""
+
+
+def encode(p: PreparedSession) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Every
+    result hash is written out (the session's texts are not kept)."""
+    hashes = [p.result_hashes[k] for k in range(len(p.result_hashes))]
+    tools: dict[int, str] = {}
+    for code, name in zip(p.tool_code, p.tool_name, strict=True):
+        tools.setdefault(code, name)
+    first_args: dict[int, str] = {}
+    for code, h in zip(p.args_code, p.args_hash, strict=True):
+        first_args.setdefault(code, h)
+    return {
+        "session": p.session, "source": p.source, "format": p.format,
+        "turn": p.turn, "call": p.call, "run": p.run,
+        "blocked": [int(b) for b in p.recorded_block], "poll": [int(b) for b in p.poll],
+        "tools": [tools[k] for k in range(1, len(tools) + 1)], "tool_code": p.tool_code,
+        "args": [first_args[k] for k in range(1, len(first_args) + 1)],
+        "args_code": p.args_code, "result_code": p.result_code, "result_hashes": hashes,
+        "unknown_names": p.unknown_names, "unknown_code": p.unknown_code,
+        "run_start": p.run_start, "ops": p.ops,
+        # The counts of every window already worked out (the default one, by ingest), so
+        # that a cached start need not count again.
+        "counters": {str(h): _encode_counters(c) for h, c in p._counters.items()},
+    }
+
+
+_COUNTER_FIELDS = ("no_progress", "latest_result", "recent", "unknown_streak", "unknown_name",
+                   "ping_pong", "ping_pong_evidence", "ping_pong_last", "peak")
+
+
+def _encode_counters(c: Counters) -> dict[str, list[int]]:
+    return {name: [int(v) for v in getattr(c, name)] if name == "ping_pong_evidence"
+            else getattr(c, name) for name in _COUNTER_FIELDS}
+
+
+def _decode_counters(doc: Any, n: int, n_results: int, n_unknown: int) -> Counters:
+    if type(doc) is not dict:
+        raise CodecError("counters: expected an object")
+    columns = {name: _ints(doc, name, n, -1, None) for name in _COUNTER_FIELDS}
+    if columns["ping_pong_last"] and max(columns["ping_pong_last"]) >= n:
+        raise CodecError("counters: ping_pong_last out of range")
+    if columns["latest_result"] and max(columns["latest_result"]) > n_results:
+        raise CodecError("counters: latest_result out of range")
+    if columns["unknown_name"] and max(columns["unknown_name"]) > n_unknown:
+        raise CodecError("counters: unknown_name out of range")
+    return Counters(columns["no_progress"], columns["latest_result"], columns["recent"],
+                    columns["unknown_streak"], columns["unknown_name"], columns["ping_pong"],
+                    [v == 1 for v in columns["ping_pong_evidence"]], columns["ping_pong_last"],
+                    columns["peak"])
+
+
+class CodecError(ValueError):
+    """Columns that :func:`decode` cannot turn into a prepared session."""
+
+
+def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
+    value = doc.get(key)
+    if type(value) is not list or (n is not None and len(value) != n):
+        raise CodecError(f"{key}: expected a list of {n} integers")
+    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
+    return value
+
+
+def _strs(doc: dict[str, Any], key: str) -> list[str]:
+    value = doc.get(key)
+    if type(value) is not list or any(type(v) is not str for v in value):
+        raise CodecError(f"{key}: expected a list of strings")
+    return value
+
+
+def decode(doc: Any) -> PreparedSession:
+    """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
+    anything else (a damaged or foreign cache entry is never trusted)."""
+    if type(doc) is not dict:
+        raise CodecError("expected an object")
+    for key in ("session", "source", "format"):
+        if type(doc.get(key)) is not str:
+            raise CodecError(f"{key}: expected a string")
+    tools, args = _strs(doc, "tools"), _strs(doc, "args")
+    hashes, unknown_names = _strs(doc, "result_hashes"), _strs(doc, "unknown_names")
+    tool_code = _ints(doc, "tool_code", None, 1, len(tools))
+    n = len(tool_code)
+    turn = _ints(doc, "turn", n, 0, None)
+    call = _ints(doc, "call", n, 0, None)
+    run_of = _ints(doc, "run", n, 0, None)
+    blocked = _ints(doc, "blocked", n, 0, 1)
+    poll = _ints(doc, "poll", n, 0, 1)
+    args_code = _ints(doc, "args_code", n, 1, len(args))
+    result_code = _ints(doc, "result_code", n, 0, len(hashes))
+    unknown_code = _ints(doc, "unknown_code", n, 0, len(unknown_names))
+    run_start = _ints(doc, "run_start", n, 0, n)
+    ops = _ints(doc, "ops", None, _COMPACTION_OP, max(n - 1, 0))
+    for i, start in enumerate(run_start):
+        if start > i:
+            raise CodecError("run_start: a run starts after its call")
+    tool_name = [tools[k - 1] for k in tool_code]
+    windows = doc.get("counters", {})
+    if type(windows) is not dict:
+        raise CodecError("counters: expected an object")
+    counters = {}
+    for size, value in windows.items():
+        if not size.isdigit():
+            raise CodecError("counters: a window size is a number")
+        counters[int(size)] = _decode_counters(value, n, len(hashes), len(unknown_names))
+    return PreparedSession(
+        session=doc["session"], source=doc["source"], format=doc["format"], turn=turn,
+        call=call, tool_name=tool_name, run=run_of, recorded_block=[b == 1 for b in blocked],
+        args_hash=[args[k - 1] for k in args_code],
+        result_hash=HashesByCall(result_code, hashes),
+        unknown_tool=[unknown_names[k - 1] if k else None for k in unknown_code],
+        args_code=args_code, result_code=result_code, unknown_code=unknown_code,
+        tool_code=tool_code, tool_empty=[name == "" for name in tool_name],
+        poll=[b == 1 for b in poll], run_start=run_start, ops=ops,
+        unknown_names=unknown_names, result_hashes=hashes, run_ids=[f"run-{r}" for r in run_of],
+        _counters=counters,
+    )
+
+
+_DETECTOR_CODES = (UNKNOWN_TOOL_REPEAT, GLOBAL_CIRCUIT_BREAKER, KNOWN_POLL_NO_PROGRESS,
+                   PING_PONG, GENERIC_REPEAT)
+
+
+class Pack:
+    """A corpus's prepared sessions as arrays (one entry per call, sessions one after the
+    other), for :func:`run_columns`: a threshold change is a few vectorised passes, never
+    Python work per session. The per-``historySize`` counts are gathered from each session's
+    :meth:`PreparedSession.counters` once per window."""
+
+    def __init__(self, prepared: Sequence[PreparedSession]) -> None:
+        import numpy as np
+
+        self.prepared = prepared
+        sizes = [p.n for p in prepared]
+        self.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.offsets[1:])
+        self.turn = _column(np.int64, (p.turn for p in prepared), int(self.offsets[-1]))
+        self.call = _column(np.int64, (p.call for p in prepared), int(self.offsets[-1]))
+        self.poll = _column(np.bool_, (p.poll for p in prepared), int(self.offsets[-1]))
+        self.with_ops = np.array([bool(p.ops) for p in prepared], dtype=np.bool_)
+        self._windows: dict[int, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.prepared)
+
+    def window(self, history_size: int) -> tuple[Any, ...]:
+        """``(no_progress, recent, unknown_streak, ping_pong, evidence, peak)`` of every call."""
+        found = self._windows.get(history_size)
+        if found is None:
+            import numpy as np
+
+            total = int(self.offsets[-1])
+            ctrs = [p.counters(history_size) for p in self.prepared]
+            found = (
+                _column(np.int32, (c.no_progress for c in ctrs), total),
+                _column(np.int32, (c.recent for c in ctrs), total),
+                _column(np.int32, (c.unknown_streak for c in ctrs), total),
+                _column(np.int32, (c.ping_pong for c in ctrs), total),
+                _column(np.bool_, (c.ping_pong_evidence for c in ctrs), total),
+                _column(np.int32, (c.peak for c in ctrs), total),
+            )
+            if len(self._windows) >= 4:
+                self._windows.pop(next(iter(self._windows)))
+            self._windows[history_size] = found
+        return found
+
+
+def _column(dtype: Any, parts: Any, total: int) -> Any:
+    import numpy as np
+
+    out = np.empty(total, dtype=dtype)
+    at = 0
+    for part in parts:
+        k = len(part)
+        out[at:at + k] = part
+        at += k
+    return out
+
+
+def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
+    """Every session's first refusal, refusal and warning counts under ``config``, as arrays
+    (see :class:`loopscope.engines.base.RunColumns`): :func:`_evaluate`'s precedence applied to
+    every call at once. Sessions the post-compaction guard may act on (with a compaction,
+    guard on) are run one by one through :func:`run`."""
+    import numpy as np
+
+    r = config.resolved
+    n_sessions = len(pack)
+    offsets = pack.offsets
+    total = int(offsets[-1])
+    refuse = np.zeros(total, dtype=np.bool_)
+    warn = np.zeros(total, dtype=np.bool_)
+    detector = np.full(total, -1, dtype=np.int8)
+    if r.detection_on:
+        streak, recent, unknown, ping, evidence, peak = pack.window(r.history_size)
+        warning, critical = r.warning_threshold, r.critical_threshold
+        poll = pack.poll
+        not_poll = ~poll
+        poll_on = poll if r.known_poll_no_progress_on else np.zeros(total, dtype=np.bool_)
+        ping_on, generic_on = r.ping_pong_on, r.generic_repeat_on
+        floor = warning if warning < r.unknown_tool_threshold else r.unknown_tool_threshold
+        decided = ~(peak >= floor)  # below the lowest threshold: passes, never evaluated
+        # (condition, refuses?, detector code) in _evaluate's order: the first that holds wins.
+        chain: list[tuple[Any, bool, int]] = [
+            (unknown >= r.unknown_tool_threshold, True, 0),
+            (streak >= r.global_circuit_breaker_threshold, True, 1),
+            (poll_on & (streak >= critical), True, 2),
+            (poll_on & (streak >= warning), False, 2),
+        ]
+        if ping_on:
+            chain += [((ping >= critical) & evidence, True, 3), (ping >= warning, False, 3)]
+        if generic_on:
+            chain += [(not_poll & (streak >= critical), True, 4),
+                      (not_poll & (recent >= warning), False, 4)]
+        for cond, refuses, code in chain:
+            hit = cond & ~decided
+            (refuse if refuses else warn)[hit] = True
+            detector[hit] = code
+            decided |= cond
+    # Per session: counts by prefix sums, the first refusal by the first flagged position.
+    sums = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(refuse, out=sums[1:])
+    refusals = sums[offsets[1:]] - sums[offsets[:-1]]
+    np.cumsum(warn, out=sums[1:])
+    warnings = sums[offsets[1:]] - sums[offsets[:-1]]
+    first = np.full(n_sessions, -1, dtype=np.int64)
+    at = np.flatnonzero(refuse)
+    if at.size:
+        owner = np.searchsorted(offsets, at, side="right") - 1
+        owners, where = np.unique(owner, return_index=True)
+        first[owners] = at[where]
+    out = {"refusals": refusals, "warnings": warnings, "first": first, "detector": detector,
+           "turn": pack.turn, "call": pack.call, "offsets": offsets}
+    if r.guard_enabled and pack.with_ops.any():
+        for s in np.flatnonzero(pack.with_ops):
+            one = run(pack.prepared[int(s)], config)
+            refusals[s], warnings[s] = one.refusal_count, one.warning_count
+            f = one.first_refusal
+            first[s] = -1 if f is None else int(offsets[s]) + _position_of(pack.prepared[int(s)], f)
+            if f is not None:
+                detector[first[s]] = _DETECTOR_CODES.index(f.detector) if (
+                    f.detector in _DETECTOR_CODES) else len(_DETECTOR_CODES)
+    return out
+
+
+def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
+    """The call position of a first refusal (calls are numbered in order)."""
+    return p.call.index(first.call) if first.call is not None else 0
+
+
+DETECTORS = (*_DETECTOR_CODES, POST_COMPACTION_GUARD)
+"""Detector names by the codes of :func:`run_columns`."""

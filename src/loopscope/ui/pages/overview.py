@@ -30,12 +30,11 @@ def render() -> None:
     _table(corpus, results)
 
 
-def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
+def _summary(corpus: Any, results: dict[str, Any]) -> None:
     cols = st.columns(1 + len(results))
     cols[0].metric("Sessions", len(corpus.sessions))
     for i, (name, reps) in enumerate(results.items()):
-        refused = sum(1 for r in reps if r.refused)
-        warned = sum(1 for r in reps if r.warned)
+        refused, warned = state.refused_warned(reps)
         cols[1 + i].metric(
             f"{state.ENGINE_TITLES[name]}: refused", refused,
             help="Sessions where the guard would have blocked a call at least once.")
@@ -43,7 +42,7 @@ def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
 
 
 @st.fragment
-def _timelines(corpus: Any, results: dict[str, list[Any]]) -> None:
+def _timelines(corpus: Any, results: dict[str, Any]) -> None:
     c1, c2, c3 = st.columns([1, 1, 0.6])
     with c1:
         options = [ALL, *results]
@@ -108,22 +107,23 @@ def _open_selected(event: Any, rows: list[charts.OverviewRow]) -> None:
 LABEL_TEXT = {"loop": "real loop", "ok": "good work"}
 
 
-def _table(corpus: Any, results: dict[str, list[Any]]) -> None:
+def _table(corpus: Any, results: dict[str, Any]) -> None:
     st.header("Sessions", anchor=False)
     sessions = corpus.sessions
     # Built column by column: one list per column is several times cheaper than a dict per
     # row, and this table is rebuilt on every slider move.
     columns: dict[str, list[Any]] = {
         "session": corpus.session_names,
-        "format": [s.format for s in sessions],
+        "format": corpus.formats,
         "calls": corpus.call_counts,
-        "turns": [len(s.turns) for s in sessions],
+        "turns": corpus.turn_counts,
         "label": [LABEL_TEXT.get(label or "", "") for label in views.session_labels(corpus)],
     }
     for name in results:
         title = state.ENGINE_TITLES[name]
-        columns[f"{title} first refusal"] = [_refusal_text(r.first_refusal) for r in results[name]]
-        columns[f"{title} warnings"] = [r.warning_count for r in results[name]]
+        firsts, warnings = state.first_refusals_and_warnings(results[name])
+        columns[f"{title} first refusal"] = [_refusal_text(f) for f in firsts]
+        columns[f"{title} warnings"] = warnings
     event = st.dataframe(
         pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-row",
         key="session_table", width="stretch",
