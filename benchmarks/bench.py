@@ -1,4 +1,4 @@
-"""loopscope's performance figures, measured side by side (product spec §6, issue "Performance").
+"""loopscope's performance figures, measured side by side with the real implementations.
 
     python benchmarks/bench.py                 # everything, about a minute on 2 cores
     python benchmarks/bench.py --quick         # 200 sessions, for a smoke run

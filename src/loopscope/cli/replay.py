@@ -1,6 +1,6 @@
 """``loopscope replay``: every session under PATH through one engine, shadow mode.
 
-With ``--json`` stdout holds exactly one JSON line per session (product spec §3); everything
+With ``--json`` stdout holds exactly one JSON line per session, in sorted file order; everything
 else (progress, warnings, problems) goes to stderr.
 """
 

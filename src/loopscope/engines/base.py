@@ -5,7 +5,7 @@ The engine contract itself (settings schema, prepare/run/reference, explanations
 
 An engine turns one normalized :class:`~loopscope.model.Session` plus a configuration into a
 :class:`SessionReplay`: one :class:`Step` per guard decision, in transcript order, and the first
-refusal (the point of divergence, product spec §3).
+refusal (the point of divergence: what follows would not have happened as recorded).
 
 Engines split their work in two so that a threshold change stays cheap:
 
@@ -41,7 +41,7 @@ class Step:
     """One guard decision in shadow mode.
 
     The contract fields are common to both engines; ``extra`` holds the engine-specific
-    fields (engine specs: gglib §5.3, OpenClaw §7.5) in their output order, JSON-ready.
+    fields (each engine's own, listed by its ``STEP_FIELDS``) in their output order, JSON-ready.
     """
 
     turn: int
@@ -61,7 +61,7 @@ class Step:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The step object of the ``--json`` output (product spec §3)."""
+        """The step object of ``loopscope replay --json``."""
         out: dict[str, Any] = {
             "turn": self.turn,
             "call": self.call,
@@ -163,7 +163,8 @@ class SessionReplay:
                  "first_refusal", "format", "session", "source")
 
     session: str
-    """The session id (sessions-and-formats §1.1)."""
+    """The session id: the id the file records (an OpenClaw header ``id``, an OpenAI body's
+    string ``id``), else the file stem."""
     source: str
     """The path as reached; ``path#n`` when a file holds several sessions."""
     format: str

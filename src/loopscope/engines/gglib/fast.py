@@ -59,7 +59,7 @@ __all__ = ["NO_REFUSAL", "PreparedMessages", "prepare_events", "prepare_messages
 # --------------------------------------------------------------------------------------------
 # Prepared data and the fast path
 #
-# Why the fast path is exact (engine spec §2.6, §2.10, §5.1):
+# Why the fast path is exact (gglib's LoopDetector / StagnationDetector semantics):
 #
 # * A run is a maximal sequence of batch steps with one signature and no user/system message in
 #   between (prose steps do not end it). Before the first refusal inside a run, the loop
@@ -428,7 +428,8 @@ _RUN_BREAKERS = (UserMessage, SystemMessage, OtherMessage)
 
 
 def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
-    """The steps of an OpenAI-chat message list (§4.2–§4.4)."""
+    """The steps of an OpenAI-chat message list: the calls of each assistant message, its reply
+    text, and the results joined from the tool messages right after it."""
     n = len(messages)
     i = 0
     while i < n:
@@ -478,7 +479,7 @@ def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
 
 def _event_items(events: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     """The steps of a normalized session's events: exactly :func:`_message_items` of its chat
-    view (``Session.chat_view``, sessions spec §1.10) without building the view's dicts.
+    view (``Session.chat_view``) without building the view's dicts.
 
     User, system and other messages break runs; a compaction is no message at all (it neither
     breaks a run nor ends a batch's answers); each tool result is a tool message carrying its
@@ -744,7 +745,8 @@ def _rows(p: PreparedMessages, config: GglibConfig) -> list[_Row]:
 
 
 def _row_extra(p: PreparedMessages, row: _Row, M: int) -> dict[str, Any]:
-    """The gglib fields (§5.3) of one row of :func:`_rows`, for the Step and the JSON paths."""
+    """The gglib fields (``STEP_FIELDS``) of one row of :func:`_rows`, for the Step and the JSON
+    paths."""
     k, refused, _c, eff, ceil, cls, note = row
     if cls is None:
         return _prose_extra(M, p.text_hash[k])

@@ -1,9 +1,10 @@
-"""The fast path: hash once, count once per ``historySize``, select per configuration (§7.8).
+"""The fast path: hash once, count once per ``historySize``, select per configuration.
 
 In shadow mode every call is recorded and its own outcome attached right after it, so the
 history before call ``i`` is simply the calls ``max(0, i - historySize) .. i - 1``, and the
 run-scoped history is the part of that window inside ``i``'s run (runs are contiguous). Every
-count of §3.2 therefore depends only on the session and ``historySize``, and a call's verdict
+count the detector uses (the no-progress streak, the recent count, the unknown-tool streak,
+the ping-pong count) therefore depends only on the session and ``historySize``, and a call's verdict
 never depends on the verdicts before it:
 
 * :func:`prepare` hashes each call once (argsHash, resultHash, unknown-tool name, poll flag, run)
@@ -12,7 +13,8 @@ never depends on the verdicts before it:
 * :meth:`PreparedSession.counters` computes, once per ``historySize``, the no-progress streak,
   the recent count, the unknown-tool streak and the ping-pong count/evidence of every call with
   incremental walks (no re-hashing, no re-stringifying), and each call's largest count;
-* :func:`run` evaluates §3.3's precedence only for the calls whose largest count reaches the
+* :func:`run` evaluates the detectors' precedence (``detectToolCallLoop``'s order: unknown
+  tool, breaker, poll, ping-pong, generic) only for the calls whose largest count reaches the
   lowest threshold (plus the guard's aborts), and only until the first refusal and the first
   warn step are known: that is all a sweep or an overview needs. The steps themselves
   (messages, warning keys, the warning de-duplication, every pass step) and the markers are
@@ -81,7 +83,8 @@ _USER_OP = -1
 _COMPACTION_OP = -2
 _NO_ABORTS: dict[int, int] = {}
 
-# Tools whose outcome hash may look at params or details beyond ``{details, text}`` (§4.3).
+# Tools whose outcome hash may look at params or details beyond ``{details, text}``
+# (``hashToolOutcome``: exec, process poll/log, message sends).
 _SPECIAL_OUTCOME_TOOLS = frozenset({"exec", "process", "message", "sessions_send"})
 _TEXT_RESULT_HEAD = b'{"details":{},"text":'
 _COMMON_PREFIX_AB = "session execution blocked "
@@ -91,7 +94,8 @@ _EMPTY_OBJECT_DIGEST = digest({})
 
 @dataclass(frozen=True, slots=True)
 class Counters:
-    """Per-call counts of §3.2 for one ``historySize`` (lists indexed by call position)."""
+    """Per-call counts of the detector for one ``historySize`` (lists indexed by call
+    position)."""
 
     no_progress: list[int]
     latest_result: list[int]
@@ -219,7 +223,8 @@ _LOG_TAIL = b',"totalChars":null,"totalLines":null,"truncated":null}'
 
 def _process_poll_outcome(params: Any, text: str) -> Outcome | None:
     """The outcome hash (:data:`Outcome`) of a ``process`` call whose result has empty details
-    (§4.3) when the call polls or reads a log; ``None`` when it hashes as a plain text result
+    (as ``hashToolOutcome`` does) when the call polls or reads a log; ``None`` when it hashes as a
+    plain text result
     (:func:`_digest_text_result`)."""
     action = params.get("action") if is_mapping(params) else None
     if type(action) is str and action in ("poll", "log"):
@@ -411,7 +416,7 @@ def _paired(call: Any, turn_index: int, events: tuple[Any, ...],
 
 
 def prepare(session: Session) -> PreparedSession:
-    """Hash every call once and collect the threshold-independent facts (§7.8).
+    """Hash every call once and collect the threshold-independent facts.
 
     The same values as :func:`replay.session_ops` followed by ``hash_tool_call`` and
     ``hash_tool_outcome`` on each call, computed without building the intermediate objects:
@@ -723,7 +728,8 @@ _Verdict = tuple[int, str | None, str | None, int, int | None]
 
 def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
               aborts: dict[int, int], complete: bool) -> tuple[list[_Verdict], int, bool, bool]:
-    """§3.3's precedence over the calls that can be flagged.
+    """The detectors' precedence (``detectToolCallLoop``'s order) over the calls that can be
+    flagged.
 
     Returns ``(verdicts, first refusal position or -1, any warn step, verdicts complete)``.
     Unless ``complete``, stops as soon as the first refusal and a warn step are both known
@@ -786,7 +792,7 @@ def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
 
 
 def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
-    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4).
+    """Replay prepared data under ``config``: a selection over cached counts.
 
     Only calls whose largest count reaches the lowest threshold, and the guard's aborts, are
     evaluated, and only until the first refusal and the first warning are known; every other
@@ -926,14 +932,15 @@ class _Detail:
 
 
 def _pass_extra(p: PreparedSession, i: int) -> dict[str, Any]:
-    """The OpenClaw fields (§7.5) of a pass step, shared by the Step and the JSON paths."""
+    """The OpenClaw fields (``STEP_FIELDS``) of a pass step, shared by the Step and the JSON
+    paths."""
     return _extra(p, i, None, None, None, None, False, None)
 
 
 def _extra(p: PreparedSession, i: int, level: str | None, message: str | None,
            warning_key: str | None, paired_tool: str | None, guard_abort: bool,
            warning_emitted: bool | None) -> dict[str, Any]:
-    """The OpenClaw fields (§7.5) of call ``i``'s step."""
+    """The OpenClaw fields (``STEP_FIELDS``) of call ``i``'s step."""
     return {
         "level": level,
         "message": message,
@@ -994,7 +1001,7 @@ def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: st
 def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count: int | None,
           diverged: bool, level: str | None, message: str | None, warning_key: str | None,
           paired_tool: str | None, guard_abort: bool, warning_emitted: bool | None) -> Step:
-    """The step of call ``i`` with the §7.5 fields (as :func:`replay.make_step` builds it)."""
+    """The step of call ``i`` with every field (as :func:`reference.make_step` builds it)."""
     return new_step(p.turn[i], p.call[i], (p.tool_name[i],), p.args_hash[i], verdict, detector,
                     count, diverged, _extra(p, i, level, message, warning_key, paired_tool,
                                             guard_abort, warning_emitted))
