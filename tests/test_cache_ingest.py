@@ -127,3 +127,29 @@ def test_replay_workers_output_is_identical() -> None:
                                    "--workers", "2"])
         assert one.exit_code == two.exit_code == 0
         assert one.stdout_bytes == two.stdout_bytes and one.stdout_bytes.count(b"\n") > 5
+
+
+def test_a_small_corpus_keeps_its_sessions_once_read_again(tmp_path: Path) -> None:
+    """Pages that walk every session re-read each file once in a small corpus, not on every
+    rerun; a large one keeps only the last few files."""
+    from loopscope import corpus as corpus_mod
+
+    src = Path(__file__).resolve().parents[1] / "sample_transcripts"
+    files = [(str(p), True) for p in sorted(src.glob("*.json*"))]
+    c = corpus_mod.build_corpus(files, fingerprint="keep", origin="folder", root=str(src),
+                                workers=1)
+    reads = []
+    original = corpus_mod.reload
+
+    def counting(path: str, explicit: bool, heads: Any) -> Any:
+        reads.append(path)
+        return original(path, explicit, heads)
+
+    corpus_mod.reload = counting  # type: ignore[assignment]
+    try:
+        first = [s.source for s in c.sessions]
+        again = [s.source for s in c.sessions]
+    finally:
+        corpus_mod.reload = original  # type: ignore[assignment]
+    assert first == again == c.sources
+    assert len(reads) == len({path for path, _ in files if corpus_mod.file_stamp(path)})

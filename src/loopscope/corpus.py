@@ -350,7 +350,8 @@ def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | Non
     engines: list[tuple[str, str | None, Any, str]] = []
     for name, version in wanted:
         eng = get_engine(name)
-        if getattr(eng, "encode_prepared", None) is None:  # a plug-in without the codec
+        caches = getattr(eng, "caches_prepared", None)
+        if caches is None or not caches(version):  # prepared where it is used instead
             continue
         engines.append((name, version, eng, eng.prepare_key(version)))
     fingerprint = cache.file_fingerprint(path) if use_cache else None
@@ -405,23 +406,40 @@ def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:
 # --------------------------------------------------------------------------- sessions again
 
 
-class FileSessions(Sequence[Session]):
-    """A file's sessions, read again from the file when asked (:func:`reload`)."""
+KEEP_SESSIONS_UP_TO = int(os.environ.get("LOOPSCOPE_KEEP_SESSIONS", "3000"))
+"""A corpus of at most this many sessions keeps each file's sessions once they were read
+again (pages that walk every session then pay for it once); a larger one keeps only the last
+few files, so memory stays that of the prepared data."""
 
-    def __init__(self, path: str, explicit: bool, heads: Sequence[SessionHead]) -> None:
+
+class FileSessions(Sequence[Session]):
+    """A file's sessions, read again from the file when asked (:func:`reload`), and kept when
+    ``keep`` (a small corpus)."""
+
+    def __init__(self, path: str, explicit: bool, heads: Sequence[SessionHead],
+                 keep: bool = False) -> None:
         self.path = path
         self.explicit = explicit
         self.heads = list(heads)
+        self.keep = keep
+        self._kept: list[Session] | None = None
+
+    def _sessions(self) -> list[Session]:
+        if self._kept is not None:
+            return self._kept
+        found = reload(self.path, self.explicit, self.heads) if self.heads else []
+        if self.keep:
+            self._kept = found
+        return found
 
     def __len__(self) -> int:
         return len(self.heads)
 
     def __getitem__(self, index: Any) -> Any:
-        sessions = reload(self.path, self.explicit, self.heads)
-        return sessions[index]
+        return self._sessions()[index]
 
     def __iter__(self) -> Any:
-        return iter(reload(self.path, self.explicit, self.heads) if self.heads else ())
+        return iter(self._sessions())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
@@ -436,6 +454,9 @@ class CorpusSessions(Sequence[Session]):
     def __init__(self, parts: Sequence[FileSessions], heads: list[SessionHead]) -> None:
         self.parts = list(parts)
         self.heads = heads
+        if len(heads) <= KEEP_SESSIONS_UP_TO:
+            for part in self.parts:
+                part.keep = True
         self._part_of: list[tuple[int, int]] = [
             (k, j) for k, part in enumerate(self.parts) for j in range(len(part))]
 

@@ -605,6 +605,13 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         subclass :class:`BaseEngine`."""
         return RunColumns.from_replays([self.run(p, config) for p in prepared])
 
+    def caches_prepared(self, version: str | None = None) -> bool:
+        """Whether :meth:`encode_prepared` writes this version's prepared data (then the
+        on-disk cache and worker processes carry it; else it is prepared where it is used).
+        By default: when the engine overrides :meth:`encode_prepared`."""
+        del version
+        return type(self).encode_prepared is not BaseEngine.encode_prepared
+
     def encode_prepared(self, prepared: PreparedT) -> dict[str, Any] | None:
         """Optional: ``prepared`` as JSON-ready data (the on-disk cache and worker processes
         carry it), or ``None`` when this engine's prepared data cannot be written (the

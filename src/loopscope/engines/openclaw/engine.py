@@ -325,6 +325,9 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
         return columns_of(fast.run_columns(pack, config),
                           lambda i: run(prepared[i], config), fast.DETECTORS)
 
+    def caches_prepared(self, version: str | None = None) -> bool:
+        return not self.is_fixed(version)  # 2026.9's prepared data has no codec
+
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
