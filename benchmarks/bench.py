@@ -1,4 +1,4 @@
-"""loopscope's performance figures, measured side by side (product spec §6, issue "Performance").
+"""loopscope's performance figures, measured side by side with the real implementations.
 
     python benchmarks/bench.py                 # everything, about a minute on 2 cores
     python benchmarks/bench.py --quick         # 200 sessions, for a smoke run
@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from corpus import generate  # noqa: E402
 
 from loopscope.engines import SessionReplay, get_engine  # noqa: E402
+from loopscope.engines.base import PreparedSessions, run_many  # noqa: E402
 from loopscope.formats import load_paths  # noqa: E402
 
 TARGETS = {
@@ -195,7 +196,19 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
         rerun_gglib()
         rerun_openclaw()
 
+    # The dashboard's path: one vectorised pass per engine over the whole corpus (run_many).
+    g_list, o_list = PreparedSessions(g_prepared), PreparedSessions(o_prepared)
+    run_many(gglib, g_list, g_default)
+    run_many(openclaw, o_list, o_default)
+
+    def batch_both() -> None:
+        k = next(g_counter)
+        run_many(gglib, g_list, gglib.resolve_config(None, gglib_changes(k)).config)
+        run_many(openclaw, o_list, openclaw.resolve_config(None, openclaw_changes(k)).config)
+
     out: dict[str, Any] = {
+        "warm_rerun_both_batch_ms": statistics.median(timed_ms(batch_both)
+                                                      for _ in range(repeats)),
         "sessions": len(sessions),
         "calls": calls,
         "corpus_mb": size / 1e6,
@@ -321,13 +334,23 @@ def bench_cli(corpus: Path, full_size: bool) -> dict[str, Any]:
     return out
 
 
-def bench_browser(corpus: Path) -> dict[str, Any]:
+def bench_browser(corpus: Path, workdir: Path) -> dict[str, Any]:
+    """The dashboard twice on the same folder: a first server with an empty on-disk cache
+    (cold: every file imported and prepared), then a second server start (the cache's
+    reopen)."""
     from browser import slider_to_chart
 
+    cache_dir = workdir / f"cache-{corpus.name}"
+    shutil.rmtree(cache_dir, ignore_errors=True)
     try:
-        return slider_to_chart(corpus)
+        out = slider_to_chart(corpus, cache_dir=cache_dir)
+        again = slider_to_chart(corpus, moves=3, cache_dir=cache_dir)
     except Exception as exc:  # the browser part must not lose the other figures
         return {"browser": f"failed: {type(exc).__name__}: {exc}"}
+    out["app_reopen_load_s"] = again["app_load_s"]
+    out["app_reopen_peak_rss_mb"] = again["app_peak_rss_mb"]
+    out["app_reopen_slider_to_chart_ms"] = again["slider_to_chart_ms"]
+    return out
 
 
 def _vs(value: float, target: str, better: str) -> str:
@@ -348,8 +371,10 @@ def print_table(f: dict[str, Any]) -> None:
          + _vs(f.get("cold_ingest_mb_s", 0), "cold_ingest_mb_s", "≥")),
         ("warm re-run gglib", f"{f.get('warm_rerun_gglib_ms', 0):.1f} ms"),
         ("warm re-run openclaw", f"{f.get('warm_rerun_openclaw_ms', 0):.1f} ms"),
-        ("warm re-run both", f"{f.get('warm_rerun_both_ms', 0):.1f} ms  "
-                             + _vs(f.get("warm_rerun_both_ms", 1e9), "warm_rerun_both_ms", "≤")),
+        ("warm re-run both, per session (run)", f"{f.get('warm_rerun_both_ms', 0):.1f} ms"),
+        ("warm re-run both, dashboard (run_many)",
+         f"{f.get('warm_rerun_both_batch_ms', 0):.1f} ms  "
+         + _vs(f.get("warm_rerun_both_batch_ms", 1e9), "warm_rerun_both_ms", "≤")),
         ("  + every warn/refuse marker", f"{f['rerun_both_with_markers_ms']:.1f} ms"
          if "rerun_both_with_markers_ms" in f else "n/a"),
         ("re-run, new historySize", f"{f.get('rerun_openclaw_new_history_size_ms', 0):.1f} ms"),
@@ -386,7 +411,12 @@ def print_table(f: dict[str, Any]) -> None:
         if "slider_to_settled_ms" in f:
             rows.append(("slider → whole page settled (browser)",
                          f"{f['slider_to_settled_ms']:.0f} ms median"))
-        rows.append(("app: load folder (browser)", f"{f.get('app_load_s', 0):.1f} s"))
+        rows.append(("app: first chart, cold server (browser)", f"{f.get('app_load_s', 0):.1f} s"))
+        if "app_reopen_load_s" in f:
+            rows.append(("app: first chart, second server start (cache)",
+                         f"{f['app_reopen_load_s']:.1f} s (peak RSS "
+                         f"{f['app_reopen_peak_rss_mb']:.0f} MB, slider → chart "
+                         f"{f['app_reopen_slider_to_chart_ms']:.0f} ms)"))
         rows.append(("app peak RSS", f"{f.get('app_peak_rss_mb', 0):.0f} MB  "
                      + _vs(f.get("app_peak_rss_mb", 1e9), "app_peak_rss_mb", "≤")))
     elif "browser" in f:
@@ -400,6 +430,9 @@ def print_table(f: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="200 sessions instead of 2,000")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="corpus size (default 2,000; 200 with --quick); the reference "
+                             "ratios are for 2,000")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--node-repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None,
@@ -416,7 +449,7 @@ def main() -> None:
         return
 
     started = time.perf_counter()
-    sessions = 200 if args.quick else 2000
+    sessions = args.sessions or (200 if args.quick else 2000)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loopscope-bench-"))
     mixed, chat = workdir / f"mixed-{sessions}", workdir / f"chat-{sessions}"
     if not mixed.is_dir():
@@ -432,9 +465,9 @@ def main() -> None:
         figures.update(chat_figures)
         figures.update(bench_node(chat, args.node_repeats, chat_figures))
     if not args.skip_cli:
-        figures.update(bench_cli(chat, full_size=not args.quick))
+        figures.update(bench_cli(chat, full_size=sessions == 2000))
     if not args.skip_browser:
-        figures.update(bench_browser(mixed))
+        figures.update(bench_browser(mixed, workdir))
     figures["bench_s"] = time.perf_counter() - started
 
     print_table(figures)

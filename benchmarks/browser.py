@@ -114,9 +114,12 @@ class _RssSampler(threading.Thread):
             self.stop.wait(0.1)
 
 
-def _start_server(folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(folder: Path, log: Path, cache_dir: Path | None = None
+                  ) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "LOOPSCOPE_ALLOWED_ROOTS": str(folder)}
+    if cache_dir is not None:  # the on-disk cache of prepared sessions the server uses
+        env["LOOPSCOPE_CACHE_DIR"] = str(cache_dir)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -139,14 +142,16 @@ def _start_server(folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str
         time.sleep(0.3)
 
 
-def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES)) -> dict[str, Any]:
+def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
+                    cache_dir: Path | None = None) -> dict[str, Any]:
     """``{"slider_to_chart_ms" (median), "slider_to_chart_max_ms", "app_load_s",
-    "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder``."""
+    "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder`` (a fresh server, using
+    ``cache_dir`` as its on-disk cache of prepared sessions when given)."""
     from playwright.sync_api import sync_playwright
 
     folder = Path(corpus_folder).resolve()
     log = Path(tempfile.mkdtemp(prefix="loopscope-bench-app-")) / "streamlit.log"
-    proc, url = _start_server(folder, log)
+    proc, url = _start_server(folder, log, cache_dir)
     sampler = _RssSampler(proc.pid)
     sampler.start()
     times: list[float] = []

@@ -1,6 +1,6 @@
 // The reference side of the benchmark: the real OpenClaw loop detector (openclaw@2026.6.11)
 // replaying every tool call of a folder of OpenAI-chat sessions, the way loopscope replays
-// them (engine-openclaw.md §7: one step per call, run ids by user messages, each call's
+// them (loopscope's replay: one step per call, run ids by user messages, each call's
 // outcome from the first later tool message carrying its id, errors as strings).
 //
 // Usage: node openclaw_node_replay.mjs <folder with node_modules/openclaw> <corpus folder> [repeats]

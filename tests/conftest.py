@@ -32,3 +32,10 @@ def reference_dir() -> Path:
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     return require_dir(CORPUS, "../shared/corpus")
+
+
+# The on-disk cache of prepared sessions: one fresh folder per test run, never the user's.
+if "LOOPSCOPE_CACHE_DIR" not in os.environ:
+    import tempfile as _tempfile
+
+    os.environ["LOOPSCOPE_CACHE_DIR"] = _tempfile.mkdtemp(prefix="loopscope-test-cache-")

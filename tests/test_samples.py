@@ -150,7 +150,7 @@ def test_first_refusals_match_the_readme(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_gglib_steps_agree_with_the_upstream_walk_on_every_prefix(name: str) -> None:
-    """gglib spec §5.5 (RP-10): up to the first refusal, each step is what ``scan_history``
+    """The prefix property: up to the first refusal, each step is what upstream's ``scan_history``
     says about the transcript that ends with that turn's tool messages."""
     config = get_engine("gglib").resolve_config(None, []).config
     messages = session(name).chat_view()
@@ -216,7 +216,7 @@ def test_quiet_poll_is_refused_at_the_observation_allowance() -> None:
     assert refused.extra["batch_class"] == "observation"
     assert refused.extra["rule"] == "strike" and refused.count == 16
     assert refused.extra["effective_max"] == 15 and refused.extra["ceiling"] is None
-    # "Quiet": the output did not change once before the refusal (gglib §6 L2) ...
+    # "Quiet": the output did not change once before the refusal (gglib's known limitation L2) ...
     assert all(s.extra["outcome"] == "answer_repeated" for s in polls[1:15])
     # ... yet the build was still working: the next poll shows it finished. A false refusal.
     outputs = [e.text for e in session(name).events if e.kind == "tool_result"]
@@ -232,7 +232,7 @@ def test_ab_cycle_escapes_gglib_but_trips_openclaw_ping_pong_at_low_thresholds()
     name = "ab_cycle_escapes_gglib_trips_pingpong.json"
     r = gglib(name)
     assert all(s.count == 1 for s in r.steps if s.extra["kind"] == "batch")  # every run breaks
-    # The cycle reading (gglib §6 L1): the same batch got the same answers, other work between.
+    # The cycle reading (gglib's known limitation L1): the same batch got the same answers, other work between.
     assert [s.turn for s in r.steps if s.extra["identical"]] == list(range(2, 12))
     low = openclaw(name, low=True)
     assert warnings_of(low)[:2] == [(2, "ping_pong", 3), (3, "ping_pong", 4)]

@@ -6,21 +6,27 @@ The dashboard keeps one per data source; scripts build one with :func:`build_cor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopscope import cache
 from loopscope.bulk import CollectorPaused
+from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
-from loopscope.formats.base import FileImport, ImportReport
+from loopscope.engines.base import PreparedSessions
+from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
-__all__ = ["LARGE_CORPUS", "Corpus", "Progress", "build_corpus"]
+__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Progress", "build_corpus",
+           "ingest"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -38,7 +44,11 @@ class Corpus:
     """Where the sessions came from (the dashboard: ``samples``, ``upload`` or ``folder``)."""
     root: str | None
     report: ImportReport
-    sessions: list[Session]
+    sessions: Sequence[Session]
+    """Every session, in file order. When the corpus was ingested by :func:`ingest` the
+    normalised sessions are not kept (only prepared data is): a session is read again from
+    its file when asked for (:class:`CorpusSessions`); read the cheap columns
+    (:attr:`heads`, :attr:`sources`, :attr:`call_counts`…) to go over all of them."""
     display_names: dict[str, str] = field(default_factory=dict)
     """Stored path → what to show (the original upload name)."""
     labels: Mapping[str, Any] = field(default_factory=dict)
@@ -49,6 +59,8 @@ class Corpus:
     load_seconds: float = 0.0
     label_stamp: tuple[int, int] | None = None
     """(mtime, size) of :attr:`label_file` when the labels were read."""
+    cached_files: int = 0
+    """Files whose prepared sessions came from the on-disk cache."""
     _prepared: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
     _prepare_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                           compare=False)
@@ -69,7 +81,7 @@ class Corpus:
         with self._prepare_lock:
             found = self._prepared.get(key)
             if found is None:
-                found = []
+                found = PreparedSessions()
                 n = max(len(self.sessions), 1)
                 with CollectorPaused():
                     for i, s in enumerate(self.sessions):
@@ -92,12 +104,35 @@ class Corpus:
     @functools.cached_property
     def session_names(self) -> list[str]:
         """:meth:`display` of every session's source, aligned with :attr:`sessions`."""
-        return [self.display(s.source) for s in self.sessions]
+        return [self.display(source) for source in self.sources]
+
+    @functools.cached_property
+    def heads(self) -> list[SessionHead]:
+        """Every session's identity and size, aligned with :attr:`sessions` (without reading
+        a session again)."""
+        if isinstance(self.sessions, CorpusSessions):
+            return self.sessions.heads
+        return [head_of(s) for s in self.sessions]
 
     @functools.cached_property
     def call_counts(self) -> list[int]:
         """Every session's number of tool calls, aligned with :attr:`sessions`."""
-        return [len(s.calls) for s in self.sessions]
+        return [h.calls for h in self.heads]
+
+    @functools.cached_property
+    def turn_counts(self) -> list[int]:
+        """Every session's number of assistant turns, aligned with :attr:`sessions`."""
+        return [h.turns for h in self.heads]
+
+    @functools.cached_property
+    def sources(self) -> list[str]:
+        """Every session's source, aligned with :attr:`sessions`."""
+        return [h.source for h in self.heads]
+
+    @functools.cached_property
+    def formats(self) -> list[str]:
+        """Every session's format id, aligned with :attr:`sessions`."""
+        return [h.format for h in self.heads]
 
     @functools.cached_property
     def import_problem_counts(self) -> tuple[int, int]:
@@ -121,8 +156,8 @@ class Corpus:
     def label_values(self) -> list[str | None]:
         """``"loop"``, ``"ok"`` or ``None`` per session, aligned with :attr:`sessions`."""
         out: list[str | None] = []
-        for s in self.sessions:
-            label = self.labels.get(s.source)
+        for source in self.sources:
+            label = self.labels.get(source)
             out.append(getattr(label, "label", None) if label is not None else None)
         return out
 
@@ -154,32 +189,51 @@ def build_corpus(
     ignored_files: int = 0,
     progress: Progress | None = None,
     on_large: Callable[[], object] | None = None,
+    prepare: Sequence[tuple[str, str | None]] | None = None,
+    workers: int | None = None,
 ) -> Corpus:
-    """Import ``files`` (path, named explicitly?) one by one.
+    """Import ``files`` (path, named explicitly?) and prepare them for ``prepare``'s engines
+    (engine, version; default: every engine at its default version), on every core
+    (:func:`ingest`) and through the on-disk cache.
 
     A file that fails to import yields its problems and no sessions; it never stops the others.
-    ``on_large`` is called once the sessions are imported when there are at least
-    :data:`LARGE_CORPUS` of them (the dashboard freezes them out of the cyclic collector).
-    Engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
+    The normalised sessions are not kept: :attr:`Corpus.sessions` reads one again from its file
+    when asked. ``on_large`` is called once the files are in when there are at least
+    :data:`LARGE_CORPUS` sessions (the dashboard freezes them out of the cyclic collector).
+    Other engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
     """
-    from loopscope.formats import load_file
+    from loopscope.engines import engine_names
 
     started = time.perf_counter()
+    wanted = list(prepare) if prepare is not None else [(name, None) for name in engine_names()]
+    results = ingest(files, wanted, workers=workers, progress=progress)
     imports: list[FileImport] = []
-    n = max(len(files), 1)
-    for i, (path, explicit) in enumerate(files):
-        if progress:
-            progress(i / n, f"Reading {escape_for_display(Path(path).name, 80)} "
-                            f"({i + 1}/{len(files)})")
-        imports.append(_load_one(load_file, path, explicit))
+    heads: list[SessionHead] = []
+    parts: list[FileSessions] = []
+    prepared: dict[tuple[str, str], PreparedSessions] = {}
+    complete = {key: True for key in _keys(wanted)}
+    for (path, explicit), result in zip(files, results, strict=True):
+        file_sessions = FileSessions(path, explicit, result.heads)
+        seen, imported, aside = result.tally
+        imports.append(FileImport(path, result.detection, file_sessions,  # type: ignore[arg-type]
+                                  list(result.problems), calls_seen=seen,
+                                  calls_imported=imported, calls_set_aside=dict(aside)))
+        heads.extend(result.heads)
+        parts.append(file_sessions)
+        for key in complete:
+            found = result.prepared.get(key)
+            if found is None:
+                complete[key] = False
+            elif complete[key]:
+                prepared.setdefault(key, PreparedSessions()).extend(found)
     report = ImportReport(files=imports, ignored_files=ignored_files)
-    sessions = report.sessions
+    sessions = CorpusSessions(parts, heads)
     if len(sessions) >= LARGE_CORPUS and on_large is not None:
         on_large()
     labels, label_problems, label_file = load_labels(root)
     if progress:
         progress(1.0, f"Loaded {len(sessions)} sessions")
-    return Corpus(
+    corpus = Corpus(
         fingerprint=fingerprint,
         origin=origin,
         root=root,
@@ -191,7 +245,270 @@ def build_corpus(
         label_problems=label_problems,
         label_stamp=file_stamp(label_file),
         load_seconds=time.perf_counter() - started,
+        cached_files=sum(r.from_cache for r in results),
     )
+    for key, ok in complete.items():
+        if ok:
+            corpus._prepared[key] = prepared.get(key, PreparedSessions())
+    return corpus
+
+
+def _keys(wanted: Sequence[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((name, get_engine(name).prepare_key(version))
+                              for name, version in wanted))
+
+
+def head_of(session: Session) -> SessionHead:
+    return SessionHead(session.id, session.source, session.format, len(session.turns),
+                       len(session.calls))
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """One file ingested: its import outcome without the sessions, and the prepared sessions
+    of each engine that can write its prepared data (engine, prepare key → list)."""
+
+    path: str
+    detection: Detection
+    problems: tuple[Problem, ...]
+    heads: list[SessionHead]
+    prepared: dict[tuple[str, str], list[Any]]
+    from_cache: bool = False
+    tally: tuple[int | None, int, dict[str, int]] = (None, 0, {})
+    """The file's tool calls: seen in it, imported, set aside on purpose (by reason)."""
+
+
+PARALLEL_MIN_FILES = 64
+"""Below this many files, ingest runs in this process (starting workers costs ~0.5 s)."""
+_CHUNK = 16
+
+
+def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
+           workers: int | None = None, progress: Progress | None = None,
+           use_cache: bool | None = None) -> list[FileResult]:
+    """Import and prepare every file, aligned with ``files``: on every core (a process pool of
+    ``workers``, default one per core) when there are many files, and through the on-disk
+    cache (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off."""
+    use_cache = cache.active() if use_cache is None else use_cache
+    if workers is None:
+        workers = os.cpu_count() or 1
+    wanted = list(wanted)
+    n = len(files)
+    out: list[FileResult] = []
+    if workers <= 1 or n < PARALLEL_MIN_FILES:
+        for i, (path, explicit) in enumerate(files):
+            if progress and (i % 50 == 0 or n < 200):
+                progress(i / max(n, 1), f"Reading {escape_for_display(Path(path).name, 80)} "
+                                        f"({i + 1}/{n})")
+            out.append(ingest_file(path, explicit, wanted, use_cache))
+        if use_cache:
+            cache.prune()
+        return out
+    import concurrent.futures
+    import multiprocessing
+
+    chunks = [list(files[i:i + _CHUNK]) for i in range(0, n, _CHUNK)]
+    # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
+    context = multiprocessing.get_context("spawn")
+    done = cached = 0
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
+                                                    mp_context=context) as pool:
+            for part in pool.map(_ingest_chunk, chunks, [wanted] * len(chunks),
+                                 [use_cache] * len(chunks)):
+                out.extend(part)
+                done += len(part)
+                cached += sum(r.from_cache for r in part)
+                if progress:
+                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores"
+                                       + (f" ({cached:,} from the cache)" if cached else ""))
+    except concurrent.futures.process.BrokenProcessPool:
+        # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
+        # guard, which "spawn" needs): the rest in this process.
+        for path, explicit in files[len(out):]:
+            out.append(ingest_file(path, explicit, wanted, use_cache))
+    if use_cache:
+        cache.prune()
+    return out
+
+
+def _ingest_chunk(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
+                  use_cache: bool) -> list[FileResult]:
+    with CollectorPaused():
+        return [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
+
+
+def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | None]],
+                use_cache: bool = True) -> FileResult:
+    """One file: from the cache when every wanted engine's entry is there, else imported,
+    prepared (and written to the cache). Never raises for a bad file."""
+    from loopscope.formats import load_file
+
+    engines: list[tuple[str, str | None, Any, str]] = []
+    for name, version in wanted:
+        eng = get_engine(name)
+        caches = getattr(eng, "caches_prepared", None)
+        if caches is None or not caches(version):  # prepared where it is used instead
+            continue
+        engines.append((name, version, eng, eng.prepare_key(version)))
+    fingerprint = cache.file_fingerprint(path) if use_cache else None
+    keys = {(name, pkey): cache.entry_key(fingerprint, name, pkey, "explicit" if explicit else "")
+            for name, _v, _e, pkey in engines} if fingerprint else {}
+    hits: dict[tuple[str, str], cache.Entry] = {}
+    for key, entry_name in keys.items():
+        entry = cache.read(entry_name)
+        if entry is not None:
+            hits[key] = entry
+    prepared: dict[tuple[str, str], list[Any]] = {}
+    if keys and len(hits) == len(keys):
+        first = next(iter(hits.values()))
+        try:
+            for name, _v, eng, pkey in engines:
+                entry = hits[(name, pkey)]
+                prepared[(name, pkey)] = [eng.decode_prepared(d) for d in entry.prepared]
+            return FileResult(path, Detection(*first.detection), tuple(first.problems),
+                              first.heads, prepared, from_cache=True, tally=first.tally)
+        except (ValueError, TypeError, KeyError):
+            prepared.clear()  # a damaged entry: import the file again (and rewrite it)
+    imported = _load_one(load_file, path, explicit)
+    heads = [head_of(s) for s in imported.sessions]
+    det = imported.detection
+    detection = (det.format, det.layout, det.reason, det.unsupported)
+    tally = (imported.calls_seen, imported.calls_imported, dict(imported.calls_set_aside))
+    for name, version, eng, pkey in engines:
+        try:
+            encoded = [eng.encode_prepared(_warmed(eng, eng.prepare(s, version), version))
+                       for s in imported.sessions]
+            if any(e is None for e in encoded):
+                continue  # this engine's data is prepared where it is used
+            # Decoded again: the prepared data then holds no text of the session (kept until
+            # a hash is read otherwise), and a cached start runs exactly the same data.
+            prepared[(name, pkey)] = [eng.decode_prepared(e) for e in encoded]
+        except Exception:  # an engine failing on one file must not lose the others
+            continue
+        if name_key := keys.get((name, pkey)):
+            cache.write(name_key, detection, imported.problems, heads, encoded, tally)
+    return FileResult(path, det, tuple(imported.problems), heads, prepared, tally=tally)
+
+
+def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:
+    """``prepared`` with its default configuration's first re-run done (per-window counts,
+    pattern tables), which the encoded data then carries: workers do it on every core, and a
+    cached start need not."""
+    with contextlib.suppress(Exception):
+        engine.run(prepared, engine.default_config(version))
+    return prepared
+
+
+# --------------------------------------------------------------------------- sessions again
+
+
+KEEP_SESSIONS_UP_TO = int(os.environ.get("LOOPSCOPE_KEEP_SESSIONS", "3000"))
+"""A corpus of at most this many sessions keeps each file's sessions once they were read
+again (pages that walk every session then pay for it once); a larger one keeps only the last
+few files, so memory stays that of the prepared data."""
+
+
+class FileSessions(Sequence[Session]):
+    """A file's sessions, read again from the file when asked (:func:`reload`), and kept when
+    ``keep`` (a small corpus)."""
+
+    def __init__(self, path: str, explicit: bool, heads: Sequence[SessionHead],
+                 keep: bool = False) -> None:
+        self.path = path
+        self.explicit = explicit
+        self.heads = list(heads)
+        self.keep = keep
+        self._kept: list[Session] | None = None
+
+    def _sessions(self) -> list[Session]:
+        if self._kept is not None:
+            return self._kept
+        found = reload(self.path, self.explicit, self.heads) if self.heads else []
+        if self.keep:
+            self._kept = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._sessions()[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._sessions())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class CorpusSessions(Sequence[Session]):
+    """Every session of a corpus, in file order, each read again from its file when asked;
+    :attr:`heads` tells their identity and size without reading them."""
+
+    def __init__(self, parts: Sequence[FileSessions], heads: list[SessionHead]) -> None:
+        self.parts = list(parts)
+        self.heads = heads
+        if len(heads) <= KEEP_SESSIONS_UP_TO:
+            for part in self.parts:
+                part.keep = True
+        self._part_of: list[tuple[int, int]] = [
+            (k, j) for k, part in enumerate(self.parts) for j in range(len(part))]
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        k, j = self._part_of[index]
+        return self.parts[k][j]
+
+    def __iter__(self) -> Any:
+        for part in self.parts:
+            yield from part
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_RELOADED: OrderedDict[str, list[Session]] = OrderedDict()
+_RELOADED_FILES = 8
+_reload_lock = threading.Lock()
+
+
+class SessionsChanged(RuntimeError):
+    """A file no longer holds the sessions it held when the corpus was loaded."""
+
+
+def reload(path: str, explicit: bool, heads: Sequence[SessionHead]) -> list[Session]:
+    """A file's sessions read again (the last few files are kept); :class:`SessionsChanged`
+    when they are not the ones loaded before (the file was rewritten: load the folder again)."""
+    from loopscope.formats import load_file
+
+    with _reload_lock:
+        found = _RELOADED.get(path)
+        if found is not None:
+            _RELOADED.move_to_end(path)
+    if found is None:
+        found = _load_one(load_file, path, explicit).sessions
+        with _reload_lock:
+            _RELOADED[path] = found
+            while len(_RELOADED) > _RELOADED_FILES:
+                _RELOADED.popitem(last=False)
+    if [head_of(s) for s in found] != list(heads):
+        with _reload_lock:
+            _RELOADED.pop(path, None)
+        raise SessionsChanged(f"{escape_for_display(path)} changed since it was loaded; "
+                              "load the sessions again")
+    return found
 
 
 def _load_one(load_file: Callable[..., FileImport], path: str, explicit: bool) -> FileImport:

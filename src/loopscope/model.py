@@ -1,7 +1,7 @@
 """The normalized session model every engine, the CLI and the dashboard consume.
 
-This mirrors ``sessions-and-formats.md`` §1. Importers (``loopscope.formats``) build these
-values; engines only read them. Values are frozen dataclasses; a ``Session`` is frozen too, and
+Importers (``loopscope.formats``) build these values; engines only read them. Values are frozen
+dataclasses; a ``Session`` is frozen too, and
 its derived views (``turns``, ``calls``, ``counts()``, ``chat_view()``) are computed on first
 use and cached.
 """
@@ -26,7 +26,7 @@ PairedBy = Literal["id", "position", "structure"]
 def escape_for_display(text: str, limit: int | None = None) -> str:
     """Escape control characters, newlines and bidi marks so a hostile name cannot forge output.
 
-    Used for file names and quoted values in every message (sessions spec §3.2).
+    Used for file names and quoted values in every message.
     """
     out: list[str] = []
     for ch in text:
@@ -94,7 +94,7 @@ _INVISIBLE_FORMAT_CHARS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """Something an importer skipped, guessed or failed on (sessions spec §3.2)."""
+    """Something an importer skipped, guessed or failed on."""
 
     source: str
     """The file path, or ``path#n`` when the problem concerns one session candidate."""
@@ -104,7 +104,7 @@ class Problem:
     """JSON Pointer inside a document, when known."""
     severity: Severity
     code: str
-    """A stable slug (sessions spec §3.3); tests assert on codes, not wording."""
+    """A stable slug; tests assert on codes, not wording."""
     message: str
     count: int = 1
 
@@ -139,7 +139,7 @@ class AgentInfo:
 
 @dataclass(frozen=True, slots=True)
 class Wrapper:
-    """The recorded wrapper tool a call was extracted from (Codex code mode, sessions §2.6)."""
+    """The recorded wrapper tool a call was extracted from (Codex code mode)."""
 
     name: str
     input: Any
@@ -149,7 +149,7 @@ class Wrapper:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One tool call (sessions spec §1.4)."""
+    """One tool call."""
 
     index: int
     """0-based among all tool calls of the session: the replay output's ``call``."""
@@ -204,7 +204,7 @@ class OtherMessage:
 
 @dataclass(frozen=True, slots=True)
 class AssistantTurn:
-    """One model response (sessions spec §1.3)."""
+    """One model response."""
 
     index: int
     turn: int
@@ -223,7 +223,7 @@ class AssistantTurn:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The answer to one tool call (sessions spec §1.5)."""
+    """The answer to one tool call."""
 
     index: int
     call_id: str | None
@@ -260,7 +260,7 @@ Event = UserMessage | SystemMessage | OtherMessage | AssistantTurn | ToolResult 
 
 @dataclass(frozen=True)
 class Session:
-    """One recorded conversation, normalized (sessions spec §1.1)."""
+    """One recorded conversation, normalized."""
 
     id: str
     source: str
@@ -289,7 +289,7 @@ class Session:
         return tuple(c for t in self.turns for c in t.tool_calls)
 
     def counts(self) -> dict[str, int]:
-        """The figures the conformance table (sessions spec §4) is stated in."""
+        """The figures the corpus conformance tests check for every real recorded file."""
         results = [e for e in self.events if isinstance(e, ToolResult)]
         return {
             "turns": len(self.turns),
@@ -302,7 +302,12 @@ class Session:
         }
 
     def chat_view(self) -> list[Any]:
-        """The OpenAI-chat messages the gglib engine walks (sessions spec §1.10)."""
+        """The OpenAI-chat messages the gglib engine walks.
+
+        ``openai_chat`` and ``tau_bench`` give their recorded messages unchanged (gglib reads
+        the wire as it is, junk included); every other format gives one message per event, so
+        the view's assistant messages and ``tool_calls`` are exactly the session's turns and
+        calls and ``turn`` / ``call`` agree between engines."""
         return list(self._chat_view)
 
     @functools.cached_property

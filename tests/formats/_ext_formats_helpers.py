@@ -93,7 +93,8 @@ def only(sessions: list[Session | None]) -> Session:
 
 
 def shape(session: Session) -> str:
-    """The compact notation of the spec (§1.11): ``S U A0[run, read] R1 R0! A1 C O``."""
+    """A compact shape of the events: ``S U A0[run, read] R1 R0! A1 C O`` (``!`` an error result,
+    ``R?`` an orphan, ``C`` a compaction, ``O`` another message)."""
     out = []
     for event in session.events:
         if isinstance(event, UserMessage):
@@ -124,7 +125,7 @@ def _call_key(call: Any) -> tuple[str, str]:
 
 
 def longest_identical_run(session: Session) -> tuple[int, int, str | None]:
-    """(length, first call index, tool) of the first longest run of identical calls (§4.5)."""
+    """(length, first call index, tool) of the first longest run of identical calls."""
     calls = session.calls
     best = (0, 0, None) if not calls else (1, 0, calls[0].name)
     run_start = 0

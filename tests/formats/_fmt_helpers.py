@@ -32,7 +32,8 @@ def load(tmp_path: Path, name: str, content: str | bytes | Any, *,
 
 
 def shape(session: Session) -> str:
-    """The compact notation of sessions spec §1.11: ``S U A0[run, read] R1 R0 A1("…")``."""
+    """A compact shape of the events: ``S U A0[run, read] R1 R0 A1("…")`` (system, user, turn 0
+    with its calls, results paired with calls 1 and 0, a prose turn)."""
     out: list[str] = []
     for e in session.events:
         if e.kind == "assistant":

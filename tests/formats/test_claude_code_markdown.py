@@ -1,4 +1,4 @@
-"""claude_code_markdown (sessions spec §2.13): sections, block bodies, turns across sections,
+"""claude_code_markdown: sections, block bodies, turns across sections,
 duplicates, compaction summaries, local timestamps, truncated bodies."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def test_parse_timestamp(line, iso):
     assert parse_timestamp(line) == iso
 
 
-# --------------------------------------------------------------------------- corpus (rows 2-7)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 ROWS = [
     ("agent-bfa52189-untitled-full.md", 194, 195, 0, 194, 0, 0, (193, 1, "BashOutput")),

@@ -1,4 +1,4 @@
-"""claude_managed_events (sessions spec §2.14): bare and wrapped events, turns per model
+"""claude_managed_events: bare and wrapped events, turns per model
 request, results, interrupts, no-event spans."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_wrapped_events_use_raw_and_turns_end_at_model_request_start():
     assert "duplicates_skipped" in codes(problems, "info")
 
 
-# --------------------------------------------------------------------------- corpus (row 9)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

@@ -1,4 +1,4 @@
-"""codex_rollout (sessions spec §2.6): envelope records, user-item classification, turn
+"""codex_rollout: envelope records, user-item classification, turn
 grouping, duplicates, compaction, legacy files, and code-mode extraction (tokenized, not run)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ META = env("session_meta", {"id": "0197-demo", "timestamp": T, "cwd": "/w/app",
                             "originator": "codex_cli_rs", "cli_version": "0.140.0"})
 
 
-# --------------------------------------------------------------------------- spec example
+# --------------------------------------------------------------------------- a whole small rollout
 
 
 def test_spec_example():
@@ -279,7 +279,7 @@ def test_literal_parser_rejects_trailing_text_and_never_executes():
     assert not extract_code_mode_call("tools.a(" + "[" * 5000 + "]" * 5000 + ")").ok
 
 
-# --------------------------------------------------------------------------- corpus (row 10)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 CODEX = "codex/webdev-task-sxw-02__trajectory.jsonl"
 

@@ -1,5 +1,5 @@
-"""Bad input, nothing lost (sessions spec §3, product.md §5): every problem is reported per
-file with a clear message, and every other session still loads."""
+"""Bad input, nothing lost: every problem is reported per file with a clear message, and every
+other session still loads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Corpus conformance (sessions spec §4): one test per file of the §4.3 table.
+"""Corpus conformance: one test per real recorded file of :data:`ROWS` (its expected counts).
 
 The corpus is found through ``LOOPSCOPE_CORPUS``, else ``<repo root>/../shared/corpus``; the
 tests skip cleanly when it is absent. Rows whose importer module does not exist yet are skipped
@@ -6,7 +6,7 @@ with the reason (the loader then gives exactly one ``unsupported_variant`` error
 asserted too).
 
 Primary assertions: format, sessions, sources, tool calls. Secondary: turns, user events,
-results, unanswered calls, compactions, the §4.4 warnings, and the §4.5 spot checks.
+results, unanswered calls, compactions, the expected warnings, and spot checks of single calls.
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ def test_spot_tau_bench_alternation(imports: dict[str, Any]) -> None:
 
 
 def test_whole_corpus_as_folder() -> None:
-    """§4.1/§4.4: loading the corpus folder gives no error except from missing importers, no
+    """Loading the corpus folder gives no error except from missing importers, no
     internal_error, only the listed warnings, and SOURCES.md at info."""
     corpus = _corpus()
     report = load_paths([str(corpus)])

@@ -1,4 +1,4 @@
-"""Detection (sessions spec §2.0): every document row D1–D10, every JSONL row L1–L10, the
+"""Detection: every document row (D1–D10), every JSONL record row (L1–L10), the
 content test, the layout step and the unknown_format descriptions."""
 
 from __future__ import annotations

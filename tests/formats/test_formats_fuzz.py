@@ -1,5 +1,5 @@
-"""Fuzzing ``load_file`` (product.md §5): random bytes and mutated valid files never raise,
-never produce an ``internal_error``, and always give a deterministic result."""
+"""Fuzzing ``load_file``: random bytes and mutated valid files never raise, never produce an
+``internal_error``, and always give a deterministic result."""
 
 from __future__ import annotations
 

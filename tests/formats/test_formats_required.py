@@ -1,6 +1,6 @@
-"""The required formats on small hand-written inputs: openai_chat (§2.1, incl. the §1.11
-example and the odd shapes of engine-gglib §4.2), openai_responses (§2.2),
-anthropic_messages (§2.3), claude_code (§2.5)."""
+"""The four core formats on small hand-written inputs: openai_chat (including the odd
+``tool_calls`` shapes gglib still reads as calls), openai_responses, anthropic_messages and
+claude_code."""
 
 from __future__ import annotations
 

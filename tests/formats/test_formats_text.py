@@ -1,4 +1,5 @@
-"""§1.6 text extraction, the two OpenAI-chat rules, compact JSON and timestamps."""
+"""Generic text extraction, the two OpenAI-chat rules (gglib's reply text, OpenClaw's result
+text), compact JSON and timestamps."""
 
 from __future__ import annotations
 

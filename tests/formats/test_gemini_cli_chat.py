@@ -1,4 +1,4 @@
-"""gemini_cli_chat (sessions spec §2.8): the JSON document and the JSONL recording ($set,
+"""gemini_cli_chat: the JSON document and the JSONL recording ($set,
 $rewindTo, last copy wins at the first position), embedded results paired by structure."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_rewind_to_unknown_id_is_a_warning():
     assert "invalid_record" in codes(problems, "warning")
 
 
-# --------------------------------------------------------------------------- corpus (row 11)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

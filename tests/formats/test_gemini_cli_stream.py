@@ -1,4 +1,4 @@
-"""gemini_cli_stream (sessions spec §2.7): turns, deltas, results, runs split at ``init``."""
+"""gemini_cli_stream: turns, deltas, results, runs split at ``init``."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_harness_ts_is_used_when_timestamp_is_missing():
     assert s.events[0].timestamp == "2026-01-30T06:18:17.750897"
 
 
-# --------------------------------------------------------------------------- corpus (rows 12-14)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

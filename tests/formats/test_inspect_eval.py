@@ -1,4 +1,4 @@
-"""inspect_eval (sessions spec §2.12): samples as sessions, calls by ``function``, attachments,
+"""inspect_eval: samples as sessions, calls by ``function``, attachments,
 error results, header-only logs and the optional ``.eval`` zip."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def test_eval_zip(tmp_path):
     assert [p.code for _, p in ctx.problems if p.severity == "error"] == ["session_failed"]
 
 
-# --------------------------------------------------------------------------- corpus (row 15)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

@@ -1,4 +1,5 @@
-"""The OpenClaw / pi session JSONL v3 importer (sessions spec §2.4, §4 rows 24–26)."""
+"""The OpenClaw / pi session JSONL v3 importer (hand-written cases and the real
+``openclaw`` / ``pi-agent`` recordings)."""
 
 from __future__ import annotations
 

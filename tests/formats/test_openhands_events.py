@@ -1,4 +1,4 @@
-"""openhands_events (sessions spec §2.9): actions with tool_call_metadata, observations by
+"""openhands_events: actions with tool_call_metadata, observations by
 cause, turns per model response, noise records, condensation, agents without function calling."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def test_duplicate_observation_is_dropped():
     assert "duplicates_skipped" in codes(problems, "info")
 
 
-# --------------------------------------------------------------------------- corpus (rows 16-17)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

@@ -1,5 +1,5 @@
-"""openhands_output (sessions spec §2.9): one instance per line, session fields, older pair
-histories, candidate numbering, and the corpus output.jsonl (row 23)."""
+"""openhands_output: one instance per line, session fields, older pair
+histories, candidate numbering, and the real ``openhands/multi_swe_bench_output.jsonl``."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_single_instance_document():
     assert [s.id for s in sessions if s] == ["doc-1"]
 
 
-# --------------------------------------------------------------------------- corpus (row 23)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.corpus

@@ -1,4 +1,4 @@
-"""swe_agent_traj (sessions spec §2.10): text-command calls, demonstrations, structure pairing."""
+"""swe_agent_traj: text-command calls, demonstrations, structure pairing."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_arguments_are_never_json_parsed_and_blank_actions_are_prose_turns():
     assert s.calls[0].arguments == "123"
 
 
-# --------------------------------------------------------------------------- corpus (rows 28-31)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.parametrize(("relative", "calls", "run"), [

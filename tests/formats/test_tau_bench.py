@@ -1,4 +1,4 @@
-"""tau_bench (sessions spec §2.11): traj mapped as openai_chat, ids, gold actions not calls."""
+"""tau_bench: traj mapped as openai_chat, ids, gold actions not calls."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_every_element_is_a_candidate_and_a_bad_one_keeps_its_number():
     assert codes(problems, "error") == ["session_failed"]
 
 
-# --------------------------------------------------------------------------- corpus (rows 32-36)
+# --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 
 @pytest.mark.parametrize(("name", "sid", "calls", "turns", "user", "run"), [

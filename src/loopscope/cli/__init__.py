@@ -17,6 +17,7 @@ def main() -> None:
 
 
 def _register() -> None:
+    from loopscope.cli.cache_cmd import cache_group
     from loopscope.cli.engines import engines
     from loopscope.cli.experiments import compare, sweep
     from loopscope.cli.labels import register as register_labels
@@ -27,6 +28,7 @@ def _register() -> None:
     main.add_command(compare)
     main.add_command(engines)
     register_labels(main)
+    main.add_command(cache_group)
 
 
 _register()

@@ -1,8 +1,9 @@
 """What every loopscope command shares: options, config resolution, loading, problems, exits.
 
-Conventions (product spec §3): exit 0 on success, 1 when ``--fail-on-refusal`` and a session
-was refused, 2 for bad usage or unreadable input. A problem in one file never stops the other
-files; it is printed to stderr and counted in the exit status. Warnings never change it.
+Conventions, the same for every command (CI scripts rely on them): exit 0 on success, 1 when
+``--fail-on-refusal`` and a session was refused, 2 for bad usage or unreadable input. A problem
+in one file never stops the other files; it is printed to stderr and counted in the exit
+status. Warnings never change it.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ class RunStatus:
         return EXIT_OK
 
     def print_problems(self, *, verbose: bool = False) -> None:
-        """Problems to stderr in the text form of sessions spec §3.2, sorted by source, line.
+        """Problems to stderr, one ``source[:line]: severity: message [code]`` line each, sorted
+        by source, then line.
 
         Errors and warnings are always printed. Infos (normal imperfections such as calls left
         unanswered at the end of a session) would drown them on a real corpus, so they are
@@ -239,9 +241,10 @@ def iter_sessions(
         yield from file_import.sessions
 
 
-def progress(iterable: Any, *, total: int | None = None, desc: str = "") -> Any:
+def progress(iterable: Any, *, total: int | None = None, desc: str = "",
+             unit: str = "session") -> Any:
     """A tqdm bar on stderr, shown only on a terminal (never pollutes ``--json`` output)."""
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=None, leave=False,
-                unit="session")
+                unit=unit)

@@ -1,33 +1,36 @@
 """``loopscope replay``: every session under PATH through one engine, shadow mode.
 
-With ``--json`` stdout holds exactly one JSON line per session (product spec §3); everything
+With ``--json`` stdout holds exactly one JSON line per session, in sorted file order; everything
 else (progress, warnings, problems) goes to stderr.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
 import orjson
 
 from loopscope.advice import smallest_changes
+from loopscope.bulk import CollectorPaused
 from loopscope.cli.common import (
     EngineCommand,
     RunStatus,
     chosen_version,
     engine_options,
     import_options,
-    iter_sessions,
     parse_import_limits,
     progress,
     resolve_engine_config,
 )
-from loopscope.engines import Engine, SessionReplay
+from loopscope.engines import Engine, SessionReplay, get_engine
+from loopscope.formats import expand_paths
 from loopscope.labels import Label, labels_for_sessions
-from loopscope.model import Session, escape_for_display
+from loopscope.model import Problem, Session, escape_for_display
 
 
 @click.command(cls=EngineCommand)
@@ -39,6 +42,9 @@ from loopscope.model import Session, escape_for_display
               help="Exit 1 when any session would have been refused.")
 @click.option("--fail-on-false-refusal", is_flag=True,
               help="Exit 1 when a session labelled ok (good work) would have been refused.")
+@click.option("--workers", "workers_option", type=click.IntRange(min=0), default=0,
+              help="Processes replaying files side by side (default 0: one per core; the "
+                   "output is the same, in the same order).")
 def replay(
     paths: tuple[str, ...],
     engine_name: str,
@@ -53,6 +59,7 @@ def replay(
     as_json: bool,
     fail_on_refusal: bool,
     fail_on_false_refusal: bool,
+    workers_option: int,
 ) -> None:
     """Replay recorded sessions and show where the loop guard would warn or refuse.
 
@@ -68,28 +75,34 @@ def replay(
     summary = _Summary()
     labels = load_labels_for(paths, labels_file, status)
 
-    files: list[Any] = []
-    sessions = (_sessions_noting_files(paths, status, limits, format_id, files) if verbose
-                else iter_sessions(paths, status, limits=limits, format_id=format_id))
-    for session in progress(sessions, desc=f"replay {engine_name}"):
-        # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
-        prepared = engine.prepare(session, prepare_version)
-        result = engine.run(prepared, resolution.config)
-        label = labels.get(session.source)
-        false_refusal = result.refused and label is not None and label.label == "ok"
-        status.refused = status.refused or result.refused
-        status.false_refused = status.false_refused or false_refusal
-        summary.add(result, false_refusal)
-        if as_json:
-            click.echo(orjson.dumps(result.to_json()))
+    job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
+               as_json)
+    targets, _ignored = expand_paths(list(paths))
+    workers = _workers(workers_option, len(targets))
+    out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
+    bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
+    import_lines: list[str] = []
+    for part in _file_parts(job, targets, workers):
+        status.problems.extend(part.problems)
+        status.refused = status.refused or part.refused
+        status.false_refused = status.false_refused or part.false_refused
+        summary.merge(part.summary)
+        if out is not None:
+            out.write(part.output)  # (one JSON line per session, as click.echo writes them)
+            out.flush()
         else:
-            click.echo(_describe(session, result, engine, prepared, resolution.config, label))
+            for text in part.texts:
+                click.echo(text)
+        if verbose:
+            import_lines.append(part.import_line)
+        bar.update(1)
+    bar.close()
 
     if not as_json:
         click.echo(summary.line(engine_name, bool(labels)))
     status.print_problems(verbose=verbose)
     if verbose:
-        _print_file_summary(files)
+        _print_file_summary(import_lines)
     sys.exit(status.exit_code(fail_on_refusal, fail_on_false_refusal))
 
 
@@ -97,29 +110,22 @@ def replay(
 # imported), so a file whose calls did not all reach the replay stands out.
 
 
-def _sessions_noting_files(paths: tuple[str, ...], status: RunStatus, limits: Any,
-                           format_id: str | None, files: list[Any]) -> Iterator[Session]:
-    """``iter_sessions``, keeping each file's import for the summary."""
-    from loopscope.formats import iter_file_imports
+def _file_summary_line(f: Any) -> str:
+    seen = "–" if f.calls_seen is None else str(f.calls_seen)
+    line = (f"  {escape_for_display(f.path)}: {f.detection.format or 'not imported'}, "
+            f"{len(f.sessions)} session(s), {seen} / {f.calls_imported} tool call(s)")
+    if f.calls_set_aside:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in f.calls_set_aside.items())
+        line += f" ({reasons}: set aside)"
+    if f.calls_lost:
+        line += f", {f.calls_lost} NOT IMPORTED"
+    return line
 
-    for file_import in iter_file_imports(list(paths), limits=limits, format=format_id):
-        status.problems.extend(file_import.problems)
-        files.append(file_import)
-        yield from file_import.sessions
 
-
-def _print_file_summary(files: list[Any]) -> None:
-    click.echo(f"loopscope: import summary, {len(files)} file(s): tool calls seen in the file "
+def _print_file_summary(lines: list[str]) -> None:
+    click.echo(f"loopscope: import summary, {len(lines)} file(s): tool calls seen in the file "
                "/ imported", err=True)
-    for f in files:
-        seen = "–" if f.calls_seen is None else str(f.calls_seen)
-        line = (f"  {escape_for_display(f.path)}: {f.detection.format or 'not imported'}, "
-                f"{len(f.sessions)} session(s), {seen} / {f.calls_imported} tool call(s)")
-        if f.calls_set_aside:
-            reasons = ", ".join(f"{n} {reason}" for reason, n in f.calls_set_aside.items())
-            line += f" ({reasons}: set aside)"
-        if f.calls_lost:
-            line += f", {f.calls_lost} NOT IMPORTED"
+    for line in lines:
         click.echo(line, err=True)
 
 
@@ -133,12 +139,128 @@ class _Summary:
         self.warned += result.warned
         self.false_refusals += false_refusal
 
+    def merge(self, other: _Summary) -> None:
+        self.sessions += other.sessions
+        self.refused += other.refused
+        self.warned += other.warned
+        self.false_refusals += other.false_refusals
+
     def line(self, engine_name: str, labelled: bool) -> str:
         text = (f"{self.sessions} session(s) replayed with {engine_name}: "
                 f"{self.refused} refused, {self.warned} with warnings")
         if labelled:
             text += f", {self.false_refusals} labelled ok but refused"
         return text + "."
+
+
+# --------------------------------------------------------------------------- files side by side
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every file is replayed with (sent once to each worker process)."""
+
+    engine: str
+    version: str
+    config: Any
+    limits: Any
+    format_id: str | None
+    labels: Mapping[str, Label]
+    as_json: bool
+
+
+@dataclass
+class _Part:
+    """One file replayed: its output, summary and import problems."""
+
+    output: bytes = b""
+    texts: list[str] = field(default_factory=list)
+    summary: _Summary = field(default_factory=_Summary)
+    problems: list[Problem] = field(default_factory=list)
+    refused: bool = False
+    false_refused: bool = False
+    import_line: str = ""
+    """This file's line of the ``--verbose`` import summary."""
+
+
+_JOB: _Job | None = None
+
+
+def _set_job(job: _Job) -> None:
+    global _JOB
+    _JOB = job
+
+
+def _replay_file(target: tuple[str, bool], job: _Job | None = None) -> _Part:
+    """Import one file and replay its sessions (in a worker, or here)."""
+    from loopscope.formats import load_file
+
+    job = job or _JOB
+    assert job is not None
+    engine = get_engine(job.engine)
+    path, scanned = target
+    part = _Part()
+    lines: list[bytes] = []
+    with CollectorPaused():
+        file_import = load_file(path, job.limits, job.format_id, scanned=scanned)
+        part.problems = list(file_import.problems)
+        part.import_line = _file_summary_line(file_import)
+        for session in file_import.sessions:
+            # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
+            prepared = engine.prepare(session, job.version)
+            result = engine.run(prepared, job.config)
+            label = job.labels.get(session.source)
+            false_refusal = result.refused and label is not None and label.label == "ok"
+            part.refused = part.refused or result.refused
+            part.false_refused = part.false_refused or false_refusal
+            part.summary.add(result, false_refusal)
+            if job.as_json:
+                lines.append(orjson.dumps(result.to_json()))
+                lines.append(b"\n")
+            else:
+                part.texts.append(_describe(session, result, engine, prepared, job.config,
+                                            label))
+    part.output = b"".join(lines)
+    return part
+
+
+def _workers(option: int, files: int) -> int:
+    if option > 0:
+        return option
+    return max(1, min(os.cpu_count() or 1, files // 8))
+
+
+def _file_parts(job: _Job, targets: list[tuple[str, bool]], workers: int) -> Iterator[_Part]:
+    """Every file replayed, in ``targets``' (sorted) order: in ``workers`` processes when more
+    than one, with a bounded number of files in flight (memory stays that of a few files)."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if workers <= 1 or "fork" not in methods:
+        for target in targets:
+            yield _replay_file(target, job)
+        return
+    import concurrent.futures
+    from collections import deque
+
+    # fork: the command line runs no threads, and workers start without importing anything.
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                initializer=_set_job,
+                                                initargs=(job,)) as pool:
+        pending: deque[Any] = deque()
+        queue = iter(targets)
+        for target in queue:
+            pending.append(pool.submit(_replay_file, target))
+            if len(pending) >= 4 * workers:
+                break
+        while pending:
+            part = pending.popleft().result()
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.append(pool.submit(_replay_file, nxt))
+            yield part
+
 
 
 def load_labels_for(paths: tuple[str, ...], labels_file: str | None, status: RunStatus) -> Mapping[str, Label]:

@@ -5,7 +5,7 @@ The engine contract itself (settings schema, prepare/run/reference, explanations
 
 An engine turns one normalized :class:`~loopscope.model.Session` plus a configuration into a
 :class:`SessionReplay`: one :class:`Step` per guard decision, in transcript order, and the first
-refusal (the point of divergence, product spec §3).
+refusal (the point of divergence: what follows would not have happened as recorded).
 
 Engines split their work in two so that a threshold change stays cheap:
 
@@ -41,7 +41,7 @@ class Step:
     """One guard decision in shadow mode.
 
     The contract fields are common to both engines; ``extra`` holds the engine-specific
-    fields (engine specs: gglib §5.3, OpenClaw §7.5) in their output order, JSON-ready.
+    fields (each engine's own, listed by its ``STEP_FIELDS``) in their output order, JSON-ready.
     """
 
     turn: int
@@ -61,7 +61,7 @@ class Step:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The step object of the ``--json`` output (product spec §3)."""
+        """The step object of ``loopscope replay --json``."""
         out: dict[str, Any] = {
             "turn": self.turn,
             "call": self.call,
@@ -163,7 +163,8 @@ class SessionReplay:
                  "first_refusal", "format", "session", "source")
 
     session: str
-    """The session id (sessions-and-formats §1.1)."""
+    """The session id: the id the file records (an OpenClaw header ``id``, an OpenAI body's
+    string ``id``), else the file stem."""
     source: str
     """The path as reached; ``path#n`` when a file holds several sessions."""
     format: str
@@ -437,3 +438,155 @@ class ConfigResolution(Generic[ConfigT]):
     notes: tuple[str, ...] = ()
     """Information that is not a problem (printed as ``note:``), e.g. a default loopscope
     chose differently from upstream's."""
+
+
+class PreparedSessions(list):
+    """An engine's prepared sessions of a corpus, aligned with its sessions, plus what the
+    engine derives from all of them together (:attr:`derived`: e.g. the arrays of a
+    vectorised :meth:`~loopscope.engines.contract.BaseEngine.run_many`), kept as long as the
+    list."""
+
+    __slots__ = ("derived",)
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.derived: dict[Any, Any] = {}
+
+
+class RunColumns(Sequence[SessionReplay]):
+    """One configuration's replays of a whole corpus (``engine.run_many``): per-session
+    columns — refused, refusal and warning counts, the first refusal — computed in one pass,
+    and each session's :class:`SessionReplay` built only when read (``replay_of(i)``, which
+    must equal ``engine.run(prepared[i], config)``; columns and replays agree, a property test).
+
+    A sequence of the replays, so code written for ``[engine.run(p, c) for p in prepared]``
+    keeps working; what reads every session (the overview's sort and table, the summary
+    counts) should read the columns instead.
+    """
+
+    __slots__ = (
+        "_call",
+        "_detector",
+        "_first",
+        "_replay_of",
+        "_replays",
+        "_turn",
+        "detectors",
+        "refusal_counts",
+        "warning_counts",
+    )
+
+    def __init__(self, replay_of: Any, refusal_counts: Any, warning_counts: Any, first: Any,
+                 turn: Any, call: Any, detector: Any, detectors: Sequence[str]) -> None:
+        """``first[i]``: the position (in the flat ``turn``/``call``/``detector`` arrays) of
+        session ``i``'s first refusal, or -1; ``call`` -1 for none; ``detector`` a code into
+        ``detectors``."""
+        self._replay_of = replay_of
+        self.refusal_counts = refusal_counts
+        self.warning_counts = warning_counts
+        self._first = first
+        self._turn = turn
+        self._call = call
+        self._detector = detector
+        self.detectors = tuple(detectors)
+        self._replays: dict[int, SessionReplay] = {}
+
+    @classmethod
+    def from_replays(cls, replays: Sequence[SessionReplay]) -> RunColumns:
+        """The columns of replays already made (the generic path of ``run_many``)."""
+        import numpy as np
+
+        names: dict[str, int] = {}
+        turn: list[int] = []
+        call: list[int] = []
+        detector: list[int] = []
+        first: list[int] = []
+        for r in replays:
+            f = r.first_refusal
+            if f is None:
+                first.append(-1)
+                continue
+            first.append(len(turn))
+            turn.append(f.turn)
+            call.append(-1 if f.call is None else f.call)
+            detector.append(names.setdefault(f.detector, len(names)))
+        made = list(replays)
+        out = cls(made.__getitem__,
+                  np.array([r.refusal_count for r in made], dtype=np.int64),
+                  np.array([r.warning_count for r in made], dtype=np.int64),
+                  np.array(first, dtype=np.int64), np.array(turn, dtype=np.int64),
+                  np.array(call, dtype=np.int64), np.array(detector, dtype=np.int64),
+                  list(names))
+        out._replays.update(enumerate(made))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = int(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(index)
+        found = self._replays.get(i)
+        if found is None:
+            found = self._replays[i] = self._replay_of(i)
+        return found
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    # ------------------------------------------------------------------ columns
+
+    @property
+    def refused(self) -> Any:
+        """Per session: refused at least once (a boolean array)."""
+        return self._first >= 0
+
+    @property
+    def warned(self) -> Any:
+        """Per session: at least one warn step (a boolean array)."""
+        return self.warning_counts > 0
+
+    def first_refusal(self, i: int) -> FirstRefusal | None:
+        """Session ``i``'s first refusal, from the columns (no replay built)."""
+        at = int(self._first[i])
+        if at < 0:
+            return None
+        call = int(self._call[at])
+        return FirstRefusal(int(self._turn[at]), None if call < 0 else call,
+                            self.detectors[int(self._detector[at])])
+
+    def first_refusals(self) -> list[FirstRefusal | None]:
+        """:meth:`first_refusal` of every session."""
+        return [self.first_refusal(i) for i in range(len(self))]
+
+
+def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
+    """``engine.run_many(prepared, config)`` when the engine has it (an optional, batch part
+    of the contract), else every session through ``engine.run`` (plug-ins written before it
+    keep working)."""
+    batch = getattr(engine, "run_many", None)
+    if batch is not None:
+        return batch(prepared, config)
+    return RunColumns.from_replays([engine.run(p, config) for p in prepared])
+
+
+def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
+    """``build(prepared)``, kept with a :class:`PreparedSessions` under ``key`` (made afresh for
+    any other sequence)."""
+    if isinstance(prepared, PreparedSessions):
+        if key not in prepared.derived:
+            prepared.derived[key] = build(prepared)
+        return prepared.derived[key]
+    return build(prepared)
+
+
+def columns_of(out: Mapping[str, Any], replay_of: Any, detectors: Sequence[str]) -> RunColumns:
+    """A :class:`RunColumns` from an engine's vectorised pass (``refusals``, ``warnings``,
+    ``first``, ``turn``, ``call``, ``detector`` arrays)."""
+    return RunColumns(replay_of, out["refusals"], out["warnings"], out["first"], out["turn"],
+                      out["call"], out["detector"], detectors)

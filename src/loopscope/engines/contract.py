@@ -33,7 +33,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from loopscope.engines.base import ConfigError, ConfigResolution, SessionReplay, Step
+from loopscope.engines.base import (
+    ConfigError,
+    ConfigResolution,
+    RunColumns,
+    SessionReplay,
+    Step,
+)
 
 if TYPE_CHECKING:
     from loopscope.model import Session
@@ -589,6 +595,34 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
 
     def replay(self, session: Session, config: ConfigT) -> SessionReplay:
         raise NotImplementedError
+
+    def run_many(self, prepared: Sequence[PreparedT], config: ConfigT) -> RunColumns:
+        """Optional batch form of :meth:`run`: every prepared session of a corpus under
+        ``config``, as columns (refused, counts, first refusal) plus each replay when read.
+        This default runs every session through :meth:`run`; engines with prepared data as
+        arrays override it with a vectorised pass (equal to this, a property test). Callers
+        use :func:`loopscope.engines.base.run_many`, which also serves engines that do not
+        subclass :class:`BaseEngine`."""
+        return RunColumns.from_replays([self.run(p, config) for p in prepared])
+
+    def caches_prepared(self, version: str | None = None) -> bool:
+        """Whether :meth:`encode_prepared` writes this version's prepared data (then the
+        on-disk cache and worker processes carry it; else it is prepared where it is used).
+        By default: when the engine overrides :meth:`encode_prepared`."""
+        del version
+        return type(self).encode_prepared is not BaseEngine.encode_prepared
+
+    def encode_prepared(self, prepared: PreparedT) -> dict[str, Any] | None:
+        """Optional: ``prepared`` as JSON-ready data (the on-disk cache and worker processes
+        carry it), or ``None`` when this engine's prepared data cannot be written (the
+        default: it is then prepared again in each process that needs it)."""
+        del prepared
+        return None
+
+    def decode_prepared(self, data: Any) -> PreparedT:
+        """The inverse of :meth:`encode_prepared`; raises ``ValueError`` for data it did not
+        write (a damaged cache entry is rebuilt, never trusted)."""
+        raise ValueError(f"the {self.name} engine writes no prepared data")
 
     def counters(self, prepared: PreparedT, replay: SessionReplay, config: ConfigT
                  ) -> tuple[CounterSeries, ...]:

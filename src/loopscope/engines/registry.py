@@ -26,6 +26,7 @@ BUILTIN_ENGINES: dict[str, str] = {
     "gglib": "loopscope.engines.gglib.engine:ENGINE",
     "openclaw": "loopscope.engines.openclaw.engine:ENGINE",
     "openhands": "loopscope.engines.openhands.engine:ENGINE",
+    "gemini-cli": "loopscope.engines.gemini_cli.engine:ENGINE",
 }
 """Engine name → where its engine object lives. Plug-ins cannot replace these names."""
 

@@ -1,4 +1,4 @@
-"""Importers: recorded-session files → normalized sessions (sessions spec §0–§3).
+"""Importers: recorded-session files → normalized sessions.
 
 Public API::
 
@@ -7,7 +7,7 @@ Public API::
     load_paths(paths, limits=None, format=None) -> ImportReport
     iter_file_imports(paths, limits=None, format=None) -> Iterator[FileImport]   # streamed
     parse_import_limits([("NAME", "VALUE") | "NAME=VALUE", ...], base=None) -> ImportLimits
-    ImportLimits(...)                       # sessions spec §3.5
+    ImportLimits(...)                       # resource limits, every one configurable
     parse_size("1GiB") -> int               # B, KiB, MiB, GiB, TiB
     parse_limit("max_document_bytes=1GiB") -> ("max_document_bytes", 1073741824)
     limits_from_specs(["NAME=VALUE", ...], base=None) -> ImportLimits

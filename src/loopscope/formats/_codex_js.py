@@ -1,4 +1,4 @@
-"""Extract the real tool call from a Codex code-mode ``exec`` input (sessions spec §2.6).
+"""Extract the real tool call from a Codex code-mode ``exec`` input.
 
 The JavaScript is **tokenized, never executed**: a small scanner skips string literals, template
 literals and comments while it looks for ``tools.<name>(`` occurrences; the single argument must

@@ -1,4 +1,5 @@
-"""Small helpers shared by the "strongly wanted" and optional importers (sessions spec §2.6–2.14).
+"""Small helpers shared by the importers of the agent formats beyond the chat APIs (Codex, Gemini
+CLI, OpenHands, SWE-agent, tau-bench, inspect_ai, Claude exports and events).
 
 Private to those format modules. Nothing here parses files; the loader does that.
 """
@@ -27,7 +28,7 @@ __all__ = [
 
 
 def extract_text(value: Any, joiner: str) -> str:
-    """sessions spec §1.6 (the shared implementation in ``loopscope.formats.text``)."""
+    """The generic text of a recorded value (the implementation in ``loopscope.formats.text``)."""
     try:
         return _extract_text(value, joiner)
     except TypeError:

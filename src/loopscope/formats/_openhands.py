@@ -1,4 +1,4 @@
-"""Shared mapping of an OpenHands event history (sessions spec §2.9).
+"""Shared mapping of an OpenHands event history.
 
 Used by ``openhands_events`` (a JSON array of events, one session) and ``openhands_output``
 (evaluation ``output.jsonl``, one instance per line).
@@ -231,7 +231,7 @@ class _V1:
 
 def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 line: int | None = None, pointer_prefix: str = "") -> History:
-    """Map one event list onto a :class:`SessionBuilder` (sessions spec §2.9)."""
+    """Map one event list onto a :class:`SessionBuilder`."""
     b = SessionBuilder()
     out = History(b)
     skipped: Counter[str] = Counter()

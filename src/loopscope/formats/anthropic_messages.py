@@ -1,11 +1,11 @@
-"""Anthropic Messages — ``anthropic_messages`` (sessions spec §2.3).
+"""Anthropic Messages — ``anthropic_messages``.
 
 Layouts: a request body ``{"model", "system"?, "messages": [...]}``; a bare list of messages;
 JSONL with one message per line; a list or JSONL of ``{"messages": [...]}`` conversations (one
 session each, ``path#n``).
 
 The block rules (:func:`assistant_blocks`, :func:`user_blocks`) are shared with Claude Code
-(§2.5) and its markdown export.
+and its markdown export.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
                           model: Any = None, origins: Sequence[Origin] | None = None,
                           pointer_prefix: str = "/messages",
                           metadata: dict[str, Any] | None = None) -> Session:
-    """One Anthropic conversation (sessions spec §2.3)."""
+    """One Anthropic conversation."""
 
     def report(severity: Any, code: str, message: str, *, line: int | None = None,
                pointer: str | None = None, count: int = 1) -> None:

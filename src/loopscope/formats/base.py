@@ -2,7 +2,8 @@
 
 Every format module turns parsed records into sessions through
 :class:`loopscope.formats.builder.SessionBuilder` and reports through an
-:class:`ImportContext`; neither ever raises to the loader (sessions spec §3.1).
+:class:`ImportContext`; neither ever raises to the loader, so a bad record, candidate or file
+never costs another file's sessions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ GiB = 1024 * MiB
 
 @dataclass(frozen=True, slots=True)
 class ImportLimits:
-    """Resource limits (sessions spec §3.5). Every one is configurable."""
+    """Resource limits, so hostile or enormous input stays bounded. Every one is configurable."""
 
     max_file_bytes: int = 2 * GiB
     max_document_bytes: int = 256 * MiB
@@ -46,7 +47,7 @@ class ImportLimits:
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """What a file looks like (sessions spec §2.0)."""
+    """What a file looks like: its format, layout and why."""
 
     format: str | None
     """The format id, or ``None`` when nothing matched (or the file is unusable)."""
@@ -84,7 +85,7 @@ class ImportContext:
     """JSONL only: physical lines the loader skipped so far (line → problem code), filled
     while streaming. When a format makes one candidate per line (``output.jsonl``,
     conversation per line), a skipped line between two records is a failed candidate: it
-    still takes its number (sessions spec §0.3); see :meth:`skipped_between`."""
+    still takes its number, so ``path#n`` sources stay stable; see :meth:`skipped_between`."""
     tally: CallTally = field(default_factory=CallTally)
     """The tool calls seen in the file (counted by the loader) and those an importer set aside
     on purpose (:meth:`set_aside_calls`)."""
@@ -118,7 +119,7 @@ class ImportContext:
     def one_candidate_per_line(
         self, records: Iterable[Record], what: str = "conversation"
     ) -> Iterator[tuple[int, Record | None]]:
-        """Number the candidates of a one-session-per-line file (sessions spec §0.3).
+        """Number the candidates of a one-session-per-line file.
 
         Yields ``(n, record)`` per parsed line, and ``(n, None)`` for a line the loader skipped
         (invalid JSON, too long, …): that line was a candidate too, so it keeps its number and
@@ -142,7 +143,8 @@ class ImportContext:
 
     def internal_error(self, exc: BaseException, *, candidate: int | None = None,
                        line: int | None = None, pointer: str | None = None) -> None:
-        """Report an unexpected exception (a bug) as ``internal_error`` (sessions spec §3.1)."""
+        """Report an unexpected exception (a bug) as ``internal_error``; sessions completed before
+        it are kept."""
         self.problem("error", "internal_error",
                      f"importer bug: {type(exc).__name__}: {escape_for_display(str(exc), 200)}; "
                      + ("this session was not imported" if candidate is not None
@@ -152,7 +154,7 @@ class ImportContext:
 
 @dataclass
 class FileImport:
-    """Everything one file produced (sessions spec §0.1)."""
+    """Everything one file produced."""
 
     path: str
     detection: Detection
@@ -185,7 +187,7 @@ class ImportReport:
 
     files: list[FileImport] = field(default_factory=list)
     ignored_files: int = 0
-    """Files a folder scan skipped because of their extension (sessions spec §3.6)."""
+    """Files a folder scan skipped because of their extension (counted, not reported one by one)."""
 
     @property
     def sessions(self) -> list[Session]:

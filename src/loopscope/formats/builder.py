@@ -2,10 +2,10 @@
 
 Format modules describe what they read, in event order (``user``, ``assistant`` + ``call``,
 ``result``, ``compaction``…); the builder numbers events, turns and calls, parses JSON-text
-arguments, pairs results with calls (sessions spec §1.7) and freezes everything. Calls may be
-added to a turn after later events were added (Claude Code spreads one message over several
-lines): call indices are then assigned at ``build`` time, in turn order then position, and
-results paired there in event order.
+arguments, pairs results with calls (by id, else by position right after the turn, else
+orphan) and freezes everything. Calls may be added to a turn after later events were added
+(Claude Code spreads one message over several lines): call indices are then assigned at
+``build`` time, in turn order then position, and results paired there in event order.
 
 Most formats add each call to the newest event, their turn, before anything follows it. Calls
 are then numbered as they come, and each result is paired and frozen as it comes: the same
@@ -101,7 +101,7 @@ _serde_parser: Callable[[str], tuple[bool, Any]] | None = None
 
 
 def _default_json_text_parser(text: str) -> tuple[bool, Any]:
-    """The serde-compatible loader of engine-gglib §2.2 (shared with the gglib engine)."""
+    """The serde-compatible loader the gglib engine uses too, so both read arguments alike."""
     # Imported on first use (the engines package imports the formats package), then kept: an
     # import statement per call cost about a microsecond per tool call.
     global _serde_parser
@@ -288,7 +288,8 @@ class SessionBuilder:
                details: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None,
                name: str | None = None, structure_call: CallDraft | None = None,
                timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> None:
-        """Add a tool result. ``structure_call`` pairs it by structure (sessions spec §1.7)."""
+        """Add a tool result. ``structure_call`` pairs it by structure (the format nests or links
+        the result to its call, e.g. a SWE-agent step or an OpenHands ``cause``)."""
         events = self._events
         index = len(events)
         if index >= self._cap:  # (_admit)
@@ -454,9 +455,12 @@ class SessionBuilder:
         return self._pair_results(events)
 
     def _pair_results(self, events: list[Any]) -> list[_Note]:
-        """Pair results with calls in event order (sessions spec §1.7) and freeze each result
-        into ``events``; the pairing is kept on each ``CallDraft.result_event``. Returns the
-        pairing problems."""
+        """Pair results with calls in event order and freeze each result into ``events``; the
+        pairing is kept on each ``CallDraft.result_event``. Returns the pairing problems.
+
+        By id, else by position inside the contiguous block of results right after a turn with
+        unanswered calls (how masked or rewritten ids are survived, with a warning), else the
+        result is an orphan."""
         # By id: the latest unanswered call with that id among the turns already passed. Each
         # id keeps its calls in that order; answered ones are dropped from the top as met
         # (an answered call never becomes unanswered), so each lookup is O(1) amortised.
@@ -544,7 +548,7 @@ def _quote(value: str | None) -> str:
 
 
 def default_title(first_user_text: str, session_id: str) -> str:
-    """The first user message with whitespace collapsed, cut to 80 characters (sessions §1.1)."""
+    """The first user message with whitespace collapsed, cut to 80 characters (``…`` when cut)."""
     collapsed = " ".join(first_user_text.split())
     if not collapsed:
         return session_id

@@ -1,4 +1,4 @@
-"""Claude Code session JSONL — ``claude_code`` (sessions spec §2.5).
+"""Claude Code session JSONL — ``claude_code``.
 
 One JSON object per line; ``message`` is an Anthropic message, but one API response is spread
 over several ``assistant`` lines (one content block each) sharing ``message.id``: they form one

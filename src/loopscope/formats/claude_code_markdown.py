@@ -1,4 +1,4 @@
-"""Markdown export of a Claude Code session — ``claude_code_markdown`` (sessions spec §2.13).
+"""Markdown export of a Claude Code session — ``claude_code_markdown``.
 
 ``# Claude Session Export`` / ``## Session Information`` / ``## Conversation``, then one
 ``### User`` or ``### Assistant`` section per recorded line, each with a ``> M/D/YYYY, h:mm:ss

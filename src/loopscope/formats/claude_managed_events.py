@@ -1,4 +1,4 @@
-"""Claude managed-agents session events — ``claude_managed_events`` (sessions spec §2.14).
+"""Claude managed-agents session events — ``claude_managed_events``.
 
 JSONL of session events, bare (``{"id": "sevt_…", "type": "agent.tool_use", …}``) or wrapped by
 a publisher as ``{"role", "kind", "time", "tool"?, "content", "raw": <event>}`` (read ``raw``;

@@ -1,9 +1,10 @@
-"""Codex CLI rollout JSONL — ``codex_rollout`` (sessions spec §2.6).
+"""Codex CLI rollout JSONL — ``codex_rollout``.
 
 One session per file. Every line is ``{"timestamp", "type", "payload"}``; ``response_item``
-payloads are Responses API items (§2.2) grouped into turns; injected ``user`` items become
-``system`` events unless an ``event_msg`` ``user_message`` carries the same text; code-mode
-``exec`` calls are unwrapped by tokenizing their JavaScript (never running it).
+payloads are Responses API items, grouped into turns (a run of consecutive output items is one
+model response); injected ``user`` items become ``system`` events unless an ``event_msg``
+``user_message`` carries the same text, because Codex writes injected context as user items
+too; code-mode ``exec`` calls are unwrapped by tokenizing their JavaScript (never running it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Format detection (sessions spec §2.0): head sniff, layout, then signatures.
+"""Format detection from the content, never only the file name: head sniff, layout, then
+signatures (document rows ``D1``–``D11``, JSONL record rows ``L1``–``L14``, named in the reasons).
 
 :func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
 ``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
@@ -140,7 +141,9 @@ def _messages_of(value: Any) -> Iterable[Any]:
 
 
 def content_test(messages: Iterable[Any], top_level_system: bool = False) -> str:
-    """openai_chat / anthropic_messages / openai_responses for a sample of messages (§2.0)."""
+    """openai_chat / anthropic_messages / openai_responses for a sample of messages: OpenAI tool
+    fields first, then Anthropic blocks, then Responses parts; plain text is openai_chat (it
+    gives the same events in all three)."""
     anthropic = top_level_system
     responses = False
     for message in messages:
@@ -431,8 +434,8 @@ def _row(r: Any, first: bool, stream_context: bool) -> str | None:
 
 
 def record_signatures(records: list[Any]) -> Detection | None:
-    """L1–L10 on the sampled records: the row matched by the most records wins (ties: table
-    order); ``None`` when no record matches."""
+    """The rows of :data:`_ROWS` on the sampled records: the row matched by the most records
+    wins (ties: :data:`_ROWS` order); ``None`` when no record matches."""
     if not records:
         return None
     stream_context = any(
@@ -550,7 +553,7 @@ def _looks_like_jsonl(path: str, encoding: str, limits: ImportLimits,
 
 
 def probe(path: str, limits: ImportLimits) -> Probe:
-    """Detect the format of ``path`` (sessions spec §2.0); never raises for file content."""
+    """Detect the format of ``path``; never raises for file content."""
     try:
         st = os.stat(path)
     except OSError as exc:

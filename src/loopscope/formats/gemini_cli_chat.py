@@ -1,4 +1,4 @@
-"""Gemini CLI chat recording — ``gemini_cli_chat`` (sessions spec §2.8).
+"""Gemini CLI chat recording — ``gemini_cli_chat``.
 
 Two layouts, one session per file:
 
@@ -71,7 +71,7 @@ def _result_content(result: Any) -> Any:
 
 
 def _result_text(content: Any) -> str:
-    """§1.6 rule 3: a Gemini response object gives its ``output`` / ``error`` text."""
+    """A Gemini response object gives its ``output``, else its ``error`` text, else compact JSON."""
     return gemini_response_text(content)
 
 

@@ -1,4 +1,4 @@
-"""Gemini CLI ``--output-format stream-json`` transcript — ``gemini_cli_stream`` (spec §2.7).
+"""Gemini CLI ``--output-format stream-json`` transcript — ``gemini_cli_stream``.
 
 One JSON event per line. Each ``init`` after the first starts a new session candidate (a new
 CLI run); ``user`` messages written directly before that ``init`` belong to the new run.
@@ -132,7 +132,8 @@ def _build_run(records: list[Record], ctx: ImportContext, candidate: int | None)
 
 
 def _split_runs(records: Iterable[Record]) -> Iterator[list[Record]]:
-    """Group records into CLI runs (spec §2.7)."""
+    """Group records into CLI runs: each ``init`` starts one (one session per run), taking along
+    the user messages written directly before it."""
     current: list[Record] = []
     seen_init = False
     for record in records:

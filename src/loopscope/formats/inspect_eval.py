@@ -1,4 +1,4 @@
-"""inspect_ai eval logs — ``inspect_eval`` (sessions spec §2.12).
+"""inspect_ai eval logs — ``inspect_eval``.
 
 A JSON log ``{"version", "status", "eval", "samples": [...]}``: each sample is one session
 (``path#n``). A ``.eval`` file is a zip with ``header.json`` and ``samples/*.json`` (one sample

@@ -1,7 +1,7 @@
-"""The shared JSON loader (sessions spec §2.0 step 2, §3.4, §3.5).
+"""The shared JSON loader: documents, JSONL streams, encodings and bounds.
 
 * Documents: size and memory guards, then ``orjson`` (fast path) with a ``json``-module
-  fallback carrying the file-level number rules of engine-gglib §2.2 (``-0`` → ``-0.0``,
+  fallback carrying gglib's file-level number rules, as serde_json reads (``-0`` → ``-0.0``,
   integers beyond u64/i64 → float, ``NaN``/``Infinity``/overflow rejected). Nesting deeper than
   ``max_json_depth`` is :data:`TOO_DEEP`; a ``RecursionError`` never escapes. Truncated
   top-level arrays are salvaged element by element.
@@ -60,7 +60,8 @@ TRUNCATED_HEAD_CHARS = 1_000_000
 INVALID_JSON = "invalid_json"
 TOO_DEEP = "too_deep"
 NUMBER = "number"
-"""Syntactically JSON except for a non-finite or out-of-range number (engine-gglib §2.2)."""
+"""Syntactically JSON except for a non-finite or out-of-range number, which serde_json (and so
+gglib) rejects."""
 
 
 class JsonError(Exception):

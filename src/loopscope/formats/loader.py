@@ -1,8 +1,8 @@
 """The loader: one file → :class:`FileImport`; paths and folders → :class:`ImportReport`.
 
 It detects the format (:mod:`loopscope.formats.detect`), hands the parsed content to the format
-module (``loopscope.formats.<format_id>``), then does what every format shares (sessions spec
-§0.3, §3): session ids and ``path#n`` sources, candidate problems, ``empty_session``,
+module (``loopscope.formats.<format_id>``), then does what every format shares: session ids
+and ``path#n`` sources, candidate problems, ``empty_session``,
 ``session_truncated``, ``too_many_sessions``, aggregation of infos and the warning cap, and
 catching every exception (``internal_error``) so that nothing escapes and earlier sessions are
 kept.
@@ -60,7 +60,8 @@ SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".m
                              ".parquet"})
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 """Formats whose files follow the gglib file-level number rules: a non-finite or
-out-of-range number anywhere makes the file unreadable (sessions spec §2.1)."""
+out-of-range number anywhere makes the file unreadable, because gglib reads these messages as
+recorded and serde_json rejects such numbers."""
 
 _FILE_FAILURES = frozenset({"unreadable", "empty_file", "too_large", "too_deep",
                             "invalid_json"})
@@ -128,7 +129,7 @@ def parse_import_limits(pairs: Iterable[tuple[str, str] | str],
 
 
 def detect_format(path: str | os.PathLike[str], limits: ImportLimits | None = None) -> Detection:
-    """Format id, layout and a one-line reason (sessions spec §2.0). Never raises.
+    """Format id, layout and a one-line reason, from the content (not the name). Never raises.
 
     A JSONL file is only sampled (first 50 records); a JSON document is parsed.
     """
@@ -156,7 +157,7 @@ def _module(format_id: str) -> ModuleType | None:
 
 def load_file(path: str | os.PathLike[str], limits: ImportLimits | None = None,
               format: str | None = None, *, scanned: bool = False) -> FileImport:
-    """Import one file: its sessions and problems (sessions spec §0.1). Never raises.
+    """Import one file: its sessions and problems. Never raises.
 
     ``format`` forces a format id (detection still finds the layout). ``scanned`` marks a file
     found in a folder scan: ``unknown_format`` is then a warning (an info for ``.md``).
@@ -319,7 +320,8 @@ class _NumberRule(Exception):
 def _serde_guard(items: Iterator[Session | None], number_errors: list[tuple[int, str]],
                  ctx: ImportContext) -> Iterator[Session | None]:
     """OpenAI chat JSONL: a non-finite or out-of-range number anywhere makes the file
-    unreadable (engine-gglib §2.2): stop at the first such line."""
+    unreadable (serde_json rejects it, and gglib reads the file as recorded): stop at the first
+    such line."""
     for item in items:
         if number_errors:
             break
@@ -500,8 +502,8 @@ def _scan(root: str) -> tuple[list[str], int]:
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[tuple[str, bool]], int]:
     """Files to import, ``(path, scanned)`` in sorted path order, and the number of files a
-    folder scan ignored (§3.6). A path named explicitly is always imported (a missing one
-    gives ``unreadable``)."""
+    folder scan ignored (by extension; hidden files are skipped). A path named explicitly is
+    always imported (a missing one gives ``unreadable``)."""
     targets: dict[str, bool] = {}  # path -> found by a folder scan
     ignored = 0
     for raw in paths:
@@ -531,7 +533,7 @@ def iter_file_imports(paths: Iterable[str | os.PathLike[str]],
 def load_paths(paths: Iterable[str | os.PathLike[str]],
                limits: ImportLimits | None = None,
                format: str | None = None) -> ImportReport:
-    """Files and folders (recursive, §3.6): one :class:`FileImport` per file, in sorted path
+    """Files and folders (recursive): one :class:`FileImport` per file, in sorted path
     order."""
     limits = limits or ImportLimits()
     targets, ignored = expand_paths(paths)

@@ -1,13 +1,14 @@
-"""OpenAI Chat Completions messages — ``openai_chat`` (sessions spec §2.1).
+"""OpenAI Chat Completions messages — ``openai_chat``.
 
 Layouts: a request body ``{"messages": [...]}``; a litellm completion log (``messages`` plus
 ``response.choices[0].message``, appended as the last message); a bare list of messages; a list
 of conversations (lists or ``{"messages": [...]}`` objects, one session each); JSONL with one
 message per line (one session) or one conversation per line (one session per line).
 
-Every recorded message and every ``tool_calls`` element is kept, whatever its shape (§1.8 rule
-4, engine-gglib §4.2): ``chat_messages`` is the recorded list, unchanged, and the events are
-built so that turns and calls line up one-to-one with what the gglib engine reads.
+Every recorded message and every ``tool_calls`` element is kept, whatever its shape or id
+(providers reuse ids such as ``call_qwen_0``, and gglib counts even a junk element as a call):
+``chat_messages`` is the recorded list, unchanged, and the events are built so that turns and
+calls line up one-to-one with what the gglib engine reads.
 
 :func:`session_from_messages` is public: ``tau_bench`` maps each ``traj`` with it.
 """
@@ -88,7 +89,7 @@ def session_from_messages(
     models: Sequence[str] = (),
     metadata: dict[str, Any] | None = None,
 ) -> Session:
-    """Build one session from a list of recorded OpenAI-chat messages (sessions spec §2.1).
+    """Build one session from a list of recorded OpenAI-chat messages.
 
     ``origins`` gives each message's :class:`Origin` (JSONL lines); otherwise each message's
     origin is the pointer ``f"{pointer_prefix}/{i}"`` (no origin when ``pointer_prefix`` is

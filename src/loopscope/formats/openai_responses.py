@@ -1,4 +1,4 @@
-"""OpenAI Responses API items — ``openai_responses`` (sessions spec §2.2).
+"""OpenAI Responses API items — ``openai_responses``.
 
 Layouts: a request body (``instructions`` → leading system event; ``input`` items or a string);
 a response object (``output`` items); a logged pair (``input`` then ``output``); a bare list of

@@ -1,4 +1,4 @@
-"""OpenClaw / pi session JSONL v3 — ``openclaw_session`` (sessions spec §2.4).
+"""OpenClaw / pi session JSONL v3 — ``openclaw_session``.
 
 The file is an append-only tree: every entry names its ``parentId``. One file is one session,
 read along its **active branch**: from the last entry back to the root. Entries of abandoned
@@ -476,7 +476,7 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     Never raises."""
     try:
         session = _Importer(ctx).run(records)
-    except Exception as exc:  # an importer bug must not escape (sessions spec §3.1)
+    except Exception as exc:  # an importer bug must not escape: it would cost the other files
         internal = getattr(ctx, "internal_error", None)
         if callable(internal):
             internal(exc, candidate=0)

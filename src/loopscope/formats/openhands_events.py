@@ -1,4 +1,4 @@
-"""OpenHands event list (V0 trajectory JSON) — ``openhands_events`` (sessions spec §2.9).
+"""OpenHands event list (V0 trajectory JSON) — ``openhands_events``.
 
 A JSON array of serialised events, one session; the mapping lives in ``_openhands``.
 """

@@ -1,4 +1,4 @@
-"""OpenHands evaluation ``output.jsonl`` — ``openhands_output`` (sessions spec §2.9).
+"""OpenHands evaluation ``output.jsonl`` — ``openhands_output``.
 
 One instance per line (``path#n``); a single-instance JSON document is accepted too. Each
 ``history`` is mapped by ``_openhands``; a line the loader skipped keeps its candidate number.

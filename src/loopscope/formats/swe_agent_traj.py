@@ -1,4 +1,4 @@
-"""SWE-agent ``.traj`` — ``swe_agent_traj`` (sessions spec §2.10).
+"""SWE-agent ``.traj`` — ``swe_agent_traj``.
 
 One JSON object, one session. ``history[0]`` (system) and the task (the first non-demonstration
 user message) open the session; then every ``trajectory`` step is one assistant turn with one

@@ -1,4 +1,4 @@
-"""tau-bench results — ``tau_bench`` (sessions spec §2.11).
+"""tau-bench results — ``tau_bench``.
 
 A JSON array of task results; each element is one session (``path#n``, ``n`` = array index).
 ``traj`` is mapped exactly as ``openai_chat`` (``chat_messages`` included). The gold

@@ -1,4 +1,4 @@
-"""Text extraction (sessions spec §1.6) and small value helpers shared by every format.
+"""Text extraction and small value helpers shared by every format.
 
 * :func:`extract_text` — the one generic rule, with joiner ``""`` (assistant text) or ``"\\n"``
   (tool results, user, system and other messages);
@@ -37,8 +37,8 @@ TEXT_JOINER = "\n"
 """Joiner for tool result, user, system and other ``text``."""
 
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
-# Parts that contribute nothing (rule 2, last bullet); a top-level object of one of these types
-# is a part too, so it also gives "" instead of its JSON rendering.
+# Parts that contribute nothing (images, files, audio, reasoning); a top-level object of one of
+# these types is a part too, so it also gives "" instead of its JSON rendering.
 _SILENT_PART_TYPES = frozenset({
     "image", "image_url", "input_image", "input_audio", "audio", "file", "input_file",
     "reasoning", "thinking", "redacted_thinking", "video",
@@ -69,7 +69,7 @@ def _scalar_text(value: Any) -> str:
 
 
 def gemini_response_text(response: Any) -> str:
-    """Rule 3 for a Gemini ``functionResponse.response``: ``output``, else ``error`` (or
+    """The text of a Gemini ``functionResponse.response``: ``output``, else ``error`` (or
     ``error.message``), else the compact JSON."""
     if isinstance(response, dict):
         output = response.get("output")
@@ -109,7 +109,7 @@ def _part_text(part: dict[str, Any], joiner: str) -> str | None:
 
 
 def extract_text(value: Any, joiner: str = TEXT_JOINER) -> str:
-    """The generic text of a recorded value (sessions spec §1.6).
+    """The generic text of a recorded value.
 
     ``None`` → ``""``; a string → itself; a list → its parts' texts joined with ``joiner``; an
     object → its text when it is itself a part, else compact JSON; a number or boolean → its
@@ -147,7 +147,7 @@ def extract_text(value: Any, joiner: str = TEXT_JOINER) -> str:
 
 
 def openai_assistant_text(content: Any) -> str:
-    """gglib's reply text (engine-gglib §4.3): a string as is; a list contributes the string
+    """gglib's reply text (its ``extract_text``): a string as is; a list contributes the string
     ``text`` of elements with ``type == "text"``, concatenated; anything else ``""``."""
     if isinstance(content, str):
         return content

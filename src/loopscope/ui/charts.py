@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from loopscope.engines import CounterSeries, Marker, SessionReplay, Step
+from loopscope.engines.base import RunColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +208,9 @@ def row_order(
     """
     columns = list(replays.values())
     indices = range(len(names))
+    if by in ("refusals", "label") and columns and all(isinstance(c, RunColumns)
+                                                       for c in columns):
+        return _row_order_columns(names, labels, columns, by)  # type: ignore[arg-type]
     if by == "refusals":
         refused = [0] * len(names)
         warned = [0] * len(names)
@@ -238,6 +242,48 @@ def row_order(
     else:
         raise ValueError(f"unknown sort key {by!r}")
     return sorted(indices, key=keys.__getitem__)
+
+
+def _row_order_columns(names: Sequence[str], labels: Sequence[str | None],
+                      columns: Sequence[RunColumns], by: str) -> list[int]:
+    """:func:`row_order` read off ``run_many``'s columns: the same keys, sorted by numpy (a
+    stable sort, ties in session order as :func:`sorted` leaves them)."""
+    import numpy as np
+
+    rank = name_ranks(names)
+    refused_any = np.zeros(len(names), dtype=np.bool_)
+    for c in columns:
+        refused_any |= c.refused
+    if by == "refusals":
+        refused = sum(c.refusal_counts for c in columns)
+        warned = sum(c.warning_counts for c in columns)
+        keys: tuple[Any, ...] = (rank, -warned, -refused, ~refused_any)  # last key first
+    else:
+        label_rank = {"loop": 0, "ok": 1}
+        labelled = np.array([label_rank.get(label or "", 2) for label in labels], dtype=np.int8)
+        keys = (rank, ~refused_any, labelled)
+    order: list[int] = np.lexsort(keys).tolist()
+    return order
+
+
+_NAME_RANKS: dict[int, tuple[Sequence[str], Any]] = {}
+
+
+def name_ranks(names: Sequence[str]) -> Any:
+    """Each name's place in name order (ties by position); kept for the corpus's own list of
+    names, which does not change."""
+    import numpy as np
+
+    found = _NAME_RANKS.get(id(names))
+    if found is not None and found[0] is names:
+        return found[1]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    if len(_NAME_RANKS) > 8:
+        _NAME_RANKS.clear()
+    _NAME_RANKS[id(names)] = (names, rank)
+    return rank
 
 
 LABEL_MARKS = {"loop": "loop", "ok": "good"}

@@ -362,3 +362,32 @@ def problems_sorted(problems: Iterable[Problem]) -> list[Problem]:
     """Errors first, then warnings, then infos; by source and line within each."""
     rank = {"error": 0, "warning": 1, "info": 2}
     return sorted(problems, key=lambda p: (rank.get(p.severity, 3), p.source, p.line or 0))
+
+
+# --------------------------------------------------------------------------- the on-disk cache
+
+
+def render_cache_notice(corpus: Corpus) -> None:
+    """Say how the corpus was loaded (how much from the on-disk cache of prepared sessions) and
+    offer to clear that cache (safe: the next load prepares the sessions again)."""
+    from loopscope import cache
+
+    if not cache.active() or not corpus.report.files:
+        return
+    files = len(corpus.report.files)
+    st.caption(f"Loaded in {corpus.load_seconds:.1f} s · {corpus.cached_files:,} of {files:,} "
+               "files from the cache of prepared sessions.")
+    st.button("Clear the cache", key="clear_prepared_cache", on_click=_clear_cache,
+              help=f"Deletes the prepared sessions kept in {cache.cache_dir()} (safe: the next "
+                   "load of a folder prepares its sessions again).")
+    done = st.session_state.pop("_loopscope_cache_cleared", None)
+    if done:
+        st.caption(done)
+
+
+def _clear_cache() -> None:
+    from loopscope import cache
+
+    entries, size = cache.clear()
+    st.session_state["_loopscope_cache_cleared"] = (
+        f"Removed {entries:,} cached entries ({size / 1e6:.1f} MB).")

@@ -97,6 +97,7 @@ def render_corpus_status(corpus: data.Corpus) -> None:
     if n_err or n_warn:
         parts.append(f"{n_err} file errors, {n_warn} warnings (see *Import report*)")
     st.caption(" · ".join(parts))
+    data.render_cache_notice(corpus)
 
 
 # --------------------------------------------------------------------------- presets & files

@@ -51,14 +51,14 @@ Example (a page)::
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import streamlit as st
 
 from loopscope.engines import ConfigError, SessionReplay, SettingSpec, engine_names, get_engine
-from loopscope.engines.base import ConfigResolution
+from loopscope.engines.base import ConfigResolution, RunColumns, run_many
 
 if TYPE_CHECKING:
     from loopscope.corpus import Corpus
@@ -390,7 +390,7 @@ def config_key(config: Any) -> str:
     return repr(config)
 
 
-def replays(engine: str) -> list[SessionReplay]:
+def replays(engine: str) -> RunColumns:
     """One replay per session of :func:`corpus` under the current configuration of ``engine``."""
     return replays_for(engine, resolve(engine).config)
 
@@ -420,27 +420,46 @@ def prepared_version(c: Corpus, engine: str, version: str) -> list[Any]:
     return out
 
 
-def replays_for(engine: str, config: Any) -> list[SessionReplay]:
+def replays_for(engine: str, config: Any) -> RunColumns:
     """One replay per session of :func:`corpus` under ``config`` (cached per corpus × config)."""
     c = corpus()
     return _cached_replays(c.fingerprint, engine, config_key(config), c, config)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+# A re-run costs a few vectorised passes, so few configurations are kept: each holds a few
+# integers per session plus the replays read so far (the rows drawn, a session opened).
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _cached_replays(
     fingerprint: str, engine: str, config_text: str, _corpus: Corpus, _config: Any
-) -> list[SessionReplay]:
+) -> RunColumns:
     del fingerprint, config_text  # cache keys only
     return run_all(engine, _corpus, _config)
 
 
-def run_all(engine: str, c: Corpus, config: Any) -> list[SessionReplay]:
-    """The cheap part of every replay: the state machine over prepared sessions."""
+def run_all(engine: str, c: Corpus, config: Any) -> RunColumns:
+    """Every session under ``config``: one batch pass (``run_many``) giving the per-session
+    columns (refused, counts, first refusal), each replay built when read."""
     eng = get_engine(engine)
-    run: Callable[[Any, Any], SessionReplay] = eng.run
-    return [run(p, config) for p in prepared_version(c, engine, eng.version_of(config))]
+    return run_many(eng, prepared_version(c, engine, eng.version_of(config)), config)
+
+
+def refused_warned(replays: Sequence[SessionReplay]) -> tuple[int, int]:
+    """``(sessions refused, sessions with warnings)``: read off the columns of a batch run
+    (no replay built), else counted."""
+    if isinstance(replays, RunColumns):
+        return int(replays.refused.sum()), int(replays.warned.sum())
+    return sum(1 for r in replays if r.refused), sum(1 for r in replays if r.warned)
+
+
+def first_refusals_and_warnings(replays: Sequence[SessionReplay]
+                                ) -> tuple[list[Any], list[int]]:
+    """Every session's first refusal and number of warn steps (the session table's columns),
+    from the columns of a batch run when it is one."""
+    if isinstance(replays, RunColumns):
+        return replays.first_refusals(), replays.warning_counts.tolist()
+    return [r.first_refusal for r in replays], [r.warning_count for r in replays]
 
 
 def session_index() -> dict[str, int]:
     """Session source → position in :func:`corpus` ``.sessions``."""
-    return {s.source: i for i, s in enumerate(corpus().sessions)}
+    return {source: i for i, source in enumerate(corpus().sources)}

@@ -61,15 +61,15 @@ def overview_rows(
 ) -> list[charts.OverviewRow]:
     """One row per session (or per session at ``indices``, in that order) with every engine's
     replay (``replays``: engine → list aligned with ``corpus.sessions``)."""
-    sessions, names, calls = corpus.sessions, corpus.session_names, corpus.call_counts
+    sources, names, calls = corpus.sources, corpus.session_names, corpus.call_counts
     return [
         charts.OverviewRow(
             name=names[i],
             replays={name: reps[i] for name, reps in replays.items()},
             calls=calls[i],
-            label=label_of(corpus, sessions[i].source),
+            label=label_of(corpus, sources[i]),
         )
-        for i in (range(len(sessions)) if indices is None else indices)
+        for i in (range(len(sources)) if indices is None else indices)
     ]
 
 
@@ -85,7 +85,7 @@ def overview_order(
 def session_labels(corpus: Corpus) -> list[str | None]:
     """:func:`label_of` every session, aligned with ``corpus.sessions`` (labels can change
     while the corpus is loaded: asked afresh)."""
-    return [label_of(corpus, s.source) for s in corpus.sessions]
+    return [label_of(corpus, source) for source in corpus.sources]
 
 
 def session_params(source: str, turn: int | None = None) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Shared builders for the gglib engine tests (engine spec §7.1 notation)."""
+"""Shared builders for the gglib engine tests: ``A`` / ``AM`` an assistant batch, ``T`` a tool
+answer, ``P`` a prose reply, ``U`` / ``S`` a user / system message, ``W`` a ``write_file`` batch."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def jsonl(path: Path) -> list[Any]:
 
 
 def prefix_property(messages: list[Any], config: GglibConfig) -> list[str]:
-    """§5.5: each step up to the first refusal agrees with ``scan_history`` on its prefix."""
+    """The prefix property: each step up to the first refusal agrees with upstream's
+    ``scan_history`` on its transcript prefix (the shadow replay is the proxy walk, extended)."""
     steps, _ = replay_messages(messages, config)
     ends: list[int] = []  # message index just past each assistant turn and its tool messages
     for i, m in enumerate(messages):

@@ -1,4 +1,4 @@
-"""Configuration keys, clamps and the gglib settings object (engine spec §3)."""
+"""Configuration keys, clamps and the gglib settings object."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Detector-level cases of engine spec §7.3 (LD, VD, OB, RH, SG, ST) and the §2 tables."""
+"""Detector-level cases, most of them gglib's own tests under their upstream names (prefixes: LD
+loop detection, VD reading the answers, OB classifiers, RH results hashing, SG signatures and
+canonical form, ST stagnation), and the FNV, signature and float tables."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def turn(d: LoopDetector, tool: str, ans: Any) -> str:
     return "ok"
 
 
-# ---------------------------------------------------------------------------------- §2.1 FNV
+# ---------------------------------------------------------------------------------- FNV-1a
 
 
 @pytest.mark.parametrize(
@@ -95,7 +97,7 @@ def test_fnv_lone_surrogate_is_replaced() -> None:
     assert fnv1a_64("a\ud800") == fnv1a_64("a\ufffd")
 
 
-# ----------------------------------------------------------------------------- §2.4 signatures
+# ----------------------------------------------------------------------------- signatures
 
 
 @pytest.mark.parametrize(
@@ -134,7 +136,7 @@ def test_signature_table(calls: list[tuple[str, str]], sig: str) -> None:
     assert batch_signature(domain_calls(wire)) == sig
 
 
-# ------------------------------------------------------------------------------- §2.3 floats
+# ------------------------------------------------------------------------------- floats (serde layout)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +237,7 @@ def nest(d: int) -> Any:
     return v
 
 
-# ------------------------------------------------------------------------------- LD
+# ------------------------------------------------------------------------------- LD: loop detection
 
 
 def test_ld01_loop_not_detected_within_limit() -> None:
@@ -284,23 +286,23 @@ def test_ld08_max_strikes_zero_triggers_on_first_occurrence() -> None:
 
 @pytest.mark.parametrize(
     ("names", "pats", "expected"),
-    [
-        (["playwright_mcp_browser_snapshot"], ["snapshot"], True),  # LD-09
-        (["take_screenshot_full"], ["screenshot"], True),  # LD-10
-        (["BROWSER_SNAPSHOT"], ["snapshot"], True),  # LD-11
-        (["browser_snapshot", "do_thing"], ["snapshot"], False),  # LD-12
-        (["browser_snapshot"], [], False),  # LD-16
-        (["readFile"], ["readFile"], True),  # OB-01
-        (["mcp__fs__listDir"], ["listDir"], True),  # OB-01
-        (["READ_FILE"], ["read_file"], True),  # OB-02
+    [  # gglib's is_observation_batch tests, then its pattern-case tests
+        (["playwright_mcp_browser_snapshot"], ["snapshot"], True),
+        (["take_screenshot_full"], ["screenshot"], True),
+        (["BROWSER_SNAPSHOT"], ["snapshot"], True),
+        (["browser_snapshot", "do_thing"], ["snapshot"], False),
+        (["browser_snapshot"], [], False),
+        (["readFile"], ["readFile"], True),
+        (["mcp__fs__listDir"], ["listDir"], True),
+        (["READ_FILE"], ["read_file"], True),
         (["read_file"], ["READ_FILE"], True),
         (["ReAd_FiLe"], ["rEaD_fIlE"], True),
-        (["read_file"], ["read_file"], True),  # OB-03
+        (["read_file"], ["read_file"], True),
         (["mcp_read_file"], ["read_file"], True),
         (["write_file"], ["read_file"], False),
-        (["read_file", "write_file"], ["read_file"], False),  # OB-04
+        (["read_file", "write_file"], ["read_file"], False),
         (["read_file"], [], False),
-        (["anything"], [""], True),  # §2.8: "" matches every name
+        (["anything"], [""], True),  # an empty pattern matches every name, unguarded upstream
         ([], ["x"], True),  # vacuous
         (["browserNavigate"], ["navigate"], True),
         (["fetchWebpage"], ["fetch_webpage"], False),
@@ -346,7 +348,7 @@ def test_ld18_mixed_batch_uses_standard_threshold() -> None:
     assert [ok_or_err(d, batch, 2, ["snapshot"], 10) for _ in range(3)] == ["ok", "ok", "ERR"]
 
 
-# ------------------------------------------------------------------------------- VD
+# ------------------------------------------------------------------------------- VD: reading the answers
 
 
 def test_vd01_changed_answer_starts_the_run_over() -> None:
@@ -512,7 +514,8 @@ def test_strike_takes_precedence_over_ceiling() -> None:
 def test_ceiling_table(
     tool: str, pats: Any, identical_at: int, changing_at: int | None, rescued_on: range
 ) -> None:
-    """§2.7: when identical and ever-changing answers are refused, and where rescues occur."""
+    """The ceiling table: when identical and ever-changing answers are refused, and where rescues
+    occur."""
     for answers, refused_at in (("same", identical_at), ("changing", changing_at)):
         d = LoopDetector()
         got = None
@@ -539,7 +542,7 @@ def test_ceiling_table_tier_off() -> None:
             chk(d, [tc("read_file")], 2, DEF_PATS, None)
 
 
-# ------------------------------------------------------------------------------- OB
+# ------------------------------------------------------------------------------- OB: classifiers
 
 
 @pytest.mark.parametrize(
@@ -595,7 +598,7 @@ def test_costly_segments_with_dots_and_dashes() -> None:
     assert not is_costly_batch([tc("fetch_web_page")])
 
 
-# ------------------------------------------------------------------------------- RH
+# ------------------------------------------------------------------------------- RH: results hashing
 
 
 def calls_of(*spec: tuple[str, str, str]) -> list[ToolCall]:
@@ -681,7 +684,7 @@ def test_results_content_rules() -> None:
     assert hash_result_content(-0.0) != hash_result_content(0)
 
 
-# ------------------------------------------------------------------------------- SG
+# ------------------------------------------------------------------------------- SG: signatures
 
 
 def test_sg01_tool_signature_includes_name_and_hash() -> None:
@@ -735,7 +738,7 @@ def test_depth_sentinel_applies_to_scalars() -> None:
     assert stable_repr(v) == "[" * 16 + '"..."' + "]" * 16
 
 
-# ------------------------------------------------------------------------------- ST
+# ------------------------------------------------------------------------------- ST: stagnation
 
 
 def rec_all(texts: list[str], max_steps: int, tools: bool = False, det: StagnationDetector | None = None) -> list[Any]:

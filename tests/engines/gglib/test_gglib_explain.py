@@ -1,4 +1,4 @@
-"""Explanations, upstream texts, setting changes and limitations (engine spec §4.7, §5.6, §6)."""
+"""Explanations, upstream texts, setting changes and limitations."""
 
 from __future__ import annotations
 

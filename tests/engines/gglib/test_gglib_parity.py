@@ -1,9 +1,10 @@
-"""The public golden parity set ``../shared/reference/parity/gglib/`` (engine spec §7.6).
+"""The public golden parity set ``../shared/reference/parity/gglib/``.
 
 Every session × configuration must equal the reference output: ``first_refusal``, the number of
 steps and, type-strictly, every key of every expected step. Each configuration is resolved twice,
-from its ``set`` pairs and from its ``settings`` object. The §5.5 prefix property is checked on
-every session and configuration as well.
+from its ``set`` pairs and from its ``settings`` object. The prefix property (each step up to
+the first refusal agrees with upstream's ``scan_history`` on the transcript up to it) is checked
+on every session and configuration as well.
 
 Sessions are read by :func:`session_messages`. It reads the body's ``messages`` with the
 file-level serde loader; :func:`session_messages_via_importer` is the same through

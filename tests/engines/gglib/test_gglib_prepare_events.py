@@ -1,5 +1,5 @@
 """``prepare_events`` (the engine's path for sessions that are not OpenAI-chat) gives exactly what
-``prepare_messages`` gives on the session's chat view (sessions spec §1.10), field by field."""
+``prepare_messages`` gives on the session's chat view, field by field."""
 
 from __future__ import annotations
 

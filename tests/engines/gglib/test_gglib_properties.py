@@ -1,5 +1,5 @@
 """Property tests (hypothesis): invariances, monotonicity, fast path = reference (every view of
-the lazy replay, every field of every step), §5.5 prefixes."""
+the lazy replay, every field of every step), the prefix property."""
 
 from __future__ import annotations
 

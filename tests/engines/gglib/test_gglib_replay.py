@@ -1,4 +1,5 @@
-"""loopscope replay cases (engine spec §5, §7.5: RP-01 … RP-09) and the step JSON shape."""
+"""loopscope replay cases (shadow mode past the first refusal, ceiling trips, empty prose, the
+positional join, call indices) and the step JSON shape."""
 
 from __future__ import annotations
 

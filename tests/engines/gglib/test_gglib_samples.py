@@ -1,4 +1,5 @@
-"""RP-10: the §5.5 prefix property on every session of ``sample_transcripts/``, any format.
+"""The prefix property on every session of ``sample_transcripts/``, any format: each step up to
+the first refusal agrees with upstream's ``scan_history`` on the transcript up to it.
 
 Sessions are read through the importers (``loopscope.formats.load_paths``) and walked through
 their OpenAI-chat view; the fast path must equal the reference on each, for several configs.

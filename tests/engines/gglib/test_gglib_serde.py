@@ -1,4 +1,4 @@
-"""The serde_json-compatible loader (engine spec §2.2)."""
+"""The serde_json-compatible loader: what serde_json accepts and how it classifies numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Transcript-level cases of engine spec §7.4 (LG, UT, RS, CO, PS, WI, SP, NT)."""
+"""Transcript-level cases of ``scan_history``, most of them gglib's own tests under their upstream
+names (prefixes: LG proxy loop guard, UT user turns, RS rescue reading, CO costly batches, PS
+prose stagnation, WI permissive reading of the wire, SP / NT request step and note)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ def readings(out: Any) -> tuple[bool, bool, bool]:
     return out.identical_result_repeat, out.repeat_not_evaluated, out.repeat_rescued
 
 
-# ------------------------------------------------------------------------------- LG
+# ------------------------------------------------------------------------------- LG: proxy loop guard
 
 
 def test_lg01_empty_and_first_turn_bodies_pass() -> None:
@@ -350,7 +352,7 @@ def test_lg53_persisted_stagnation_threshold() -> None:
     assert (out.verdict, out.count, out.max_steps) == (STAG, 3, 2)
 
 
-# ------------------------------------------------------------------------------- UT
+# ------------------------------------------------------------------------------- UT: user turns
 
 
 def build(i: int) -> list[Any]:
@@ -391,7 +393,7 @@ def test_ut06_a_leading_system_message_changes_nothing() -> None:
     assert scan([S(), *build(0), *build(1), *build(2)]).verdict == LOOP
 
 
-# ------------------------------------------------------------------------------- RS
+# ------------------------------------------------------------------------------- RS: rescue reading
 
 
 def rs_moving(n: int) -> list[Any]:
@@ -415,7 +417,7 @@ def test_rs04_the_ceiling_ends_the_rescues() -> None:
     assert out.verdict == LOOP and not out.repeat_rescued
 
 
-# ------------------------------------------------------------------------------- CO
+# ------------------------------------------------------------------------------- CO: costly batches
 
 
 def co_moving(tool: str, n: int) -> list[Any]:
@@ -456,7 +458,7 @@ def test_co05_a_mutating_batch_is_bounded_as_before() -> None:
     assert scan(co_moving(WF, 16)).verdict == LOOP
 
 
-# ------------------------------------------------------------------------------- PS
+# ------------------------------------------------------------------------------- PS: prose stagnation
 
 
 def narrated(i: int, path: str, ans: str) -> list[Any]:
@@ -495,7 +497,7 @@ def test_ps05_identical_prose_spread_beyond_the_window() -> None:
     assert scan(msgs).verdict == "pass"
 
 
-# ------------------------------------------------------------------------------- WI
+# ------------------------------------------------------------------------------- WI: permissive reading of the wire
 
 
 CONTROL = [A(WF, '{"path":"a.rs"}')] * 3
@@ -504,11 +506,11 @@ CONTROL = [A(WF, '{"path":"a.rs"}')] * 3
 @pytest.mark.parametrize(
     "odd",
     [
-        U("go"),  # WI-01
-        {"role": "assistant", "content": "on it", "tool_calls": None},  # WI-02
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": "search"}]},  # WI-03
-        {"role": "assistant", "content": None, "tool_calls": [7, None]},  # WI-04
-        {"role": "assistant", "content": None, "tool_calls": {}},  # WI-05
+        U("go"),
+        {"role": "assistant", "content": "on it", "tool_calls": None},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": "search"}]},
+        {"role": "assistant", "content": None, "tool_calls": [7, None]},
+        {"role": "assistant", "content": None, "tool_calls": {}},
     ],
 )
 def test_wi01_to_wi05_odd_shapes_do_not_disable_the_guard(odd: Any) -> None:
@@ -560,7 +562,7 @@ def test_argument_strings_parse_to_any_type(raw: str, value: Any) -> None:
     assert c.arguments == value and type(c.arguments) is type(value)
 
 
-# ------------------------------------------------------------------------------- SP / NT (portable parts)
+# ------------------------------------------------------------------------------- SP / NT: request step and note (portable parts)
 
 
 def body(h: list[Any]) -> list[Any]:

@@ -1,4 +1,4 @@
-"""The golden vectors of ``../shared/reference/gglib_vectors.json`` (engine spec §7.2)."""
+"""The golden vectors of ``../shared/reference/gglib_vectors.json``."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 :func:`load_session` reads a session file through ``loopscope.formats.load_file`` when the
 loader is importable and works, and otherwise through a small local reader: OpenClaw JSONL via
 ``loopscope.formats.openclaw_session.import_records`` and OpenAI-chat ``.json`` bodies via
-``SessionBuilder`` (sessions spec §2.1, result text per §1.6).
+``SessionBuilder``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def openai_assistant_text(content: Any) -> str:
 
 
 def session_from_chat(messages: list[Any], *, id: str, source: str) -> Session:
-    """An ``openai_chat`` session built directly with the builder (sessions spec §2.1)."""
+    """An ``openai_chat`` session built directly with the builder."""
     b = SessionBuilder()
     for m in messages:
         role = m.get("role") if isinstance(m, dict) else None
@@ -167,11 +167,12 @@ def load_session(path: Path, *, use_loader: bool = True) -> Session:
     return sessions[0]
 
 
-# --------------------------------------------------------------------------- spec §9.1 notation
+# --------------------------------------------------------------------------- call-level driver
 
 
 class Driver:
-    """Drives the literal upstream functions with the §9.1 operations on one state."""
+    """Drives the literal upstream functions on one state: ``R`` records a call, ``S`` records it
+    with a result (id ``<tool>-<i>``), ``F`` with an error, ``D`` detects."""
 
     def __init__(self) -> None:
         self.state = LoopState()
@@ -202,7 +203,7 @@ class Driver:
 
 
 def text_result(text: str, details: Any = None) -> dict[str, Any]:
-    """``{text X, details Y}`` of §9.1."""
+    """An OpenClaw tool result: one text part, and ``details`` when given."""
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if details is not None:
         result["details"] = details

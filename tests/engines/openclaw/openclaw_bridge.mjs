@@ -8,7 +8,8 @@
 //   {"op": "outcome", "tool", "params", "toolCallId"?, "result"?, "error"?, "config"?, "runId"?}
 //   {"op": "stable",  "value"}
 // A missing (or null) config, runId or toolCallId is passed as undefined; a missing result or
-// error key is undefined too. Errors are passed as strings, as loopscope does (engine spec §9.10).
+// error key is undefined too. Errors are passed as strings, as loopscope does (an Error object
+// with an empty message would hash its name instead).
 //
 // Output (stdout): [{"results": [...], "history": [...]}, ...], one entry per session.
 // The detector logs to stderr; set OPENCLAW_LOG_LEVEL=silent to avoid its log file.

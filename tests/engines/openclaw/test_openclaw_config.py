@@ -1,5 +1,5 @@
-"""Configuration (engine spec §5): ``--set`` parsing, config files, validation, overlays and
-loopscope's ``enabled`` default."""
+"""Configuration: ``--set`` parsing, config files, validation, overlays and loopscope's
+``enabled`` default."""
 
 from __future__ import annotations
 

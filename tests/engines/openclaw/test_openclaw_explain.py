@@ -1,4 +1,4 @@
-"""Plain-language explanations, levers and limitations (engine spec §6.7, §8)."""
+"""Plain-language explanations, levers and limitations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Differential test against the real implementation, ``openclaw@2026.6.11`` under node
-(engine spec §9.10).
+(``dist/tool-loop-detection-*.js`` exports ``t``, ``n``, ``r``; ``dist/stable-stringify-*.js``).
 
 The bridge ``openclaw_bridge.mjs`` applies ``detect``/``record``/``outcome`` operations to one
 state per session and prints every result. The same operations go through loopscope's literal
@@ -108,7 +108,8 @@ def python_ops(ops: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def session_to_ops(session: Session, block: dict[str, Any]) -> list[dict[str, Any]]:
-    """The §7.1 call sequence of a session (``enabled`` default applied as loopscope does)."""
+    """The upstream call sequence of a session, per call detect, record, outcome (``enabled``
+    default applied as loopscope does)."""
     ops: list[dict[str, Any]] = []
     for op in session_ops(session):
         if not isinstance(op, CallInput):

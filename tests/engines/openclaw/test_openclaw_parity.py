@@ -1,4 +1,4 @@
-"""The public golden parity set ``../shared/reference/parity/openclaw/`` (engine spec §9.9).
+"""The public golden parity set ``../shared/reference/parity/openclaw/``.
 
 Every session × configuration must equal the reference output: ``session``, ``first_refusal``,
 the number of steps and, type-strictly, every key of every expected step. Each configuration is

@@ -1,6 +1,6 @@
-"""Property tests (engine spec §3.4, §7.8): the fast path equals the plain replay (prepare's
-hashes, every view of the lazy replay, every field of every step), monotonicity of the critical
-thresholds, and hash invariances."""
+"""Property tests: the fast path equals the plain replay (prepare's hashes, every view of the
+lazy replay, every field of every step), monotonicity of the critical thresholds, and hash
+invariances."""
 
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ def test_raising_guard_window_never_refuses_a_clean_session() -> None:
 
 
 def test_counts_do_not_depend_on_thresholds() -> None:
-    """For a fixed window, every detector count is threshold-independent (§3.4)."""
+    """For a fixed window, every detector count is threshold-independent (what lets the fast path
+    count once per ``historySize`` and only select per configuration)."""
     session = SESSIONS[1]
     prepared = ENGINE.prepare(session)
     ENGINE.run(prepared, OpenClawConfig.from_block({"warningThreshold": 1}))

@@ -1,5 +1,6 @@
-"""Replay semantics (engine spec §7): the worked example, the replay-level guard cases g13–g15,
-session reading (§7.2, §7.3) and the step fields (§7.5)."""
+"""Replay semantics: a worked example, the replay-level guard cases g13–g15 (refusal after a
+compaction, off when disabled, a new run starts disarmed), session reading (run ids, inputs
+per call) and the step fields."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The upstream test cases of engine spec §9.2–§9.6 and the extra vectors of §9.8, run against
-the literal port (``detect``/``record``/``outcome``) with the §9.1 notation."""
+"""OpenClaw's own tool-loop tests (numbered in the test names), the post-compaction guard cases
+(``g1``…) and extra vectors taken from openclaw@2026.6.11, run against the literal port
+(``detect``/``record``/``outcome``) through :class:`Driver` (``R`` record, ``S`` record with a
+result, ``F`` record with an error, ``D`` detect)."""
 
 from __future__ import annotations
 
@@ -61,7 +63,7 @@ def SEND(d: Driver, tool: str, args: Any, payload: Any) -> Any:
                             "details": payload})
 
 
-# --------------------------------------------------------------------------- §9.2 hashing/recording
+# --------------------------------------------------------------------------- hashing and recording
 
 
 def test_01_to_05_args_hash_basics() -> None:
@@ -171,7 +173,7 @@ def test_outcome_without_hash_records_nothing() -> None:
     assert state.history[0].result_hash is None
 
 
-# --------------------------------------------------------------------------- §9.3 detection
+# --------------------------------------------------------------------------- detection
 
 
 def test_13_disabled_by_default() -> None:
@@ -386,7 +388,7 @@ def test_40_empty_history() -> None:
     assert Driver().D("tool", {"arg": 1}) is None
 
 
-# --------------------------------------------------------------------------- §9.4 message sends
+# --------------------------------------------------------------------------- message sends
 
 
 def test_41_duplicate_sends_stable_hash() -> None:
@@ -497,7 +499,7 @@ def test_56_conversation_id_changes() -> None:
     assert verdict_tuple(d.D("message", args)) == ("warning", "generic_repeat", 20)
 
 
-# --------------------------------------------------------------------------- §9.5 statistics
+# --------------------------------------------------------------------------- statistics
 
 
 def test_57_to_59_statistics() -> None:
@@ -521,7 +523,7 @@ def test_57_to_59_statistics() -> None:
     assert tool_call_stats(d.state)["most_frequent"] == {"tool_name": "read", "count": 7}
 
 
-# --------------------------------------------------------------------------- §9.6 guard
+# --------------------------------------------------------------------------- post-compaction guard
 
 
 def _obs(guard: PostCompactionGuard, tool: str, args: Any, result: str) -> Any:
@@ -603,7 +605,7 @@ def test_g12_window_one() -> None:
     assert observation.should_abort and observation.count == 1
 
 
-# --------------------------------------------------------------------------- §6.4 de-duplication
+# --------------------------------------------------------------------------- warning de-duplication
 
 
 @pytest.mark.parametrize(("counts", "emitted"), [
@@ -626,7 +628,7 @@ def test_warning_dedup_evicts_oldest_key() -> None:
     assert not deduper.should_emit("k256", "d", "t", 10)
 
 
-# --------------------------------------------------------------------------- §9.8 extra vectors
+# --------------------------------------------------------------------------- extra vectors of the package
 
 
 def test_low_threshold_ping_pong() -> None:

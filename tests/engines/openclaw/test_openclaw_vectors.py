@@ -1,5 +1,5 @@
-"""Golden values of ``openclaw@2026.6.11`` (``../shared/reference/openclaw_vectors.json``,
-engine spec §9.9) and the stable-stringify cases of §9.7 and hash table of §4.5."""
+"""Golden values of ``openclaw@2026.6.11`` (``../shared/reference/openclaw_vectors.json``), the
+stable-stringify cases and the table of argsHash / resultHash values the package gives."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_result_hash_vectors(row: dict[str, Any]) -> None:
 
 
 # The stableStringify section holds JS expressions; these are their Python equivalents
-# (JS-only values — bigint, functions, Date, Error — have none, §4.1.1).
+# (JS-only values — bigint, functions, Date, Error — have none: parsed JSON never holds them).
 _root: dict[str, Any] = {"first": {"value": 1}, "second": {"value": 1}}
 _root["self"] = _root
 PY_EQUIVALENTS: dict[str, Any] = {
@@ -94,7 +94,7 @@ def test_overlay_vectors(row: dict[str, Any]) -> None:
     assert resolve_loop_detection(block).to_json() == row["resolved"]
 
 
-# --------------------------------------------------------------------------- §9.7 stable stringify
+# --------------------------------------------------------------------------- stable stringify
 
 
 def test_s1_nested_key_sort() -> None:
@@ -180,7 +180,7 @@ def test_deep_nesting_does_not_raise() -> None:
     assert stable_stringify(deep) == "[" * 5000 + "1" + "]" * 5000
 
 
-# --------------------------------------------------------------------------- §4.5 table
+# --------------------------------------------------------------------------- hash values of the package
 
 
 @pytest.mark.parametrize(("tool", "params", "expected"), [

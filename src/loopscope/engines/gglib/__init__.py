@@ -1,4 +1,4 @@
-"""The gglib engine (engine spec ``engine-gglib.md``).
+"""The gglib engine: a port of gglib's tool-call loop guard as its proxy walks a transcript.
 
 Modules: :mod:`.serde` (serde_json-compatible parsing), :mod:`.fnv` (FNV-1a 64),
 :mod:`.canon` (``stable_repr``), :mod:`.core` (signatures, results hashes, classifiers,

@@ -1,4 +1,4 @@
-"""Canonical rendering of JSON values (gglib engine spec §2.3, §2.5).
+"""Canonical rendering of JSON values, as gglib's ``stable_repr`` and serde_json write them.
 
 ``stable_repr`` is the deterministic, compact, key-sorted rendering that per-call signatures
 and results keys hash; it caps nesting at :data:`MAX_REPR_DEPTH` with the ``"..."`` sentinel.
@@ -59,7 +59,9 @@ def render_float(x: float) -> str:
 
 
 def stable_repr(value: Any, depth: int = 0) -> str:
-    """The canonical rendering of §2.3 (depth sentinel at :data:`MAX_REPR_DEPTH`)."""
+    """gglib's canonical rendering: no whitespace, object keys sorted by code point, floats in
+    serde layout, and every value at depth :data:`MAX_REPR_DEPTH` or deeper (scalars too)
+    replaced by the ``"..."`` sentinel, so all nests of 16 or more levels collide upstream."""
     if depth >= MAX_REPR_DEPTH:
         return DEPTH_SENTINEL
     if isinstance(value, str):
@@ -91,7 +93,8 @@ def stable_repr(value: Any, depth: int = 0) -> str:
 
 
 def compact_json(value: Any) -> str:
-    """serde_json compact serialisation, keys sorted, numbers as in §2.3, no depth cap."""
+    """serde_json compact serialisation: keys sorted, numbers as in :func:`stable_repr`, no depth
+    cap (gglib hashes structured tool results this way)."""
     if isinstance(value, str):
         return json_string(value)
     if value is None:

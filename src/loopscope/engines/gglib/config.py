@@ -1,4 +1,4 @@
-"""gglib engine configuration: defaults, keys and user-facing clamps (engine spec §3)."""
+"""gglib engine configuration: defaults, keys and user-facing clamps."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ class GglibConfig:
 
     max_repeated_batch_steps: int = 2
     max_observation_steps: int | None = 15
-    """None switches the observation tier off (§2.9)."""
+    """None switches the observation tier off: read-only batches get the mutating threshold and
+    the ceiling, so every third occurrence is refused whatever the answers."""
     observation_tools: tuple[str, ...] = DEFAULT_OBSERVATION_TOOLS
     max_stagnation_steps: int = _DEFAULT_STAGNATION
 

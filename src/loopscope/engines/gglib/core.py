@@ -1,4 +1,4 @@
-"""The gglib loop guard, ported exactly (engine spec §2, §4).
+"""The gglib loop guard, ported exactly.
 
 This module is the plain, readable port: signatures, results hashes, classifiers, the two
 detectors and the upstream proxy walk ``scan_history``. The shadow-mode replay built on it is
@@ -54,11 +54,12 @@ WINDOW_FACTOR = 4
 Answer = tuple[int, str]
 """One tagged answer: ``(0, text)`` for a string content, ``(1, compact_json)`` otherwise."""
 ResultsHash = tuple[tuple[str, Answer], ...]
-"""An opaque, injective results hash: the sorted ``(key, answer)`` pairs (§2.5)."""
+"""An opaque, injective results hash: the sorted ``(key, answer)`` pairs. Upstream only ever
+compares these for equality, so any injective encoding keeps its verdicts."""
 
 
 # --------------------------------------------------------------------------------------------
-# Calls (§4.2)
+# Calls: the reader never rejects anything
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,8 @@ class ToolCall:
 
 
 def read_arguments(raw: Any) -> Any:
-    """A JSON-string ``arguments`` parsed with the serde loader, else the raw string (§4.2)."""
+    """A JSON-string ``arguments`` parsed with the serde loader, else the raw string; any other
+    value as it is (an absent one is None, not ``{}``, as in gglib's loop guard)."""
     if isinstance(raw, str):
         try:
             return parse_json_serde(raw)
@@ -106,7 +108,7 @@ def domain_calls(tool_calls: Any) -> list[ToolCall]:
 
 
 # --------------------------------------------------------------------------------------------
-# Signatures (§2.4)
+# Signatures: ``name:hex16(fnv1a_64(stable_repr(arguments)))``, sorted and joined with ``|``
 
 
 def tool_signature(call: ToolCall) -> str:
@@ -118,7 +120,7 @@ def batch_signature(calls: Sequence[ToolCall]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Results hashing (§2.5)
+# Results hashing: only equality of the answers matters
 
 
 def hash_result_text(text: str) -> Answer:
@@ -151,7 +153,11 @@ def batch_results_hash(
 
 
 def turn_results_hash(calls: Sequence[ToolCall], following: Iterable[Any]) -> ResultsHash | None:
-    """Join a batch with the contiguous tool messages right after it (§4.4)."""
+    """Join a batch with the contiguous tool messages right after it, by ``tool_call_id``.
+
+    Only that window counts, never a session-wide id map, because gglib mints ids such as
+    ``call_qwen_0`` that restart on every response. A duplicated id on either side makes the
+    answers unattributable (None)."""
     answers: dict[str, Answer] = {}
     for m in following:
         if not isinstance(m, dict) or m.get("role") != "tool":
@@ -169,7 +175,8 @@ def turn_results_hash(calls: Sequence[ToolCall], following: Iterable[Any]) -> Re
 
 
 # --------------------------------------------------------------------------------------------
-# Classifiers (§2.8)
+# Classifiers: observation = every name holds a pattern; costly = any name holds a costly one's
+# segments (the costly words are built in, so they also bound a user's own pattern list)
 
 
 def is_observation_name(name: str, lowered_patterns: Sequence[str]) -> bool:
@@ -216,7 +223,7 @@ def batch_class_of(observation: bool, costly: bool) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# LoopDetector (§2.6)
+# LoopDetector
 
 
 class RepeatOutcome(enum.Enum):
@@ -236,7 +243,7 @@ class Run:
 
 @dataclass(slots=True)
 class BatchRecord:
-    """What a passing ``check`` returns; it can be recorded once (§2.6)."""
+    """What a passing ``check`` returns; it can be recorded once (upstream's types forbid twice)."""
 
     signature: str
     rescued: bool
@@ -273,7 +280,7 @@ class LoopDetected(Exception):
 
 
 class LoopDetector:
-    """At most one run of one batch signature; refuses too many occurrences (§2.6)."""
+    """At most one run of one batch signature; refuses too many occurrences."""
 
     __slots__ = ("run",)
 
@@ -360,7 +367,7 @@ class LoopDetector:
 
 
 # --------------------------------------------------------------------------------------------
-# StagnationDetector (§2.10)
+# StagnationDetector: the same prose reply too often within a window of recent replies
 
 
 class StagnationDetected(Exception):
@@ -399,7 +406,7 @@ class StagnationDetector:
 
 
 # --------------------------------------------------------------------------------------------
-# The proxy walk (§4.3, §4.5)
+# The proxy walk
 
 
 def extract_text(content: Any) -> str:
@@ -432,7 +439,7 @@ class ScanOutcome:
 
 
 def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
-    """The upstream proxy walk (§4.5): fresh detectors, one pass, stop at the first trip.
+    """The upstream proxy walk: fresh detectors, one pass, stop at the first trip.
 
     ``config`` is anything with the four attributes of
     :class:`~loopscope.engines.gglib.config.GglibConfig`.

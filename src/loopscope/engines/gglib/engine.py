@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, SessionReplay
+from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay, columns_of, packed
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -17,6 +17,7 @@ from loopscope.engines.contract import (
     GuideExample,
     SettingSpec,
 )
+from loopscope.engines.gglib import fast
 from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
 from loopscope.engines.gglib.fast import (
@@ -164,6 +165,27 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
         return run_lazy(prepared.messages, config, session=prepared.session,
                         source=prepared.source, format=prepared.format, engine=self.name)
 
+    def run_many(self, prepared: Sequence[Any], config: GglibConfig) -> RunColumns:
+        """A vectorised pass over the corpus's steps (:func:`fast.run_columns`)."""
+        pack = packed(prepared, (self.name, "pack"), _pack)
+        if pack is None:
+            return super().run_many(prepared, config)
+        return columns_of(fast.run_columns(pack, config),
+                          lambda i: self.run(prepared[i], config), fast.DETECTORS)
+
+    def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
+        if type(prepared) is not PreparedSession:
+            return None
+        return {"session": prepared.session, "source": prepared.source,
+                "format": prepared.format, "messages": fast.encode(prepared.messages)}
+
+    def decode_prepared(self, data: Any) -> PreparedSession:
+        if type(data) is not dict or not all(type(data.get(k)) is str
+                                             for k in ("session", "source", "format")):
+            raise fast.CodecError("expected a prepared gglib session")
+        return PreparedSession(data["session"], data["source"], data["format"],
+                               fast.decode(data.get("messages")))
+
     def replay(self, session: Session, config: GglibConfig) -> SessionReplay:
         steps, first = replay_messages(session.chat_view(), config)
         return SessionReplay(session.id, session.source, session.format, self.name, steps, first)
@@ -234,3 +256,10 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
 
 
 ENGINE = GglibEngine()
+
+
+def _pack(prepared: Sequence[Any]) -> fast.Pack | None:
+    """The arrays of ``prepared``, when every session is this module's prepared data."""
+    if not all(type(p) is PreparedSession for p in prepared):
+        return None
+    return fast.Pack([p.messages for p in prepared])

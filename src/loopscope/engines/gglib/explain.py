@@ -1,10 +1,11 @@
-"""Plain-language explanations for the gglib engine (engine spec §4.7, §5.6, §6).
+"""Plain-language explanations for the gglib engine.
 
 * :func:`explain_step`: what a step means, in sentences, with the governing setting, the text the
   user would have seen upstream (refuse and note wording) and the limitations that apply.
 * :class:`GglibExplainer`: the engine contract's explainer; its ``extra_changes`` add the
   multi-setting candidates the generic advice search (``loopscope.advice``) verifies.
-* :func:`session_limitations`: the known limitations of §6 that apply to one session.
+* :func:`session_limitations`: the known upstream limitations (``L1`` … ``L16``) that apply to
+  one session.
 * :func:`upstream_refusal_body` / :func:`upstream_note`: upstream's exact texts.
 
 Everything is pure: no UI imports, no I/O.
@@ -52,7 +53,7 @@ _NOTE_TAIL = (
 
 
 # --------------------------------------------------------------------------------------------
-# Upstream texts (§4.7)
+# Upstream texts: what a person saw, reproduced exactly for explanations
 
 
 def upstream_refusal_body(step: Step) -> str | None:
@@ -98,7 +99,7 @@ def upstream_note(step: Step) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Explaining one step (§5.6)
+# Explaining one step
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ class StepExplanation:
     """Further facts, one sentence each."""
     governing_keys: tuple[str, ...] = ()
     limitations: tuple[str, ...] = ()
-    """Ids of the §6 limitations this step shows (``L4``, ``L5``, …)."""
+    """Ids of the known limitations this step shows (``L4``, ``L5``, …; :data:`LIMITATION_TEXTS`)."""
     upstream_refusal: str | None = None
     upstream_note: str | None = None
 
@@ -335,7 +336,8 @@ def explain_first_refusal(
 
 
 # --------------------------------------------------------------------------------------------
-# Known limitations on a session (§6)
+# Known limitations on a session: upstream behaviours loopscope reproduces faithfully, shown
+# where they affect a session
 
 _CAMEL_COSTLY = re.compile(r"(?:[a-z0-9](?:Navigate|Click|Fetch))|(?:^(?:navigate|click|fetch)[A-Z])")
 _READISH = {"get", "count", "report", "definition", "query", "house", "list", "read", "search", "to"}
@@ -366,7 +368,7 @@ def session_limitations(
     messages: Sequence[Any] | None = None,
     warnings: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
-    """The §6 limitations that apply to this session, as ``(id, plain text)``.
+    """The known limitations that apply to this session, as ``(id, plain text)``.
 
     ``messages`` (the chat view) enables the checks that need the raw input (L8, L11, L15);
     ``warnings`` (from ``resolve_config``) enables L14.

@@ -59,7 +59,7 @@ __all__ = ["NO_REFUSAL", "PreparedMessages", "prepare_events", "prepare_messages
 # --------------------------------------------------------------------------------------------
 # Prepared data and the fast path
 #
-# Why the fast path is exact (engine spec §2.6, §2.10, §5.1):
+# Why the fast path is exact (gglib's LoopDetector / StagnationDetector semantics):
 #
 # * A run is a maximal sequence of batch steps with one signature and no user/system message in
 #   between (prose steps do not end it). Before the first refusal inside a run, the loop
@@ -428,7 +428,8 @@ _RUN_BREAKERS = (UserMessage, SystemMessage, OtherMessage)
 
 
 def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
-    """The steps of an OpenAI-chat message list (§4.2–§4.4)."""
+    """The steps of an OpenAI-chat message list: the calls of each assistant message, its reply
+    text, and the results joined from the tool messages right after it."""
     n = len(messages)
     i = 0
     while i < n:
@@ -478,7 +479,7 @@ def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
 
 def _event_items(events: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     """The steps of a normalized session's events: exactly :func:`_message_items` of its chat
-    view (``Session.chat_view``, sessions spec §1.10) without building the view's dicts.
+    view (``Session.chat_view``) without building the view's dicts.
 
     User, system and other messages break runs; a compaction is no message at all (it neither
     breaks a run nor ends a batch's answers); each tool result is a tool message carrying its
@@ -744,7 +745,8 @@ def _rows(p: PreparedMessages, config: GglibConfig) -> list[_Row]:
 
 
 def _row_extra(p: PreparedMessages, row: _Row, M: int) -> dict[str, Any]:
-    """The gglib fields (§5.3) of one row of :func:`_rows`, for the Step and the JSON paths."""
+    """The gglib fields (``STEP_FIELDS``) of one row of :func:`_rows`, for the Step and the JSON
+    paths."""
     k, refused, _c, eff, ceil, cls, note = row
     if cls is None:
         return _prose_extra(M, p.text_hash[k])
@@ -903,3 +905,268 @@ def run_prepared(
     first = prepared.first_refusal_index(config)
     return _Detail(prepared, config, first).steps(), prepared.first_refusal_at(first)
 
+
+
+# --------------------------------------------------------------------------------------------
+# Prepared data as plain columns (the on-disk cache and the worker processes), and a whole
+# corpus as arrays (one vectorised pass per configuration).
+
+CODEC_VERSION = 1
+"""Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
+read differently (the cache key carries it)."""
+
+_OUTCOMES = (None, _OUTCOME_CHANGED, _OUTCOME_REPEATED, _OUTCOME_NC)
+
+
+class CodecError(ValueError):
+    """Columns that :func:`decode` cannot turn into prepared messages."""
+
+
+def encode(p: PreparedMessages) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test)."""
+    tool_sets: dict[tuple[str, ...], int] = {}
+    name_sets: dict[tuple[str, ...], int] = {}
+    sigs: dict[str, int] = {}
+    for tools, names in zip(p.tools, p.names_lower, strict=True):
+        tool_sets.setdefault(tools, len(tool_sets))
+        name_sets.setdefault(names, len(name_sets))
+    for sig in p.signature:
+        if sig is not None:
+            sigs.setdefault(sig, len(sigs))
+    return {
+        "n_messages": p.n_messages,
+        "batch": [int(b) for b in p.batch], "call": p.call,
+        "tool_sets": [list(t) for t in tool_sets], "tools": [tool_sets[t] for t in p.tools],
+        "name_sets": [list(t) for t in name_sets],
+        "names": [name_sets[t] for t in p.names_lower],
+        "signatures": list(sigs),
+        "signature": [-1 if s is None else sigs[s] for s in p.signature],
+        "identical": [int(b) for b in p.identical],
+        "not_evaluated": [int(b) for b in p.not_evaluated],
+        "joined": [int(b) for b in p.joined], "costly": [int(b) for b in p.costly],
+        "count": p.count, "total": p.total, "outcome": [_OUTCOMES.index(o) for o in p.outcome],
+        "run": p.run, "text_hash": p.text_hash, "prose_steps": p.prose_steps,
+        "prose_text": p.prose_text, "prose_segment": p.prose_segment,
+        # Stagnation counts of every window already worked out (the default one, by ingest).
+        "stagnation": {str(m): [counts, first] for m, (counts, first) in p._stagnation.items()},
+    }
+
+
+def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
+    value = doc.get(key)
+    if type(value) is not list or (n is not None and len(value) != n):
+        raise CodecError(f"{key}: expected a list of {n} integers")
+    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
+    return value
+
+
+def _str_lists(doc: dict[str, Any], key: str) -> list[tuple[str, ...]]:
+    value = doc.get(key)
+    if type(value) is not list or any(
+            type(v) is not list or any(type(x) is not str for x in v) for v in value):
+        raise CodecError(f"{key}: expected lists of strings")
+    return [tuple(v) for v in value]
+
+
+def decode(doc: Any) -> PreparedMessages:
+    """The :class:`PreparedMessages` that :func:`encode` wrote; :class:`CodecError` for
+    anything else (a damaged or foreign cache entry is never trusted)."""
+    if type(doc) is not dict:
+        raise CodecError("expected an object")
+    n_messages = doc.get("n_messages")
+    if type(n_messages) is not int or n_messages < 0:
+        raise CodecError("n_messages: expected a count")
+    batch = _ints(doc, "batch", None, 0, 1)
+    n = len(batch)
+    tool_sets, name_sets = _str_lists(doc, "tool_sets"), _str_lists(doc, "name_sets")
+    signatures = doc.get("signatures")
+    if type(signatures) is not list or any(type(s) is not str for s in signatures):
+        raise CodecError("signatures: expected a list of strings")
+    text_hash = doc.get("text_hash")
+    if type(text_hash) is not list or len(text_hash) != n or any(
+            h is not None and type(h) is not str for h in text_hash):
+        raise CodecError("text_hash: expected strings or nulls")
+    prose_steps = _ints(doc, "prose_steps", None, 0, max(n - 1, 0))
+    m = len(prose_steps)
+    windows = doc.get("stagnation", {})
+    if type(windows) is not dict:
+        raise CodecError("stagnation: expected an object")
+    stagnation: dict[int, tuple[list[int], int]] = {}
+    for size, value in windows.items():
+        if not size.isdigit() or type(value) is not list or len(value) != 2:
+            raise CodecError("stagnation: expected counts by window")
+        counts = _ints({"c": value[0]}, "c", m, 1, None)
+        first = value[1]
+        if type(first) is not int or not (first == NO_REFUSAL or 0 <= first < n):
+            raise CodecError("stagnation: first step out of range")
+        stagnation[int(size)] = (counts, first)
+    prepared = PreparedMessages(
+        n_messages, [b == 1 for b in batch], _ints(doc, "call", n, 0, None),
+        [tool_sets[k] for k in _ints(doc, "tools", n, 0, len(tool_sets) - 1)],
+        [None if k < 0 else signatures[k]
+         for k in _ints(doc, "signature", n, -1, len(signatures) - 1)],
+        [b == 1 for b in _ints(doc, "identical", n, 0, 1)],
+        [b == 1 for b in _ints(doc, "not_evaluated", n, 0, 1)],
+        [b == 1 for b in _ints(doc, "joined", n, 0, 1)],
+        [b == 1 for b in _ints(doc, "costly", n, 0, 1)],
+        [name_sets[k] for k in _ints(doc, "names", n, 0, len(name_sets) - 1)],
+        _ints(doc, "count", n, 0, None), _ints(doc, "total", n, 0, None),
+        [_OUTCOMES[k] for k in _ints(doc, "outcome", n, 0, len(_OUTCOMES) - 1)],
+        _ints(doc, "run", n, -1, None), text_hash, prose_steps,
+        _ints(doc, "prose_text", m, 0, None), _ints(doc, "prose_segment", m, 0, None),
+    )
+    prepared._stagnation.update(stagnation)
+    return prepared
+
+
+class Pack:
+    """A corpus's prepared messages as arrays (one entry per step, sessions one after the
+    other), for :func:`run_columns`: a threshold change is a few vectorised passes, never
+    Python work per session. Observation flags are worked out once per distinct set of tool
+    names and pattern list; stagnation counts once per ``max_stagnation_steps``."""
+
+    def __init__(self, prepared: Sequence[PreparedMessages]) -> None:
+        import numpy as np
+
+        self.prepared = prepared
+        sizes = [p.n_steps for p in prepared]
+        self.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.offsets[1:])
+        total = int(self.offsets[-1])
+        name_ids: dict[tuple[str, ...], int] = {}
+        names = np.empty(total, dtype=np.int64)
+        runs = np.empty(total, dtype=np.int64)
+        run_base = 0
+        prose: list[Any] = []
+        at = 0
+        for p in prepared:
+            k = p.n_steps
+            names[at:at + k] = [name_ids.setdefault(t, len(name_ids)) for t in p.names_lower]
+            r = np.asarray(p.run, dtype=np.int64)
+            runs[at:at + k] = np.where(r >= 0, r + run_base, -1)
+            run_base += int(r.max()) + 1 if k else 0
+            prose.append(np.asarray(p.prose_steps, dtype=np.int64) + at)
+            at += k
+        self.name_sets = list(name_ids)
+        self.names = names
+        self.run = runs
+        self.batch = _column(np.bool_, (p.batch for p in prepared), total)
+        self.costly = _column(np.bool_, (p.costly for p in prepared), total)
+        self.count = _column(np.int32, (p.count for p in prepared), total)
+        self.total = _column(np.int32, (p.total for p in prepared), total)
+        # What a first refusal reports: the step (= turn) and the call (-1: a prose step).
+        self.turn = np.arange(total, dtype=np.int64) - np.repeat(self.offsets[:-1], sizes)
+        self.call = np.where(self.batch, _column(np.int64, (p.call for p in prepared), total),
+                             -1)
+        self.prose = np.concatenate(prose) if prose else np.zeros(0, dtype=np.int64)
+        # The batch steps, and for each the index (among them) of its run's first step.
+        self.batch_at = np.flatnonzero(self.batch)
+        runs_b = self.run[self.batch_at]
+        starts = np.ones(self.batch_at.size, dtype=np.bool_)
+        starts[1:] = runs_b[1:] != runs_b[:-1]
+        self.run_start = np.maximum.accumulate(
+            np.where(starts, np.arange(self.batch_at.size), 0)) if starts.size else starts
+        self._obs: dict[tuple[str, ...], Any] = {}
+        self._stagnation: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.prepared)
+
+    def observation(self, patterns: Sequence[str]) -> Any:
+        """Per step: an observation batch under ``patterns`` (as
+        :meth:`PreparedMessages.observation_flags`)."""
+        key = tuple(patterns)
+        found = self._obs.get(key)
+        if found is None:
+            import numpy as np
+
+            lowered = [p.lower() for p in key]
+            per_set = np.array([bool(lowered) and all(is_observation_name(n, lowered)
+                                                      for n in names)
+                                for names in self.name_sets] or [False], dtype=np.bool_)
+            found = per_set[self.names] & self.batch if len(self.names) else self.batch.copy()
+            if len(self._obs) >= 8:
+                self._obs.pop(next(iter(self._obs)))
+            self._obs[key] = found
+        return found
+
+    def stagnation(self, max_steps: int) -> Any:
+        """The stagnation count of every recorded prose step (aligned with ``prose``)."""
+        found = self._stagnation.get(max_steps)
+        if found is None:
+            import numpy as np
+
+            found = _column(np.int64, (p.stagnation(max_steps)[0] for p in self.prepared),
+                            len(self.prose))
+            if len(self._stagnation) >= 8:
+                self._stagnation.pop(next(iter(self._stagnation)))
+            self._stagnation[max_steps] = found
+        return found
+
+
+def _column(dtype: Any, parts: Any, total: int) -> Any:
+    import numpy as np
+
+    out = np.empty(total, dtype=dtype)
+    at = 0
+    for part in parts:
+        k = len(part)
+        out[at:at + k] = part
+        at += k
+    return out
+
+
+def run_columns(pack: Pack, config: GglibConfig) -> dict[str, Any]:
+    """Every session's first refusal and refusal count under ``config``, as arrays (see
+    :class:`loopscope.engines.base.RunColumns`), by the rules of
+    :meth:`PreparedMessages.first_refusal_index` and :meth:`_Detail.verdict_counts` applied to
+    every step at once: a batch step is refused from the first step of its run whose
+    no-refusal count or total exceeds its class's threshold; a recorded prose step when its
+    stagnation count exceeds ``max_stagnation_steps``. gglib never warns."""
+    import numpy as np
+
+    offsets = pack.offsets
+    total_steps = int(offsets[-1])
+    S = config.max_repeated_batch_steps
+    O = config.max_observation_steps  # noqa: E741 - the spec's name
+    observation_max = O if O is not None else S
+    ceiling = observation_max if observation_max > S else S
+    obs = pack.observation(config.observation_tools)
+    eff = np.where(obs, observation_max, S)
+    exempt = obs & ~pack.costly if O is not None else np.zeros(total_steps, dtype=np.bool_)
+    cond = pack.batch & ((pack.count > eff) | (~exempt & (pack.total > ceiling)))
+    refuse = np.zeros(total_steps, dtype=np.bool_)
+    # Batch steps: refused from the first step meeting ``cond`` in their run on.
+    batch_at = pack.batch_at
+    if batch_at.size:
+        c = cond[batch_at]
+        sums = np.cumsum(c, dtype=np.int32)
+        before = (sums - c)[pack.run_start]  # cond steps of the run before its first step
+        refuse[batch_at] = sums > before
+    first_cond = cond.copy()
+    if pack.prose.size:
+        M = config.max_stagnation_steps
+        stagnated = pack.stagnation(M) > M
+        refuse[pack.prose[stagnated]] = True
+        first_cond[pack.prose[stagnated]] = True
+    sums = np.zeros(total_steps + 1, dtype=np.int64)
+    np.cumsum(refuse, out=sums[1:])
+    refusals = sums[offsets[1:]] - sums[offsets[:-1]]
+    first = np.full(len(pack), -1, dtype=np.int64)
+    at = np.flatnonzero(first_cond)
+    if at.size:
+        owner = np.searchsorted(offsets, at, side="right") - 1
+        owners, where = np.unique(owner, return_index=True)
+        first[owners] = at[where]
+    # Detector codes: 0 loop (a batch step), 1 stagnation (a prose step).
+    detector = np.where(pack.batch, 0, 1).astype(np.int8)
+    return {"refusals": refusals, "warnings": np.zeros(len(pack), dtype=np.int64),
+            "first": first, "detector": detector, "turn": pack.turn, "call": pack.call,
+            "offsets": offsets}
+
+
+DETECTORS = ("loop", "stagnation")
+"""Detector names by the codes of :func:`run_columns`."""

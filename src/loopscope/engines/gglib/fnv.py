@@ -1,7 +1,8 @@
-"""FNV-1a, 64-bit, over the UTF-8 bytes of a string (gglib engine spec §2.1).
+"""FNV-1a, 64-bit, over the UTF-8 bytes of a string: gglib hashes per-call signatures and prose
+replies with it.
 
 The hot path uses the C implementation of the ``fnv-c`` package (``fnv_c.fnv1a_64``) when it is
-installed: it is verified at import time against the spec's vectors and falls back to the pure
+installed: it is verified at import time against known FNV-1a vectors and falls back to the pure
 Python loop below if it is missing or disagrees. The fallback is exact but processes one byte
 per iteration; FNV-1a is inherently sequential, so no stdlib primitive can do it in bulk.
 Hashes are computed once per session in ``prepare`` (and memoised per distinct text there), so

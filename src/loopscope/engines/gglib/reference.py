@@ -59,7 +59,7 @@ STEP_FIELDS: tuple[str, ...] = (
     "window",
     "text_hash",
 )
-"""All 22 step keys of §5.3, in output order."""
+"""All 22 step keys, in output order; every key is present on every step."""
 
 
 def _role(m: Any) -> str | None:
@@ -127,9 +127,11 @@ def _prose_extra(max_steps: int, text_hash: str | None) -> dict[str, Any]:
 def replay_messages(
     messages: Sequence[Any], config: GglibConfig
 ) -> tuple[tuple[Step, ...], FirstRefusal | None]:
-    """The plain shadow-mode replay of §5.1 over the detector classes."""
+    """The plain shadow-mode replay over the detector classes: one step per assistant message,
+    tool messages transparent, any other role breaking the run and clearing stagnation, and
+    evaluation carrying on past the first refusal with the state the detectors would have."""
     S = config.max_repeated_batch_steps
-    O = config.max_observation_steps  # noqa: E741 - the spec's name
+    O = config.max_observation_steps  # noqa: E741 - short names keep the conditions readable
     patterns = config.observation_tools
     M = config.max_stagnation_steps
     loops = LoopDetector()

@@ -1,11 +1,14 @@
-"""JSON parsing as Rust's ``serde_json`` does it (gglib engine spec §2.2).
+"""JSON parsing as Rust's ``serde_json`` does it (gglib parses with serde_json, and Python's
+``json`` accepts more and classifies numbers differently).
 
 Two entry points:
 
 * :func:`parse_json_serde` / :func:`parse_serde_json`: the loader for argument strings. Strict
   JSON, serde number classification, nesting below 128, no lone surrogates.
-* :func:`loads_file_level`: the loader for whole session files. Only the number rules (1 and 7)
-  apply: no depth cap, lone surrogate escapes are kept as Python keeps them.
+* :func:`loads_file_level`: the loader for whole session files. Only the number rules apply
+  (non-finite and out-of-range numbers rejected, serde number classes, so bare-object arguments
+  and structured tool contents hash as in argument strings): no depth cap, lone surrogate
+  escapes are kept as Python keeps them.
 
 Both use ``orjson`` where it provably gives the same answer (it is strict, rejects non-finite
 numbers, lone surrogate escapes, trailing commas, a BOM and trailing text, classifies integers
@@ -136,7 +139,7 @@ def parse_json_serde(text: str) -> Any:
 def parse_serde_json(text: str) -> tuple[bool, Any]:
     """``(True, value)`` when serde_json accepts ``text``, else ``(False, reason)``.
 
-    This is the function importers use for ``ToolCall.arguments`` (sessions spec §1.4): on
+    This is the function importers use for ``ToolCall.arguments`` of a JSON-text call: on
     ``(False, reason)`` the arguments are the raw string and ``reason`` is ``arguments_error``.
     """
     try:
@@ -146,7 +149,7 @@ def parse_serde_json(text: str) -> tuple[bool, Any]:
 
 
 def loads_file_level(text: str | bytes) -> Any:
-    """Parse a whole session file with the file-level rules of §2.2 (rules 1 and 7 only).
+    """Parse a whole session file with the file-level rules only: number range and classes.
 
     Non-finite or out-of-range numbers raise :class:`SerdeJsonError`; so does any JSON syntax
     error (the message carries the position). ``-0`` becomes ``-0.0`` and integers beyond

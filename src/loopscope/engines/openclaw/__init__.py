@@ -1,7 +1,7 @@
-"""The ``openclaw`` engine: OpenClaw's rolling-history tool-loop guard (engine-openclaw.md).
+"""The ``openclaw`` engine: OpenClaw's rolling-history tool-loop guard.
 
-A faithful port of ``tools.loopDetection`` from ``openclaw@2026.6.11`` (generation "R") and its
-post-compaction guard, replayed in shadow mode: one step per tool call.
+A faithful port of ``tools.loopDetection`` from ``openclaw@2026.6.11`` (the configurable
+detector) and its post-compaction guard, replayed in shadow mode: one step per tool call.
 
 Modules:
 
@@ -59,7 +59,7 @@ STEP_FIELDS: Final = (
     "level", "message", "warning_key", "paired_tool", "args_hash", "result_hash", "run_id",
     "guard_abort",
 )
-"""The required step keys of §7.5, in output order (``unknown_tool``, ``warning_emitted`` and
+"""The required step keys, in output order (``unknown_tool``, ``warning_emitted`` and
 ``recorded_block`` follow as optional extras)."""
 
 STEP_FIELDS_2026_9: Final = (

@@ -1,10 +1,11 @@
 """``tools.loopDetection``: resolution, validation, agent overlays and loopscope's layers.
 
-Three levels, from upstream's to loopscope's (engine-openclaw §5):
+Three levels, from upstream's to loopscope's:
 
-* :func:`resolve_loop_detection` is OpenClaw's run-time ``resolveLoopDetectionConfig`` (plus the
-  post-compaction guard's ``enabled``/``windowSize``): tolerant of any value, with
-  ``asPositiveInt`` fallbacks and the critical/breaker clamp;
+* :func:`resolve_loop_detection` is OpenClaw's run-time ``resolveLoopDetectionConfig``
+  (openclaw@2026.6.11: ``dist/tool-loop-detection-config-*.js``), plus the post-compaction
+  guard's ``enabled``/``windowSize``: tolerant of any value, with ``asPositiveInt`` fallbacks
+  and the critical/breaker clamp;
 * :func:`validate_block` is OpenClaw's schema check of one block (strict keys and types, and the
   two ordering messages);
 * :func:`build_config` stacks loopscope's layers (config file with its agent overlay, ``--set``,
@@ -38,7 +39,8 @@ DEFAULT_GUARD_WINDOW_SIZE: Final = 3
 ENABLED_DEFAULT_NOTE: Final = (
     "OpenClaw's own default is off; loopscope turns it on so you can see what it would do."
 )
-"""Shown next to the ``enabled`` control and in help texts (§5.5)."""
+"""Shown next to the ``enabled`` control and in help texts: OpenClaw's own default (off) would
+show nothing, so loopscope replays with ``true`` and says so."""
 
 ENABLED_UNSET_BANNER: Final = (
     "In OpenClaw this config leaves the rolling detectors off; only the post-compaction guard "
@@ -101,7 +103,7 @@ def _nullish(value: Any, default: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedLoopDetection:
-    """The values OpenClaw runs with, after ``resolveLoopDetectionConfig`` (§5.2).
+    """The values OpenClaw runs with, after ``resolveLoopDetectionConfig`` (run on every call).
 
     ``enabled`` and the three detector gates keep the configured value (JS uses its
     truthiness); the ``*_on`` properties give the booleans.
@@ -187,7 +189,7 @@ def resolve_loop_detection(block: Any) -> ResolvedLoopDetection:
 
 
 def describe_resolution(block: Any) -> list[str]:
-    """Plain sentences for every fallback and clamp the resolution applied (§5.2), for the UI."""
+    """Plain sentences for every fallback and clamp the resolution applied, for the UI."""
     notes: list[str] = []
     defaults = {
         "historySize": DEFAULT_HISTORY_SIZE, "warningThreshold": DEFAULT_WARNING_THRESHOLD,
@@ -314,7 +316,8 @@ _INVALID_AGENT_CHARS = re.compile(r"[^a-z0-9_-]+")
 
 
 def normalize_agent_id(agent_id: Any) -> str:
-    """OpenClaw's agent id normalisation (§5.4)."""
+    """OpenClaw's agent id normalisation: trimmed, lower-cased, invalid runs replaced by ``-``,
+    at most 64 characters, ``main`` when nothing is left."""
     text = js_trim(agent_id) if isinstance(agent_id, str) else ""
     if not text:
         return "main"
@@ -368,15 +371,17 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class OpenClawConfig:
-    """What the engine replays with: the ``loopDetection`` block of §5.7 layers 2–4 and its
-    resolution. Build it with :meth:`from_block`, :func:`build_config` or
-    ``ENGINE.resolve_config``; derive variants with :meth:`with_settings`."""
+    """What the engine replays with: the ``loopDetection`` block (config file with its agent
+    overlay, then ``--set``, then ``enabled`` defaulted to ``true``) and its resolution. Build
+    it with :meth:`from_block`, :func:`build_config` or ``ENGINE.resolve_config``; derive
+    variants with :meth:`with_settings`."""
 
     block: Mapping[str, Any]
-    """The unresolved block passed to every upstream function (§7.1)."""
+    """The unresolved block passed to every upstream function; each resolves and clamps it
+    itself, as upstream does, which supplies the defaults."""
     resolved: ResolvedLoopDetection
     enabled_defaulted: bool = False
-    """True when no layer set ``enabled`` and loopscope's ``true`` default applied (§5.5)."""
+    """True when no layer set ``enabled`` and loopscope's ``true`` default applied."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """Fallbacks and clamps, in plain words (:func:`describe_resolution`)."""
     version: str = DEFAULT_VERSION
@@ -451,7 +456,7 @@ class OpenClawConfig:
 
     def export_block(self) -> dict[str, Any]:
         """A ``loopDetection`` block OpenClaw's schema accepts: effective, clamped values with
-        ``enabled`` written explicitly (§5.5)."""
+        ``enabled`` written explicitly, because OpenClaw's own default differs from the replay's."""
         r = self.resolved
         return {
             "enabled": r.detection_on,
@@ -517,7 +522,7 @@ def build_config(
     agent: str | None = None,
     version: str = DEFAULT_VERSION,
 ) -> tuple[OpenClawConfig, list[str]]:
-    """loopscope's config layers (§5.7): the file's block (agent overlay applied when
+    """loopscope's config layers: the file's block (agent overlay applied when
     ``agent`` is given), then ``--set`` pairs, then ``enabled`` defaulted to ``true``.
 
     Returns the config and the warnings to show (OpenClaw's ordering messages, an unknown

@@ -1,9 +1,10 @@
-"""The rolling-history detector, ported literally (engine-openclaw §2, §3, §6).
+"""The rolling-history detector, ported literally.
 
 ``detect_tool_call_loop``, ``record_tool_call`` and ``record_tool_call_outcome`` mirror the
-exports ``t``, ``n`` and ``r`` of ``openclaw@2026.6.11``'s ``tool-loop-detection`` module,
-including their quirks. This is the reference path (``replay``) and what the upstream test
-cases and the differential oracle exercise; the fast path (:mod:`.fast`) is proven equal to it.
+exports ``t``, ``n`` and ``r`` of openclaw@2026.6.11: ``dist/tool-loop-detection-*.js``
+(``detectToolCallLoop``, ``recordToolCall``, ``recordToolCallOutcome``), including their quirks.
+This is the reference path (``replay``) and what the upstream test cases and the differential
+oracle exercise; the fast path (:mod:`.fast`) is proven equal to it.
 
 ``config`` arguments accept a raw ``loopDetection`` block (any JSON value, ``None`` = absent) or
 an already resolved :class:`~loopscope.engines.openclaw.config.ResolvedLoopDetection`.
@@ -54,7 +55,7 @@ def resolve(config: Any) -> ResolvedLoopDetection:
 
 @dataclass(slots=True)
 class HistoryRecord:
-    """One entry of the per-session history (§2.2)."""
+    """One entry of the per-session history."""
 
     tool_name: str
     args_hash: str
@@ -67,14 +68,14 @@ class HistoryRecord:
 
 @dataclass(slots=True)
 class LoopState:
-    """Per-session detector state: the history list, oldest first (§2.1)."""
+    """Per-session detector state: the history list, oldest first, shared by every run."""
 
     history: list[HistoryRecord] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
 class LoopVerdict:
-    """A stuck verdict of ``detectToolCallLoop`` (§3.3)."""
+    """A stuck verdict of ``detectToolCallLoop``."""
 
     level: str
     """``"warning"`` or ``"critical"``."""
@@ -138,7 +139,7 @@ def generic_warning_message(tool: str, count: int) -> str:
 
 
 def guard_message(tool: str, count: int, window_size: int) -> str:
-    """The post-compaction guard's abort message (§6.2)."""
+    """The post-compaction guard's abort message."""
     return (f"CRITICAL: tool {tool} repeated {count} times with identical arguments and "
             f"identical results within {window_size} attempts after auto-compaction. The "
             "compaction did not break the loop. Aborting to prevent runaway resource use.")
@@ -150,7 +151,11 @@ def ping_pong_key(signature_a: str, signature_b: str) -> str:
     return f"pingpong:{first}|{second}"
 
 
-# --------------------------------------------------------------------------- walks (§3.2)
+# --------------------------------------------------------------------------- walks
+# Each walks the run-scoped history from the newest record. The no-progress streak skips other
+# calls and hash-less records and stops at the first different result; the unknown-tool streak
+# stops at any other tool; ping-pong needs a strict A/B alternation that the current call
+# continues, and counts the current call.
 
 
 def unknown_tool_streak(history: list[HistoryRecord], tool_name: str) -> tuple[int, str | None]:
@@ -325,7 +330,8 @@ def record_tool_call(
     state: LoopState, tool_name: str, params: Any, tool_call_id: str | None, config: Any,
     run_id: Any = None, *, args_hash: str | None = None, timestamp: Any = None,
 ) -> HistoryRecord:
-    """``recordToolCall``: append a record, then trim to ``historySize`` (§2.3)."""
+    """``recordToolCall``: append a record, then trim the whole history (every run) to
+    ``historySize``."""
     resolved = resolve(config)
     record = HistoryRecord(
         tool_name=tool_name,
@@ -345,7 +351,7 @@ def record_tool_call_outcome(
     *, args_hash: str | None = None, outcome: tuple[str | None, str | None] | None = None,
     timestamp: Any = None,
 ) -> HistoryRecord | None:
-    """``recordToolCallOutcome`` (§2.4): attach the outcome hash to the newest matching
+    """``recordToolCallOutcome``: attach the outcome hash to the newest matching
     hash-less record of the same run, or append a record carrying it. Returns ``None`` when the
     outcome has no hash (no result at all, or a loop veto).
 
@@ -379,7 +385,7 @@ def record_tool_call_outcome(
     return matched
 
 
-# --------------------------------------------------------------------------- de-duplication (§6.4)
+# --------------------------------------------------------------------------- de-duplication
 
 WARNING_BUCKET_SIZE: Final = 10
 MAX_WARNING_KEYS: Final = 256
@@ -410,7 +416,7 @@ class WarningDeduper:
         return True
 
 
-# --------------------------------------------------------------------------- statistics (§2.7)
+# --------------------------------------------------------------------------- statistics
 
 
 def tool_call_stats(state: LoopState) -> dict[str, Any]:

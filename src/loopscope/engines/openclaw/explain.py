@@ -1,10 +1,10 @@
-"""Plain-language explanations for the ``openclaw`` engine (engine-openclaw §6.7, §8).
+"""Plain-language explanations for the ``openclaw`` engine.
 
 * :func:`explain_step` — one sentence for a non-engineer, plus the upstream message and facts;
 * :class:`OpenClawExplainer` — the engine contract's explainer (its levers order the generic
   advice search of ``loopscope.advice``);
-* :func:`session_limitations` — the known limitations of §8 that apply to a session, as
-  ``(id, plain text)``.
+* :func:`session_limitations` — the known upstream limitations (and replay approximations) that
+  apply to a session, as ``(id, plain text)``.
 
 Pure: no UI imports, no I/O.
 """
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- one step (§6.7)
+# --------------------------------------------------------------------------- one step
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def _unknown_name(step: Step) -> str:
 
 
 def plain_sentence(step: Step) -> str | None:
-    """The §6.7 sentence for a warn or refuse step; ``None`` on a pass step."""
+    """The plain sentence for a warn or refuse step; ``None`` on a pass step."""
     if step.verdict == "pass" or step.detector is None:
         return None
     tool = _tool(step.tools[0] if step.tools else "")
@@ -160,7 +160,9 @@ def explain_first_refusal(session: Any, result: SessionReplay,
     return None
 
 
-# --------------------------------------------------------------------------- levers (§6.7)
+# --------------------------------------------------------------------------- levers
+# The settings that can avoid each detector's refusal; ``loopscope.advice`` verifies a change by
+# re-running the session.
 
 
 _INT_LEVERS: Final[dict[str, tuple[str, ...]]] = {
@@ -180,7 +182,9 @@ _BOOL_LEVERS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-# --------------------------------------------------------------------------- limitations (§8)
+# --------------------------------------------------------------------------- limitations
+# Upstream behaviours modelled faithfully, and where the replay approximates, shown where they
+# apply to a session.
 
 LIMITATIONS: Final[dict[str, str]] = {
     "breaker_per_pattern": "The global circuit breaker counts one exact call (tool and "
@@ -250,7 +254,7 @@ def session_limitations(
     session: Session | None = None,
     warnings: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
-    """The §8 limitations that apply to this replay, as ``(id, plain text)``, in table order.
+    """The limitations that apply to this replay, as ``(id, plain text)``, in :data:`LIMITATIONS` order.
 
     ``session`` enables the checks that need the transcript; ``warnings`` (from
     ``resolve_config``) enables the merge check.

@@ -1,9 +1,10 @@
-"""The fast path: hash once, count once per ``historySize``, select per configuration (§7.8).
+"""The fast path: hash once, count once per ``historySize``, select per configuration.
 
 In shadow mode every call is recorded and its own outcome attached right after it, so the
 history before call ``i`` is simply the calls ``max(0, i - historySize) .. i - 1``, and the
 run-scoped history is the part of that window inside ``i``'s run (runs are contiguous). Every
-count of §3.2 therefore depends only on the session and ``historySize``, and a call's verdict
+count the detector uses (the no-progress streak, the recent count, the unknown-tool streak,
+the ping-pong count) therefore depends only on the session and ``historySize``, and a call's verdict
 never depends on the verdicts before it:
 
 * :func:`prepare` hashes each call once (argsHash, resultHash, unknown-tool name, poll flag, run)
@@ -12,7 +13,8 @@ never depends on the verdicts before it:
 * :meth:`PreparedSession.counters` computes, once per ``historySize``, the no-progress streak,
   the recent count, the unknown-tool streak and the ping-pong count/evidence of every call with
   incremental walks (no re-hashing, no re-stringifying), and each call's largest count;
-* :func:`run` evaluates §3.3's precedence only for the calls whose largest count reaches the
+* :func:`run` evaluates the detectors' precedence (``detectToolCallLoop``'s order: unknown
+  tool, breaker, poll, ping-pong, generic) only for the calls whose largest count reaches the
   lowest threshold (plus the guard's aborts), and only until the first refusal and the first
   warn step are known: that is all a sweep or an overview needs. The steps themselves
   (messages, warning keys, the warning de-duplication, every pass step) and the markers are
@@ -81,7 +83,8 @@ _USER_OP = -1
 _COMPACTION_OP = -2
 _NO_ABORTS: dict[int, int] = {}
 
-# Tools whose outcome hash may look at params or details beyond ``{details, text}`` (§4.3).
+# Tools whose outcome hash may look at params or details beyond ``{details, text}``
+# (``hashToolOutcome``: exec, process poll/log, message sends).
 _SPECIAL_OUTCOME_TOOLS = frozenset({"exec", "process", "message", "sessions_send"})
 _TEXT_RESULT_HEAD = b'{"details":{},"text":'
 _COMMON_PREFIX_AB = "session execution blocked "
@@ -91,7 +94,8 @@ _EMPTY_OBJECT_DIGEST = digest({})
 
 @dataclass(frozen=True, slots=True)
 class Counters:
-    """Per-call counts of §3.2 for one ``historySize`` (lists indexed by call position)."""
+    """Per-call counts of the detector for one ``historySize`` (lists indexed by call
+    position)."""
 
     no_progress: list[int]
     latest_result: list[int]
@@ -219,7 +223,8 @@ _LOG_TAIL = b',"totalChars":null,"totalLines":null,"truncated":null}'
 
 def _process_poll_outcome(params: Any, text: str) -> Outcome | None:
     """The outcome hash (:data:`Outcome`) of a ``process`` call whose result has empty details
-    (§4.3) when the call polls or reads a log; ``None`` when it hashes as a plain text result
+    (as ``hashToolOutcome`` does) when the call polls or reads a log; ``None`` when it hashes as a
+    plain text result
     (:func:`_digest_text_result`)."""
     action = params.get("action") if is_mapping(params) else None
     if type(action) is str and action in ("poll", "log"):
@@ -411,7 +416,7 @@ def _paired(call: Any, turn_index: int, events: tuple[Any, ...],
 
 
 def prepare(session: Session) -> PreparedSession:
-    """Hash every call once and collect the threshold-independent facts (§7.8).
+    """Hash every call once and collect the threshold-independent facts.
 
     The same values as :func:`replay.session_ops` followed by ``hash_tool_call`` and
     ``hash_tool_outcome`` on each call, computed without building the intermediate objects:
@@ -723,7 +728,8 @@ _Verdict = tuple[int, str | None, str | None, int, int | None]
 
 def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
               aborts: dict[int, int], complete: bool) -> tuple[list[_Verdict], int, bool, bool]:
-    """§3.3's precedence over the calls that can be flagged.
+    """The detectors' precedence (``detectToolCallLoop``'s order) over the calls that can be
+    flagged.
 
     Returns ``(verdicts, first refusal position or -1, any warn step, verdicts complete)``.
     Unless ``complete``, stops as soon as the first refusal and a warn step are both known
@@ -786,7 +792,7 @@ def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
 
 
 def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
-    """Replay prepared data under ``config``: a selection over cached counts (§3.3, §7.4).
+    """Replay prepared data under ``config``: a selection over cached counts.
 
     Only calls whose largest count reaches the lowest threshold, and the guard's aborts, are
     evaluated, and only until the first refusal and the first warning are known; every other
@@ -926,14 +932,15 @@ class _Detail:
 
 
 def _pass_extra(p: PreparedSession, i: int) -> dict[str, Any]:
-    """The OpenClaw fields (§7.5) of a pass step, shared by the Step and the JSON paths."""
+    """The OpenClaw fields (``STEP_FIELDS``) of a pass step, shared by the Step and the JSON
+    paths."""
     return _extra(p, i, None, None, None, None, False, None)
 
 
 def _extra(p: PreparedSession, i: int, level: str | None, message: str | None,
            warning_key: str | None, paired_tool: str | None, guard_abort: bool,
            warning_emitted: bool | None) -> dict[str, Any]:
-    """The OpenClaw fields (§7.5) of call ``i``'s step."""
+    """The OpenClaw fields (``STEP_FIELDS``) of call ``i``'s step."""
     return {
         "level": level,
         "message": message,
@@ -994,7 +1001,7 @@ def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: st
 def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count: int | None,
           diverged: bool, level: str | None, message: str | None, warning_key: str | None,
           paired_tool: str | None, guard_abort: bool, warning_emitted: bool | None) -> Step:
-    """The step of call ``i`` with the §7.5 fields (as :func:`replay.make_step` builds it)."""
+    """The step of call ``i`` with every field (as :func:`reference.make_step` builds it)."""
     return new_step(p.turn[i], p.call[i], (p.tool_name[i],), p.args_hash[i], verdict, detector,
                     count, diverged, _extra(p, i, level, message, warning_key, paired_tool,
                                             guard_abort, warning_emitted))
@@ -1019,3 +1026,267 @@ def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str 
                  _warning_key(p, ctr, i, detector, level),
                  p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
                  False, emitted)
+
+
+# --------------------------------------------------------------------------------------------
+# Prepared data as plain columns (the on-disk cache and the worker processes), and a whole
+# corpus as arrays (one vectorised pass per configuration).
+
+CODEC_VERSION = 1
+"""Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
+read differently (the cache key carries it)."""
+
+
+def encode(p: PreparedSession) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Every
+    result hash is written out (the session's texts are not kept)."""
+    hashes = [p.result_hashes[k] for k in range(len(p.result_hashes))]
+    tools: dict[int, str] = {}
+    for code, name in zip(p.tool_code, p.tool_name, strict=True):
+        tools.setdefault(code, name)
+    first_args: dict[int, str] = {}
+    for code, h in zip(p.args_code, p.args_hash, strict=True):
+        first_args.setdefault(code, h)
+    return {
+        "session": p.session, "source": p.source, "format": p.format,
+        "turn": p.turn, "call": p.call, "run": p.run,
+        "blocked": [int(b) for b in p.recorded_block], "poll": [int(b) for b in p.poll],
+        "tools": [tools[k] for k in range(1, len(tools) + 1)], "tool_code": p.tool_code,
+        "args": [first_args[k] for k in range(1, len(first_args) + 1)],
+        "args_code": p.args_code, "result_code": p.result_code, "result_hashes": hashes,
+        "unknown_names": p.unknown_names, "unknown_code": p.unknown_code,
+        "run_start": p.run_start, "ops": p.ops,
+        # The counts of every window already worked out (the default one, by ingest), so
+        # that a cached start need not count again.
+        "counters": {str(h): _encode_counters(c) for h, c in p._counters.items()},
+    }
+
+
+_COUNTER_FIELDS = ("no_progress", "latest_result", "recent", "unknown_streak", "unknown_name",
+                   "ping_pong", "ping_pong_evidence", "ping_pong_last", "peak")
+
+
+def _encode_counters(c: Counters) -> dict[str, list[int]]:
+    return {name: [int(v) for v in getattr(c, name)] if name == "ping_pong_evidence"
+            else getattr(c, name) for name in _COUNTER_FIELDS}
+
+
+def _decode_counters(doc: Any, n: int, n_results: int, n_unknown: int) -> Counters:
+    if type(doc) is not dict:
+        raise CodecError("counters: expected an object")
+    columns = {name: _ints(doc, name, n, -1, None) for name in _COUNTER_FIELDS}
+    if columns["ping_pong_last"] and max(columns["ping_pong_last"]) >= n:
+        raise CodecError("counters: ping_pong_last out of range")
+    if columns["latest_result"] and max(columns["latest_result"]) > n_results:
+        raise CodecError("counters: latest_result out of range")
+    if columns["unknown_name"] and max(columns["unknown_name"]) > n_unknown:
+        raise CodecError("counters: unknown_name out of range")
+    return Counters(columns["no_progress"], columns["latest_result"], columns["recent"],
+                    columns["unknown_streak"], columns["unknown_name"], columns["ping_pong"],
+                    [v == 1 for v in columns["ping_pong_evidence"]], columns["ping_pong_last"],
+                    columns["peak"])
+
+
+class CodecError(ValueError):
+    """Columns that :func:`decode` cannot turn into a prepared session."""
+
+
+def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
+    value = doc.get(key)
+    if type(value) is not list or (n is not None and len(value) != n):
+        raise CodecError(f"{key}: expected a list of {n} integers")
+    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
+    return value
+
+
+def _strs(doc: dict[str, Any], key: str) -> list[str]:
+    value = doc.get(key)
+    if type(value) is not list or any(type(v) is not str for v in value):
+        raise CodecError(f"{key}: expected a list of strings")
+    return value
+
+
+def decode(doc: Any) -> PreparedSession:
+    """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
+    anything else (a damaged or foreign cache entry is never trusted)."""
+    if type(doc) is not dict:
+        raise CodecError("expected an object")
+    for key in ("session", "source", "format"):
+        if type(doc.get(key)) is not str:
+            raise CodecError(f"{key}: expected a string")
+    tools, args = _strs(doc, "tools"), _strs(doc, "args")
+    hashes, unknown_names = _strs(doc, "result_hashes"), _strs(doc, "unknown_names")
+    tool_code = _ints(doc, "tool_code", None, 1, len(tools))
+    n = len(tool_code)
+    turn = _ints(doc, "turn", n, 0, None)
+    call = _ints(doc, "call", n, 0, None)
+    run_of = _ints(doc, "run", n, 0, None)
+    blocked = _ints(doc, "blocked", n, 0, 1)
+    poll = _ints(doc, "poll", n, 0, 1)
+    args_code = _ints(doc, "args_code", n, 1, len(args))
+    result_code = _ints(doc, "result_code", n, 0, len(hashes))
+    unknown_code = _ints(doc, "unknown_code", n, 0, len(unknown_names))
+    run_start = _ints(doc, "run_start", n, 0, n)
+    ops = _ints(doc, "ops", None, _COMPACTION_OP, max(n - 1, 0))
+    for i, start in enumerate(run_start):
+        if start > i:
+            raise CodecError("run_start: a run starts after its call")
+    tool_name = [tools[k - 1] for k in tool_code]
+    windows = doc.get("counters", {})
+    if type(windows) is not dict:
+        raise CodecError("counters: expected an object")
+    counters = {}
+    for size, value in windows.items():
+        if not size.isdigit():
+            raise CodecError("counters: a window size is a number")
+        counters[int(size)] = _decode_counters(value, n, len(hashes), len(unknown_names))
+    return PreparedSession(
+        session=doc["session"], source=doc["source"], format=doc["format"], turn=turn,
+        call=call, tool_name=tool_name, run=run_of, recorded_block=[b == 1 for b in blocked],
+        args_hash=[args[k - 1] for k in args_code],
+        result_hash=HashesByCall(result_code, hashes),
+        unknown_tool=[unknown_names[k - 1] if k else None for k in unknown_code],
+        args_code=args_code, result_code=result_code, unknown_code=unknown_code,
+        tool_code=tool_code, tool_empty=[name == "" for name in tool_name],
+        poll=[b == 1 for b in poll], run_start=run_start, ops=ops,
+        unknown_names=unknown_names, result_hashes=hashes, run_ids=[f"run-{r}" for r in run_of],
+        _counters=counters,
+    )
+
+
+_DETECTOR_CODES = (UNKNOWN_TOOL_REPEAT, GLOBAL_CIRCUIT_BREAKER, KNOWN_POLL_NO_PROGRESS,
+                   PING_PONG, GENERIC_REPEAT)
+
+
+class Pack:
+    """A corpus's prepared sessions as arrays (one entry per call, sessions one after the
+    other), for :func:`run_columns`: a threshold change is a few vectorised passes, never
+    Python work per session. The per-``historySize`` counts are gathered from each session's
+    :meth:`PreparedSession.counters` once per window."""
+
+    def __init__(self, prepared: Sequence[PreparedSession]) -> None:
+        import numpy as np
+
+        self.prepared = prepared
+        sizes = [p.n for p in prepared]
+        self.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.offsets[1:])
+        self.turn = _column(np.int64, (p.turn for p in prepared), int(self.offsets[-1]))
+        self.call = _column(np.int64, (p.call for p in prepared), int(self.offsets[-1]))
+        self.poll = _column(np.bool_, (p.poll for p in prepared), int(self.offsets[-1]))
+        self.with_ops = np.array([bool(p.ops) for p in prepared], dtype=np.bool_)
+        self._windows: dict[int, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.prepared)
+
+    def window(self, history_size: int) -> tuple[Any, ...]:
+        """``(no_progress, recent, unknown_streak, ping_pong, evidence, peak)`` of every call."""
+        found = self._windows.get(history_size)
+        if found is None:
+            import numpy as np
+
+            total = int(self.offsets[-1])
+            ctrs = [p.counters(history_size) for p in self.prepared]
+            found = (
+                _column(np.int32, (c.no_progress for c in ctrs), total),
+                _column(np.int32, (c.recent for c in ctrs), total),
+                _column(np.int32, (c.unknown_streak for c in ctrs), total),
+                _column(np.int32, (c.ping_pong for c in ctrs), total),
+                _column(np.bool_, (c.ping_pong_evidence for c in ctrs), total),
+                _column(np.int32, (c.peak for c in ctrs), total),
+            )
+            if len(self._windows) >= 4:
+                self._windows.pop(next(iter(self._windows)))
+            self._windows[history_size] = found
+        return found
+
+
+def _column(dtype: Any, parts: Any, total: int) -> Any:
+    import numpy as np
+
+    out = np.empty(total, dtype=dtype)
+    at = 0
+    for part in parts:
+        k = len(part)
+        out[at:at + k] = part
+        at += k
+    return out
+
+
+def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
+    """Every session's first refusal, refusal and warning counts under ``config``, as arrays
+    (see :class:`loopscope.engines.base.RunColumns`): :func:`_evaluate`'s precedence applied to
+    every call at once. Sessions the post-compaction guard may act on (with a compaction,
+    guard on) are run one by one through :func:`run`."""
+    import numpy as np
+
+    r = config.resolved
+    n_sessions = len(pack)
+    offsets = pack.offsets
+    total = int(offsets[-1])
+    refuse = np.zeros(total, dtype=np.bool_)
+    warn = np.zeros(total, dtype=np.bool_)
+    detector = np.full(total, -1, dtype=np.int8)
+    if r.detection_on:
+        streak, recent, unknown, ping, evidence, peak = pack.window(r.history_size)
+        warning, critical = r.warning_threshold, r.critical_threshold
+        poll = pack.poll
+        not_poll = ~poll
+        poll_on = poll if r.known_poll_no_progress_on else np.zeros(total, dtype=np.bool_)
+        ping_on, generic_on = r.ping_pong_on, r.generic_repeat_on
+        floor = warning if warning < r.unknown_tool_threshold else r.unknown_tool_threshold
+        decided = ~(peak >= floor)  # below the lowest threshold: passes, never evaluated
+        # (condition, refuses?, detector code) in _evaluate's order: the first that holds wins.
+        chain: list[tuple[Any, bool, int]] = [
+            (unknown >= r.unknown_tool_threshold, True, 0),
+            (streak >= r.global_circuit_breaker_threshold, True, 1),
+            (poll_on & (streak >= critical), True, 2),
+            (poll_on & (streak >= warning), False, 2),
+        ]
+        if ping_on:
+            chain += [((ping >= critical) & evidence, True, 3), (ping >= warning, False, 3)]
+        if generic_on:
+            chain += [(not_poll & (streak >= critical), True, 4),
+                      (not_poll & (recent >= warning), False, 4)]
+        for cond, refuses, code in chain:
+            hit = cond & ~decided
+            (refuse if refuses else warn)[hit] = True
+            detector[hit] = code
+            decided |= cond
+    # Per session: counts by prefix sums, the first refusal by the first flagged position.
+    sums = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(refuse, out=sums[1:])
+    refusals = sums[offsets[1:]] - sums[offsets[:-1]]
+    np.cumsum(warn, out=sums[1:])
+    warnings = sums[offsets[1:]] - sums[offsets[:-1]]
+    first = np.full(n_sessions, -1, dtype=np.int64)
+    at = np.flatnonzero(refuse)
+    if at.size:
+        owner = np.searchsorted(offsets, at, side="right") - 1
+        owners, where = np.unique(owner, return_index=True)
+        first[owners] = at[where]
+    out = {"refusals": refusals, "warnings": warnings, "first": first, "detector": detector,
+           "turn": pack.turn, "call": pack.call, "offsets": offsets}
+    if r.guard_enabled and pack.with_ops.any():
+        for s in np.flatnonzero(pack.with_ops):
+            one = run(pack.prepared[int(s)], config)
+            refusals[s], warnings[s] = one.refusal_count, one.warning_count
+            f = one.first_refusal
+            first[s] = -1 if f is None else int(offsets[s]) + _position_of(pack.prepared[int(s)], f)
+            if f is not None:
+                detector[first[s]] = _DETECTOR_CODES.index(f.detector) if (
+                    f.detector in _DETECTOR_CODES) else len(_DETECTOR_CODES)
+    return out
+
+
+def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
+    """The call position of a first refusal (calls are numbered in order)."""
+    return p.call.index(first.call) if first.call is not None else 0
+
+
+DETECTORS = (*_DETECTOR_CODES, POST_COMPACTION_GUARD)
+"""Detector names by the codes of :func:`run_columns`."""

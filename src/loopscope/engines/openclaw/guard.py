@@ -1,5 +1,6 @@
-"""The post-compaction loop guard (engine-openclaw §5.6), ported from
-``createPostCompactionLoopGuard`` of ``openclaw@2026.6.11``.
+"""The post-compaction loop guard, ported from ``createPostCompactionLoopGuard`` of
+openclaw@2026.6.11: ``dist/embedded-agent-*.js`` (``src/agents/embedded-agent-runner/
+post-compaction-loop-guard.ts``).
 
 After a compaction arms it, the guard watches the next ``windowSize`` hashed outcomes of the
 run; if all of them are the identical ``(tool, argsHash, resultHash)`` triple, the run aborts.

@@ -1,4 +1,4 @@
-"""argsHash, resultHash and unknown-tool names (engine-openclaw §4.2–§4.4).
+"""argsHash, resultHash and unknown-tool names.
 
 Ports of ``hashToolCall``, ``hashToolOutcome`` and ``extractUnknownToolName`` from
 ``openclaw@2026.6.11`` (``dist/tool-loop-detection-*.js``). Hashes depend only on the session,
@@ -47,7 +47,7 @@ def is_mapping(value: Any) -> bool:
 
 
 def hash_tool_call(tool_name: str, params: Any) -> str:
-    """argsHash: ``"<tool>:<sha256 hex of stableStringify(params)>"`` (§4.2)."""
+    """argsHash: ``"<tool>:<sha256 hex of stableStringify(params)>"``, params exactly as passed."""
     return f"{tool_name}:{digest(params)}"
 
 
@@ -82,7 +82,7 @@ def format_error_for_hash(error: Any) -> str:
 
 
 def extract_unknown_tool_name(error: Any) -> str | None:
-    """The lowercase unavailable-tool name an error names, if any (§4.4)."""
+    """The lowercase unavailable-tool name an error names, if any (only the error path has one)."""
     raw = js_trim(format_error_for_hash(error))
     if not raw:
         return None
@@ -161,7 +161,8 @@ def _is_message_delivery_object(value: Mapping[str, Any]) -> bool:
 
 
 def strip_volatile_send_ids(value: Any) -> Any:
-    """Drop message/file/poll ids, receipts and timestamps at any depth (§4.3 step 6)."""
+    """Drop message/file/poll ids, receipts and timestamps at any depth, so repeated identical
+    sends hash alike; ``id`` only from a message delivery object, never a route or chat id."""
     if isinstance(value, list | tuple):
         return [strip_volatile_send_ids(v) for v in value]
     if not is_mapping(value):
@@ -188,7 +189,7 @@ def is_volatile_send_result(tool_name: str, params: Any) -> bool:
 def hash_tool_outcome(
     tool_name: str, params: Any, result: Any = UNDEFINED, error: Any = UNDEFINED
 ) -> tuple[str | None, str | None]:
-    """``(result_hash, unknown_tool_name)`` of one outcome (§4.3).
+    """``(result_hash, unknown_tool_name)`` of one outcome (``hashToolOutcome``).
 
     Pass :data:`UNDEFINED` (the default) for an absent ``result`` or ``error``; ``None`` is JS
     ``null``. ``result_hash`` is ``None`` when nothing would be recorded: no result and no

@@ -1,7 +1,8 @@
-"""JavaScript value semantics the OpenClaw port needs (engine-openclaw §4.1, §7.3).
+"""JavaScript value semantics the OpenClaw port needs.
 
-OpenClaw hashes tool arguments and outcomes with ``stableStringify`` under Node. To reproduce
-its hashes byte for byte, this module mirrors the few JS behaviours that differ from Python:
+OpenClaw hashes tool arguments and outcomes with ``stableStringify`` under Node
+(openclaw@2026.6.11: ``dist/stable-stringify-*.js``). To reproduce its hashes byte for byte,
+this module mirrors the few JS behaviours that differ from Python:
 
 * ``stable_stringify``: sorted keys in UTF-16 code-unit order, JS number formatting, the bare
   ``undefined`` token, ``"NaN"``/``"Infinity"`` strings, and lone surrogates written as
@@ -93,7 +94,7 @@ _TWO_53: Final = 2**53
 
 
 def js_number(value: float) -> str:
-    """``Number.prototype.toString`` of a finite double (engine-openclaw §4.1.3)."""
+    """``Number.prototype.toString`` of a finite double (OpenClaw reads every JSON number as one)."""
     if value == 0:
         return "0"  # 0 and -0
     if value < 0:
@@ -148,7 +149,7 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def js_string(text: str) -> str:
-    """``JSON.stringify`` of a string, well-formed form (§4.1.2)."""
+    """``JSON.stringify`` of a string, well-formed form (a lone surrogate becomes ``\\udxxx``)."""
     try:
         # orjson escapes exactly as ``encode_basestring`` (every code point checked) and raises
         # on a surrogate; it is several times faster on long strings.
@@ -397,7 +398,7 @@ def fast_json_parse(text: str) -> tuple[bool, Any]:
 
 
 def js_json_parse(text: str) -> tuple[bool, Any]:
-    """Parse ``text`` with JavaScript ``JSON.parse`` rules (engine-openclaw §7.3).
+    """Parse ``text`` with JavaScript ``JSON.parse`` rules, as OpenClaw reads recorded arguments.
 
     Returns ``(True, value)`` or ``(False, reason)``. ``NaN``/``Infinity`` literals, a BOM,
     trailing commas or text, single quotes and the empty string are rejected; an overflowing

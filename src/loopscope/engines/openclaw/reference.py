@@ -1,9 +1,11 @@
-"""Shadow-mode replay of a normalized session (engine-openclaw §7).
+"""Shadow-mode replay: every recorded call is fed to the guard as though it ran.
 
-:func:`session_ops` reads a :class:`~loopscope.model.Session` into the engine's inputs (§7.2,
-§7.3): run starts, compactions, and one :class:`CallInput` per tool call with its params and its
-outcome. :func:`replay_session` is the plain reference path of §7.1: it drives the literal
-upstream functions of :mod:`.detection` and the guard, call by call.
+:func:`session_ops` reads a :class:`~loopscope.model.Session` into the engine's inputs: run starts
+(each user message), compactions, and one :class:`CallInput` per tool call with its params and
+its outcome. :func:`replay_session` is the plain reference path: for each call it detects,
+records the call, records its outcome (always, even after a refusal, so later steps describe the
+recorded session) and feeds the guard, driving the literal upstream functions of
+:mod:`.detection` and the guard call by call.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ BLOCK_MARKERS: Final = (
     "session execution blocked by global circuit breaker",
     "compaction_loop_persisted",
 )
-"""Phrases that identify an upstream loop block in a recorded result's text (§6.6)."""
+"""Phrases that identify an upstream loop block in a recorded result's text (older builds threw
+the block message as an error, so only the free text shows it)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CallInput:
-    """Everything the engine needs about one tool call (§7.3)."""
+    """Everything the engine needs about one tool call: name (verbatim), params, id, run, outcome."""
 
     turn: int
     call: int
@@ -99,8 +102,9 @@ def _outcome(result: ToolResult | None, openclaw: bool) -> tuple[Any, Any, bool]
 
 
 def session_ops(session: Session) -> list[Op]:
-    """The session as the engine consumes it, in transcript order (§7.1, §1.9 of the sessions
-    spec): :data:`USER`, :data:`COMPACTION` and one :class:`CallInput` per call."""
+    """The session as the engine consumes it, in transcript order: :data:`USER`,
+    :data:`COMPACTION` and one :class:`CallInput` per call. Only user events start a run;
+    system and other messages are ignored, so injected context never resets the counts."""
     events = session.events
     results_by_id: dict[str, list[int]] = {}
     for event in events:
@@ -127,7 +131,8 @@ def session_ops(session: Session) -> list[Op]:
 def _paired_result(call: ToolCall, turn: AssistantTurn, events: tuple[Any, ...],
                    results_by_id: dict[str, list[int]]) -> ToolResult | None:
     """The first result after the call's turn that carries its id; a result paired by
-    structure is its call's outcome (§7.3). Never by position."""
+    structure is its call's outcome. Never by position: OpenClaw pairs a call with its
+    outcome by the call id."""
     if call.result is not None:
         paired = events[call.result]
         if isinstance(paired, ToolResult) and paired.paired_by == "structure":
@@ -154,7 +159,7 @@ def make_step(
     result_hash: str | None = None, guard_abort: bool = False, unknown_tool: str | None = None,
     warning_emitted: bool | None = None,
 ) -> Step:
-    """A step with the §7.5 fields: the contract fields, then ``extra`` in spec order
+    """A step with every OpenClaw field: the contract fields, then ``extra`` in output order
     (optional ``unknown_tool``, ``warning_emitted`` and ``recorded_block`` last)."""
     return Step(
         turn=c.turn, call=c.call, tools=(c.name,), signature=args_hash,
@@ -177,7 +182,7 @@ def make_step(
 
 
 def replay_session(session: Session, config: OpenClawConfig) -> SessionReplay:
-    """The plain reference replay of §7.1, one literal upstream call sequence per tool call."""
+    """The plain reference replay, one literal upstream call sequence per tool call."""
     block = config.block
     resolved = config.resolved
     state = LoopState()

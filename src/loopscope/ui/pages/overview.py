@@ -62,12 +62,11 @@ def _welcome() -> None:
                 st.page_link(target, label="How guards decide", icon=":material/menu_book:")
 
 
-def _summary(corpus: Any, results: dict[str, list[Any]]) -> None:
+def _summary(corpus: Any, results: dict[str, Any]) -> None:
     cols = st.columns(1 + len(results))
     cols[0].metric("Sessions", len(corpus.sessions))
     for i, (name, reps) in enumerate(results.items()):
-        refused = sum(1 for r in reps if r.first_refusal is not None)
-        warned = sum(1 for r in reps if r.warned)
+        refused, warned = state.refused_warned(reps)
         cols[1 + i].metric(
             f"{state.ENGINE_TITLES[name]}: refused", refused,
             help="Sessions where the guard would have blocked a call at least once.")
@@ -86,7 +85,7 @@ def _guards(corpus: Any, results: dict[str, list[Any]]) -> None:
 
 
 @st.fragment
-def _sessions(corpus: Any, results: dict[str, list[Any]], found: dict[str, Any]) -> None:
+def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> None:
     c1, c2, c3, c4 = st.columns([1.3, 1.3, 0.7, 0.7])
     with c1:
         view = st.selectbox(
@@ -174,7 +173,7 @@ def _open_selected(event: Any, window: list[int]) -> None:
             first = (custom[0] if isinstance(custom, list | tuple) and custom
                      else custom.get("0") if isinstance(custom, dict) else None)
             turn = int(first) - 1 if isinstance(first, int | float) else None
-            views.open_session(state.corpus().sessions[window[int(y)]].source, turn)
+            views.open_session(state.corpus().sources[window[int(y)]], turn)
             return
 
 
@@ -192,23 +191,23 @@ def _change_text(i: int, found: dict[str, Any]) -> str:
     return "; ".join(out)
 
 
-def _table(corpus: Any, results: dict[str, list[Any]], window: list[int],
+def _table(corpus: Any, results: dict[str, Any], window: list[int],
            found: dict[str, Any]) -> None:
-    """The page's sessions: one click on a row opens it."""
-    sessions = corpus.sessions
-    names, calls = corpus.session_names, corpus.call_counts
+    """The page's sessions (only those: the table is rebuilt on every move); one click on a
+    row opens it. Read from the corpus's and the runs' columns, no session or replay built."""
+    names, calls, turns = corpus.session_names, corpus.call_counts, corpus.turn_counts
     labels = views.session_labels(corpus)
     columns: dict[str, list[Any]] = {
         "session": [names[i] for i in window],
         "calls": [calls[i] for i in window],
-        "turns": [len(sessions[i].turns) for i in window],
+        "turns": [turns[i] for i in window],
         "label": [LABEL_TEXT.get(labels[i] or "", "") for i in window],
     }
     for name in results:
         title = state.ENGINE_TITLES[name]
-        reps = results[name]
-        columns[f"{title} first refusal"] = [_refusal_text(reps[i].first_refusal) for i in window]
-        columns[f"{title} warnings"] = [reps[i].warning_count for i in window]
+        firsts, warnings = state.first_refusals_and_warnings(results[name])
+        columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
+        columns[f"{title} warnings"] = [warnings[i] for i in window]
     if any(e.changed for e in found.values()):
         columns["against the baseline"] = [_change_text(i, found) for i in window]
     event = st.dataframe(
@@ -225,7 +224,7 @@ def _table(corpus: Any, results: dict[str, list[Any]], window: list[int],
     elif rows:
         row = rows[0]
     if isinstance(row, int) and 0 <= row < len(window):
-        views.open_session(sessions[window[row]].source)
+        views.open_session(corpus.sources[window[row]])
 
 
 def _refusal_text(first: Any) -> str:

@@ -1,0 +1,491 @@
+"""The fast path: everything threshold-independent once per session, a cheap run per config.
+
+In shadow mode ``clearDetection()`` follows every detection, so the two detectors never block
+each other: the tool-call verdicts depend only on each prompt's sequence of call keys, and the
+content verdicts only on the text between resets (a prompt start, a tool call, a structural
+piece). They share only the running count of detections within a prompt. Hence:
+
+* :func:`prepare` builds the steps, keys every call (SHA-256 of ``name:JSON.stringify(args)``),
+  and for each call the largest number of back-to-back repetitions of a 1–5-call cycle that ends
+  at it (``repeats``). The tool-call check fires at a call exactly when ``repeats`` reaches
+  ``TOOL_CALL_LOOP_THRESHOLD``: it compares the last ``k × threshold`` keys, and the history it
+  keeps (``5 × threshold``) is never shorter than that. Calls are kept sorted by ``repeats`` so
+  a run finds the firing ones by bisection.
+* It also cuts the text into pieces, runs the structure checks and the code-fence toggling
+  once, and joins the analysed pieces into *stretches* (text between two resets) in UTF-16 code
+  units. Per window size, every window of a stretch gets two integer ids: one for its hash (a
+  lone surrogate half at a window edge hashes as U+FFFD, so different windows can share a hash)
+  and one for its exact text.
+* :func:`run` replays the window walk of every stretch in absolute positions (the history
+  truncation becomes a moving lower bound; stored positions below it are dropped when next
+  read), once per ``(CONTENT_CHUNK_SIZE, CONTENT_LOOP_THRESHOLD, MAX_HISTORY_LENGTH)`` and
+  remembered, then numbers the detections of both detectors per prompt. Steps are built only
+  when read.
+
+``run(prepare(s), c) == replay(s, c)`` is a property test, for every field of every step.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
+
+from loopscope.engines.base import (
+    FirstRefusal,
+    FlaggedStep,
+    Marker,
+    SessionReplay,
+    Step,
+    new_step,
+)
+from loopscope.engines.gemini_cli.config import GeminiConfig
+from loopscope.engines.gemini_cli.detector import (
+    CONTENT_LOOP,
+    DETAIL_CONTEXT,
+    MAX_CYCLE,
+    TOOL_CALL_LOOP,
+    structure,
+    tool_call_detail,
+    tool_call_key,
+)
+from loopscope.engines.gemini_cli.events import CallItem, ContentItem, PromptItem, session_items
+from loopscope.engines.gemini_cli.jsjson import (
+    from_units,
+    has_surrogates,
+    js_trim,
+    to_units,
+)
+from loopscope.engines.gemini_cli.reference import (
+    CONTENT_KIND,
+    ENGINE_NAME,
+    TOOL_CALL_KIND,
+    intervention,
+)
+from loopscope.model import Session
+
+__all__ = ["ContentHit", "PreparedSession", "Stretch", "prepare", "recall", "remember", "run"]
+
+
+_GEMINI_CONSTANTS: Final = GeminiConfig().content_constants
+_REMEMBERED_WALKS: Final = 8
+"""Content walks kept per prepared session (a slider over a what-if makes a new one per
+value; each holds a count per reply)."""
+
+
+@dataclass(slots=True)
+class Stretch:
+    """Analysed text between two resets of the content tracking, in UTF-16 code units."""
+
+    text: str
+    ends: list[int] = field(default_factory=list)
+    """Where each piece's text ends in :attr:`text`."""
+    positions: list[int] = field(default_factory=list)
+    """The step each piece belongs to."""
+
+
+class ContentHit(NamedTuple):
+    """One content detection."""
+
+    position: int
+    """The step."""
+    detail: str
+    stretch: int
+    """Index of the stretch in :attr:`PreparedSession.stretches`."""
+    recent: tuple[int, ...]
+    """The window's last ``CONTENT_LOOP_THRESHOLD`` starts in the stretch; the last one is the
+    window that fired."""
+
+
+@dataclass(slots=True)
+class ContentRun:
+    """The content verdicts under one ``(chunk size, threshold, history length)``."""
+
+    detections: list[ContentHit]
+    """Every content detection, in event order."""
+    occurrences: dict[int, int]
+    """Step position → the most occurrences of one window recorded while its pieces were
+    analysed (for the session chart)."""
+
+
+@dataclass(slots=True)
+class PreparedSession:
+    """One session's threshold-independent data."""
+
+    session: str
+    source: str
+    format: str
+    turn: list[int]
+    call: list[int | None]
+    tools: list[tuple[str, ...]]
+    signature: list[str | None]
+    prompt: list[int]
+    pieces: list[int | None]
+    """Pieces sent, for content steps (``None`` for tool-call steps)."""
+    call_args: dict[int, tuple[str, Any]]
+    """Step position → ``(name, args)`` of a tool-call step."""
+    repeats: dict[int, int]
+    """Step position → back-to-back repetitions of the best 1–5-call cycle ending there."""
+    by_repeats: list[int]
+    """Tool-call step positions, most repeats first."""
+    neg_repeats: list[int]
+    """``-repeats`` of :attr:`by_repeats`, ascending (for bisection)."""
+    stretches: list[Stretch]
+    _content: dict[tuple[int, int, int], ContentRun] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.turn)
+
+    def content_run(self, chunk: int, threshold: int, history: int) -> ContentRun:
+        """The content walk under these constants, remembered (Gemini CLI's own and the last
+        few what-ifs)."""
+        key = (chunk, threshold, history)
+        memo = self._content
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = _content_run(self, chunk, threshold, history)
+            if len(memo) > _REMEMBERED_WALKS:
+                del memo[next(k for k in memo if k != _GEMINI_CONSTANTS)]
+        return found
+
+
+# --------------------------------------------------------------------------- prepare
+
+
+def prepare(session: Session) -> PreparedSession:
+    turn: list[int] = []
+    call: list[int | None] = []
+    tools: list[tuple[str, ...]] = []
+    signature: list[str | None] = []
+    prompts: list[int] = []
+    pieces: list[int | None] = []
+    call_args: dict[int, tuple[str, Any]] = {}
+    repeats: dict[int, int] = {}
+    stretches: list[Stretch] = []
+
+    prompt = 0
+    keys: list[int] = []  # the current prompt's call keys, as small integers
+    key_ids: dict[str, int] = {}
+    runs: list[list[int]] = [[] for _ in range(MAX_CYCLE + 1)]  # runs[k][j]: key j equals key j-k, back to back
+    in_code_block = False
+    open_stretch: Stretch | None = None
+    parts: list[str] = []
+
+    def close_stretch() -> None:
+        nonlocal open_stretch
+        if open_stretch is not None:
+            open_stretch.text = "".join(parts)
+            stretches.append(open_stretch)
+            open_stretch = None
+            parts.clear()
+
+    for item in session_items(session):
+        if isinstance(item, PromptItem):
+            prompt = item.prompt
+            close_stretch()
+            keys = []
+            runs = [[] for _ in range(MAX_CYCLE + 1)]
+            continue
+        position = len(turn)
+        prompts.append(prompt)
+        if isinstance(item, ContentItem):
+            turn.append(item.turn)
+            call.append(None)
+            tools.append(())
+            signature.append(None)
+            pieces.append(len(item.pieces))
+            for piece in item.pieces:
+                units = to_units(piece)
+                found = structure(units)
+                if found.resets:
+                    close_stretch()
+                was_in_code_block = in_code_block
+                if found.fences % 2 == 1:
+                    in_code_block = not in_code_block
+                if was_in_code_block or in_code_block or found.divider:
+                    continue
+                if open_stretch is None:
+                    open_stretch = Stretch("")
+                parts.append(units)
+                length = (open_stretch.ends[-1] if open_stretch.ends else 0) + len(units)
+                open_stretch.ends.append(length)
+                open_stretch.positions.append(position)
+            continue
+        assert isinstance(item, CallItem)
+        close_stretch()  # a tool call resets the content tracking
+        key = tool_call_key(item.name, item.args)
+        turn.append(item.turn)
+        call.append(item.call)
+        tools.append((item.name,))
+        signature.append(f"{item.name}:{key}")
+        pieces.append(None)
+        call_args[position] = (item.name, item.args)
+        code = key_ids.setdefault(key, len(key_ids))
+        j = len(keys)
+        keys.append(code)
+        best = 0
+        for k in range(1, MAX_CYCLE + 1):
+            run_k = runs[k]
+            # run: how many keys in a row, ending here, equal the key k places before them.
+            run_k.append(run_k[j - 1] + 1 if j >= k and keys[j - k] == code else 0)
+            # The stretch with period k ending here is ``run + k`` keys long (at most all).
+            best = max(best, min(run_k[j] + k, j + 1) // k)
+        repeats[position] = best
+    close_stretch()
+
+    by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
+    prepared = PreparedSession(
+        session.id, session.source, session.format, turn, call, tools, signature, prompts,
+        pieces, call_args, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
+    # Gemini CLI's own constants never change: their window walk belongs to preparing.
+    prepared.content_run(*_GEMINI_CONSTANTS)
+    return prepared
+
+
+# --------------------------------------------------------------------------- content walk
+
+
+_LONE: Final = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+"""A surrogate half without its partner (in the string searched)."""
+
+
+def _lone_prefix(text: str) -> list[int] | None:
+    """``[lone surrogates in text[:i] for i in 0..len]``, or ``None`` when there are none."""
+    found = [m.start() for m in _LONE.finditer(text)]
+    if not found:
+        return None
+    prefix = [0] * (len(text) + 1)
+    for position in found:
+        prefix[position + 1] += 1
+    for i in range(len(text)):
+        prefix[i + 1] += prefix[i]
+    return prefix
+
+
+def _content_run(p: PreparedSession, chunk: int, threshold: int, history: int) -> ContentRun:
+    detections: list[ContentHit] = []
+    occurrences: dict[int, int] = {}
+    max_distance = chunk * 5 * (threshold - 1)
+    max_periods = threshold // 2
+    for number, stretch in enumerate(p.stretches):
+        text = stretch.text
+        # A window's hash is SHA-256 of its UTF-8, where a lone surrogate half (also one cut
+        # off by the window's edge) is U+FFFD: windows that differ only there share a hash but
+        # not a text. The window with those halves replaced identifies its hash.
+        surrogates = has_surrogates(text)
+        lone_before = _lone_prefix(text) if surrogates else None
+        stats: dict[str, list[int]] = {}
+        last = 0  # the next window start, in absolute position
+        floor = 0  # text before this was dropped by the history truncation
+        for end, position in zip(stretch.ends, stretch.positions, strict=True):
+            if end - floor > history:
+                floor = end - history
+                if last < floor:
+                    last = floor
+            most = occurrences.get(position, 0)
+            limit = end - chunk
+            while last <= limit:
+                window = text[last:last + chunk]
+                key = window
+                if surrogates and (
+                        "\udc00" <= window[0] <= "\udfff" or "\ud800" <= window[-1] <= "\udbff"
+                        or (lone_before is not None
+                            and lone_before[last + chunk] != lone_before[last])):
+                    key = _LONE.sub("\ufffd", window)
+                seen = stats.get(key)
+                if seen is not None and seen[0] < floor:
+                    cut = bisect_left(seen, floor)
+                    if cut == len(seen):
+                        seen = None
+                    else:
+                        del seen[:cut]
+                if seen is None:
+                    stats[key] = [last]
+                    last += 1
+                    continue
+                if surrogates and text[seen[0]:seen[0] + chunk] != window:
+                    last += 1  # same hash, different text: nothing recorded
+                    continue
+                seen.append(last)
+                count = len(seen)
+                if count > most:
+                    most = count
+                if count >= threshold and last - seen[-threshold] <= max_distance:
+                    recent = seen[-threshold:]
+                    periods = {text[recent[i]:recent[i + 1]] for i in range(threshold - 1)}
+                    if len(periods) <= max_periods:
+                        snippet = text[max(floor, last - DETAIL_CONTEXT):last + chunk]
+                        detail = f'Repeating content detected: "{from_units(js_trim(snippet))}..."'
+                        detections.append(ContentHit(position, detail, number, tuple(recent)))
+                        break  # the window stays where it fired
+                last += 1
+            occurrences[position] = most
+    return ContentRun(detections, occurrences)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass(slots=True)
+class _Verdicts:
+    """Per refused step position: ``(detector, count, detail, detections)``."""
+
+    flagged: dict[int, tuple[str, int, str, int]]
+    first: int
+
+
+def _verdicts(p: PreparedSession, config: GeminiConfig) -> _Verdicts:
+    if not config.enabled:
+        return _Verdicts({}, -1)
+    calls = p.by_repeats[:bisect_right(p.neg_repeats, -config.tool_call_loop_threshold)]
+    calls.sort()
+    content = p.content_run(*config.content_constants).detections
+    flagged: dict[int, tuple[str, int, str, int]] = {}
+    prompt_of = p.prompt
+    current_prompt = -1
+    count = 0
+    i = j = 0
+    n_calls, n_content = len(calls), len(content)
+    while i < n_calls or j < n_content:
+        if j >= n_content or (i < n_calls and calls[i] < content[j][0]):
+            position = calls[i]
+            i += 1
+            detector = TOOL_CALL_LOOP
+            detail = ""  # built when the step is
+        else:
+            position, detail = content[j][:2]
+            j += 1
+            detector = CONTENT_LOOP
+        prompt = prompt_of[position]
+        if prompt != current_prompt:
+            current_prompt, count = prompt, 0
+        count += 1
+        seen = flagged.get(position)
+        if seen is None:
+            flagged[position] = (detector, count, detail, 1)
+        else:
+            flagged[position] = (seen[0], seen[1], seen[2], seen[3] + 1)
+    return _Verdicts(flagged, min(flagged) if flagged else -1)
+
+
+def run(p: PreparedSession, config: GeminiConfig) -> SessionReplay:
+    v = _verdicts(p, config)
+    first = None
+    if v.first >= 0:
+        first = FirstRefusal(p.turn[v.first], p.call[v.first], v.flagged[v.first][0])
+    return SessionReplay.lazy(p.session, p.source, p.format, ENGINE_NAME, first, False,
+                              _Detail(p, v))
+
+
+def _extra(p: PreparedSession, i: int, count: int | None, detail: str | None,
+           detections: int) -> dict[str, Any]:
+    extra: dict[str, Any] = {
+        "kind": TOOL_CALL_KIND if p.call[i] is not None else CONTENT_KIND,
+        "prompt": p.prompt[i], "intervention": intervention(count), "detail": detail,
+        "detections": detections}
+    pieces = p.pieces[i]
+    if pieces is not None:
+        extra["pieces"] = pieces
+    return extra
+
+
+class _Detail:
+    """The steps of one prepared session under one configuration, built when read."""
+
+    __slots__ = ("prepared", "verdicts")
+
+    def __init__(self, prepared: PreparedSession, verdicts: _Verdicts) -> None:
+        self.prepared = prepared
+        self.verdicts = verdicts
+
+    def _step(self, i: int) -> Step:
+        p, v = self.prepared, self.verdicts
+        diverged = i > v.first >= 0
+        hit = v.flagged.get(i)
+        if hit is None:
+            return new_step(p.turn[i], p.call[i], p.tools[i], p.signature[i], "pass", None, None,
+                            diverged, _extra(p, i, None, None, 0))
+        detector, count, detail, detections = hit
+        if detector == TOOL_CALL_LOOP:
+            detail = tool_call_detail(*p.call_args[i])
+        return new_step(p.turn[i], p.call[i], p.tools[i], p.signature[i], "refuse", detector,
+                        count, diverged, _extra(p, i, count, detail, detections))
+
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(self._step(i) for i in range(self.prepared.n))
+
+    def flagged(self) -> tuple[FlaggedStep, ...]:
+        return tuple(FlaggedStep(i, self._calls_before(i), self._step(i))
+                     for i in sorted(self.verdicts.flagged))
+
+    def _calls_before(self, i: int) -> int:
+        call = self.prepared.call
+        if call[i] is not None:
+            return call[i]  # type: ignore[return-value]
+        for j in range(i - 1, -1, -1):
+            c = call[j]
+            if c is not None:
+                return c + 1
+        return 0
+
+    def markers(self) -> tuple[Marker, ...]:
+        p = self.prepared
+        out = []
+        for i in sorted(self.verdicts.flagged):
+            detector, count, _detail, _n = self.verdicts.flagged[i]
+            out.append(Marker(i, p.turn[i], p.call[i], self._calls_before(i), "refuse",
+                              detector, count))
+        return tuple(out)
+
+    def verdict_counts(self) -> tuple[int, int]:
+        return len(self.verdicts.flagged), 0
+
+    def step_json(self) -> list[dict[str, Any]]:
+        p, v = self.prepared, self.verdicts
+        first = v.first
+        out: list[dict[str, Any]] = []
+        append = out.append
+        flagged = v.flagged
+        for i in range(p.n):
+            if i in flagged:
+                append(self._step(i).to_json())
+                continue
+            append({
+                "turn": p.turn[i], "call": p.call[i], "tools": list(p.tools[i]),
+                "signature": p.signature[i], "verdict": "pass", "detector": None, "count": None,
+                "after_divergence": i > first >= 0, **_extra(p, i, None, None, 0)})
+        return out
+
+
+# --------------------------------------------------------------------------- recently prepared
+
+_RECENT: Final[OrderedDict[tuple[str, str], PreparedSession]] = OrderedDict()
+_RECENT_SIZE: Final = 64
+
+
+def remember(prepared: PreparedSession) -> None:
+    """Keep a few recently prepared sessions, so that an explanation (which sees only the
+    replay) can point at the repeated text. Bounded; a cache, never a source of verdicts."""
+    key = (prepared.session, prepared.source)
+    _RECENT.pop(key, None)
+    _RECENT[key] = prepared
+    while len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+
+
+def recall(replay: SessionReplay) -> PreparedSession | None:
+    """The remembered prepared session ``replay`` was made from, if it is still known and its
+    steps are the replay's (same turns, calls, signatures and text pieces)."""
+    prepared = _RECENT.get((replay.session, replay.source))
+    if prepared is None:
+        return None
+    steps = replay.steps
+    if len(steps) != prepared.n or any(
+            s.turn != prepared.turn[i] or s.call != prepared.call[i]
+            or s.signature != prepared.signature[i]
+            or s.extra.get("pieces") != prepared.pieces[i] for i, s in enumerate(steps)):
+        return None
+    return prepared

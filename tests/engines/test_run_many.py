@@ -1,0 +1,139 @@
+"""The batch path (``run_many``: one vectorised pass per configuration over a whole corpus)
+and the prepared-data codec (worker processes, the on-disk cache) are proven equal to the
+per-session fast path, which is itself proven equal to the reference replay."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.engines.gglib.test_gglib_properties import config as gglib_config
+from tests.engines.gglib.test_gglib_properties import session as gglib_messages
+from tests.engines.openclaw._openclaw_gen import random_block, random_session
+
+from loopscope.engines import get_engine
+from loopscope.engines.base import PreparedSessions, RunColumns, run_many
+from loopscope.engines.gglib import GglibConfig
+from loopscope.engines.openclaw import OpenClawConfig
+
+OPENCLAW = get_engine("openclaw")
+GGLIB = get_engine("gglib")
+
+
+def assert_columns_equal(columns: RunColumns, singles: list[Any]) -> None:
+    """Every column of ``columns`` says what the per-session replays say."""
+    assert len(columns) == len(singles)
+    for i, one in enumerate(singles):
+        assert bool(columns.refused[i]) == one.refused, i
+        assert int(columns.refusal_counts[i]) == one.refusal_count, i
+        assert int(columns.warning_counts[i]) == one.warning_count, i
+        assert bool(columns.warned[i]) == one.warned, i
+        assert columns.first_refusal(i) == one.first_refusal, i
+        assert columns[i] == one, i
+
+
+def _openclaw_corpus(seed: int, n: int) -> tuple[list[Any], PreparedSessions]:
+    rng = random.Random(seed)
+    sessions = [random_session(rng) for _ in range(n)]
+    return sessions, PreparedSessions(OPENCLAW.prepare(s) for s in sessions)
+
+
+def _low_block(rng: random.Random) -> dict[str, Any]:
+    block = random_block(rng)
+    if rng.random() < 0.6:  # low thresholds: many flagged calls, every detector
+        block["enabled"] = True
+        block["warningThreshold"] = rng.randint(1, 4)
+        block["criticalThreshold"] = block["warningThreshold"] + rng.randint(1, 3)
+        block["globalCircuitBreakerThreshold"] = block["criticalThreshold"] + rng.randint(1, 4)
+        block["unknownToolThreshold"] = rng.randint(1, 4)
+        block["historySize"] = rng.randint(2, 12)
+    return block
+
+
+def test_openclaw_run_many_equals_run_on_random_corpora() -> None:
+    rng = random.Random(31)
+    sessions, prepared = _openclaw_corpus(7, 50)
+    for _ in range(30):  # one prepared corpus serves every configuration, in any order
+        config = OpenClawConfig.from_block(_low_block(rng))
+        columns = run_many(OPENCLAW, prepared, config)
+        assert_columns_equal(columns, [OPENCLAW.run(p, config) for p in prepared])
+    config = OpenClawConfig.from_block(_low_block(rng))
+    assert run_many(OPENCLAW, prepared, config)[3] == OPENCLAW.replay(sessions[3], config)
+
+
+def test_openclaw_run_many_on_a_plain_list_and_an_empty_corpus() -> None:
+    _, prepared = _openclaw_corpus(8, 5)
+    config = OPENCLAW.default_config()
+    assert_columns_equal(run_many(OPENCLAW, list(prepared), config),
+                         [OPENCLAW.run(p, config) for p in prepared])
+    assert len(run_many(OPENCLAW, PreparedSessions(), config)) == 0
+
+
+def test_openclaw_codec_round_trip() -> None:
+    rng = random.Random(5)
+    sessions, prepared = _openclaw_corpus(9, 40)
+    for session, p in zip(sessions, prepared, strict=True):
+        data = orjson.loads(orjson.dumps(OPENCLAW.encode_prepared(p)))
+        back = OPENCLAW.decode_prepared(data)
+        assert OPENCLAW.encode_prepared(back) == data
+        for _ in range(3):
+            config = OpenClawConfig.from_block(_low_block(rng))
+            assert OPENCLAW.run(back, config) == OPENCLAW.replay(session, config)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(gglib_messages(), min_size=1, max_size=6), st.lists(gglib_config(), min_size=1,
+                                                                     max_size=4))
+def test_gglib_run_many_equals_run(corpus: list[list[Any]], configs: list[GglibConfig]) -> None:
+    prepared = PreparedSessions(GGLIB.prepare_messages(m, source=f"s{i}")
+                                for i, m in enumerate(corpus))
+    for config in configs:
+        columns = run_many(GGLIB, prepared, config)
+        assert_columns_equal(columns, [GGLIB.run(p, config) for p in prepared])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gglib_messages(), st.lists(gglib_config(), min_size=1, max_size=3))
+def test_gglib_codec_round_trip(messages: list[Any], configs: list[GglibConfig]) -> None:
+    p = GGLIB.prepare_messages(messages, source="x")
+    data = orjson.loads(orjson.dumps(GGLIB.encode_prepared(p)))
+    back = GGLIB.decode_prepared(data)
+    assert GGLIB.encode_prepared(back) == data
+    for config in configs:
+        assert GGLIB.run(back, config) == GGLIB.run(p, config)
+
+
+def test_decoding_refuses_damaged_data() -> None:
+    _, prepared = _openclaw_corpus(10, 3)
+    good = OPENCLAW.encode_prepared(prepared[0])
+    assert good is not None and good["args_code"]
+    for damage in ({"args_code": [999] * len(good["args_code"])}, {"turn": "x"},
+                   {"session": 3}, {"ops": [-7]}):
+        try:
+            OPENCLAW.decode_prepared({**good, **damage})
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {damage}")
+    for bad in (None, [], {"session": "s", "source": "s", "format": "f", "messages": {}}):
+        try:
+            GGLIB.decode_prepared(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
+
+
+def test_plugin_without_run_many_uses_the_generic_path() -> None:
+    class Plain:  # an engine written before run_many: run only
+        name = "plain"
+
+        def run(self, prepared: Any, config: Any) -> Any:
+            return OPENCLAW.run(prepared, config)
+
+    _, prepared = _openclaw_corpus(11, 8)
+    config = OpenClawConfig.from_block({"enabled": True, "warningThreshold": 2,
+                                        "criticalThreshold": 3})
+    assert_columns_equal(run_many(Plain(), prepared, config),
+                         [OPENCLAW.run(p, config) for p in prepared])
