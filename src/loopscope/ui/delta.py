@@ -135,11 +135,11 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
                    labels_key: str, _corpus: Any, _base: Any, _current: Any,
                    _labels: tuple[str | None, ...]) -> CorpusEffect:
     del base_key, current_key, labels_key  # cache keys only
-    before = [r.first_refusal for r in
-              state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base)]
-    after = [r.first_refusal for r in
-             state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
-                                   _current)]
+    before = state.first_refusals(
+        state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base))
+    after = state.first_refusals(
+        state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
+                              _current))
     return corpus_effect(before, after, list(_labels))
 
 

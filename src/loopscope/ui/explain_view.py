@@ -104,9 +104,8 @@ def _cached_advice(fingerprint: str, engine: str, config_text: str, index: int, 
     prepared = state.prepared_version(_corpus, engine, eng.version_of(_config))
 
     def first_refusals(config: Any) -> list[Any]:
-        reps = state._cached_replays(fingerprint, engine, state.config_key(config), _corpus,
-                                     config)
-        return [r.first_refusal for r in reps]
+        return state.first_refusals(state._cached_replays(
+            fingerprint, engine, state.config_key(config), _corpus, config))
 
     step = None
     if target is not None:
@@ -162,7 +161,7 @@ def _apply(name: str, a: AdvisedChange) -> None:
         "engine": name,
         "previous": previous,
         "summary": a.effect.summary(),
-        "sessions": [corpus.sessions[i].source for i in a.effect.sessions],
+        "sessions": [corpus.sources[i] for i in a.effect.sessions],
         "fresh": True,
     }
     state.apply_settings(values)

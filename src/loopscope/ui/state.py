@@ -451,6 +451,14 @@ def refused_warned(replays: Sequence[SessionReplay]) -> tuple[int, int]:
     return sum(1 for r in replays if r.refused), sum(1 for r in replays if r.warned)
 
 
+def first_refusals(replays: Sequence[SessionReplay]) -> list[Any]:
+    """Every session's first refusal (``None``: never refused), from the columns of a batch
+    run when it is one (no replay built)."""
+    if isinstance(replays, RunColumns):
+        return replays.first_refusals()
+    return [r.first_refusal for r in replays]
+
+
 def first_refusals_and_warnings(replays: Sequence[SessionReplay]
                                 ) -> tuple[list[Any], list[int]]:
     """Every session's first refusal and number of warn steps (the session table's columns),

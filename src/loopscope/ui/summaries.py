@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopscope.engines import SessionReplay, get_engine
-from loopscope.experiments.metrics import compute_metrics
 
 __all__ = ["GuardRow", "guard_rows"]
 
@@ -52,19 +51,29 @@ class GuardRow:
 
 
 def guard_rows(replays: Mapping[str, Sequence[SessionReplay]], labels: Mapping[str, Any],
-               sessions: Sequence[Any]) -> list[GuardRow]:
-    """One row per guard (``replays``: guard → its replays, aligned with ``sessions``;
-    ``labels``: session source → label object)."""
+               sources: Sequence[str], turns: Sequence[int]) -> list[GuardRow]:
+    """One row per guard (``replays``: guard → its replays, aligned with ``sources``, and
+    ``turns`` each session's assistant turns; ``labels``: session source → label object).
+    Read from a batch run's columns when there are some: no session or replay is built."""
+    from loopscope.engines.base import RunColumns
+    from loopscope.experiments.metrics import Outcome, metrics_from_outcomes
+
     loops = sum(1 for v in labels.values() if getattr(v, "label", None) == "loop")
     good = sum(1 for v in labels.values() if getattr(v, "label", None) == "ok")
     out = []
     for name, reps in replays.items():
         engine = get_engine(name)
-        turns = [r.first_refusal.turn + 1 for r in reps if r.first_refusal is not None]
-        metrics = compute_metrics(reps, labels, sessions)
+        if isinstance(reps, RunColumns):
+            firsts, warned = reps.first_refusals(), [bool(w) for w in reps.warned]
+        else:
+            firsts, warned = [r.first_refusal for r in reps], [r.warned for r in reps]
+        refused_turns = [f.turn + 1 for f in firsts if f is not None]
+        metrics = metrics_from_outcomes(
+            (Outcome(src, None if f is None else f.turn, w, t)
+             for src, f, w, t in zip(sources, firsts, warned, turns, strict=True)), labels)
         out.append(GuardRow(
-            engine.title, len(reps), len(turns), sum(1 for r in reps if r.warned),
-            statistics.median(turns) if turns else None, min(turns) if turns else None,
-            loops, metrics.loops_caught, good, metrics.false_refusals,
-            " ".join(engine.notes)))
+            engine.title, len(firsts), len(refused_turns), sum(warned),
+            statistics.median(refused_turns) if refused_turns else None,
+            min(refused_turns) if refused_turns else None,
+            loops, metrics.loops_caught, good, metrics.false_refusals, " ".join(engine.notes)))
     return out

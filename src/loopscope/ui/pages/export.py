@@ -48,9 +48,9 @@ def render() -> None:
     st.header("Verdict report", anchor=False)
     corpus = state.corpus()
     results = {name: state.replays(name) for name in engines}
-    labels = {s.source: views.label_of(corpus, s.source) for s in corpus.sessions}
+    labels = {source: views.label_of(corpus, source) for source in corpus.sources}
     configs = {name: cfgs[name].config for name in engines}
-    names = {s.source: corpus.display(s.source) for s in corpus.sessions}
+    names = dict(zip(corpus.sources, corpus.session_names, strict=True))
     st.caption("Both files record the settings that produced them (each guard's, with its "
                "release) and name sessions relative to the loaded folder, or by the uploaded "
                "file's name. The CSV counts turns and calls from 1, as the dashboard does; the "
@@ -78,13 +78,13 @@ def render() -> None:
 REPORT_LIMIT = 50
 
 
-def _report(corpus: Any, engines: list[str], results: dict[str, list[Any]],
+def _report(corpus: Any, engines: list[str], results: dict[str, Any],
             cfgs: dict[str, Any]) -> None:
     """A standalone HTML report of the refused sessions (at most 50)."""
     from loopscope.ui import report
 
-    refused = [i for i in range(len(corpus.sessions))
-               if any(results[e][i].first_refusal is not None for e in engines)]
+    firsts = {e: state.first_refusals(results[e]) for e in engines}
+    refused = [i for i in range(len(corpus.sources)) if any(firsts[e][i] for e in engines)]
     chosen = refused[:REPORT_LIMIT]
     st.caption(f"One self-contained page with why each guard refused, the timelines and the "
                f"settings used: {len(chosen)} refused session(s)"

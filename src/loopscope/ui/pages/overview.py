@@ -73,9 +73,10 @@ def _summary(corpus: Any, results: dict[str, Any]) -> None:
         cols[1 + i].caption(f"{warned} with warnings")
 
 
-def _guards(corpus: Any, results: dict[str, list[Any]]) -> None:
+def _guards(corpus: Any, results: dict[str, Any]) -> None:
     with st.expander("How the guards compare on these sessions", icon=":material/compare:"):
-        rows = summaries.guard_rows(results, labelling.current_labels(corpus), corpus.sessions)
+        rows = summaries.guard_rows(results, labelling.current_labels(corpus), corpus.sources,
+                                    corpus.turn_counts)
         st.dataframe(pd.DataFrame([r.as_dict() for r in rows]), hide_index=True,
                      width="stretch", key="guards_table",
                      column_config={"notes": st.column_config.TextColumn(width="large")})

@@ -69,7 +69,7 @@ def _jump(options: dict[str, int]) -> None:
 def _body() -> None:
     explain_view.rerun_if_settings_changed()
     corpus = state.corpus()
-    sources = [s.source for s in corpus.sessions]
+    sources = list(corpus.sources)
     if st.session_state.get(SESSION_KEY) not in sources:
         st.session_state.pop(SESSION_KEY, None)
     if SESSION_KEY not in st.session_state and SESSION_KEY not in st.query_params:

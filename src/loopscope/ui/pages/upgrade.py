@@ -110,8 +110,8 @@ def render() -> None:
     replays_a = state.replays_for(engine, res_a.config)
     replays_b = state.replays_for(engine, res_b.config)
     labels = _labels()
-    firsts_a = [r.first_refusal for r in replays_a]
-    firsts_b = [r.first_refusal for r in replays_b]
+    firsts_a = state.first_refusals(replays_a)
+    firsts_b = state.first_refusals(replays_b)
     impact = upgrade_impact(firsts_a, firsts_b, labels)
     same_settings = not dropped and not added
     text = summary_text(impact, eng.title, version_a, version_b,
@@ -167,7 +167,7 @@ def _table(impact: UpgradeImpact, a: list[FirstRefusal | None], b: list[FirstRef
         first = cells[0]
         row = first[0] if isinstance(first, list | tuple) else getattr(first, "row", None)
         if isinstance(row, int) and 0 <= row < len(rows):
-            views.open_session(corpus.sessions[rows[row]].source)
+            views.open_session(corpus.sources[rows[row]])
     st.caption("Click a session to open it (it opens under A, the sidebar's release).")
 
 
