@@ -35,7 +35,8 @@ from loopscope.corpus import build_corpus as core_build_corpus
 from loopscope.model import Problem, escape_for_display
 from loopscope.ui import gc_policy
 
-# Candidates of a folder scan (sessions spec §3.6); uploads also accept zip archives.
+# The extensions a folder scan reads (JSON, JSON Lines, SWE-agent trajectories, inspect_ai
+# logs, Markdown exports); uploads also accept zip archives.
 UPLOAD_EXTENSIONS = (".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md", ".zip")
 
 SOURCE_SAMPLES = "samples"

@@ -1,7 +1,7 @@
 """Import report: every file with its detected format, its sessions and its problems.
 
-Errors first and expanded, warnings expanded, infos collapsed (sessions spec §3.7). A problem in
-one file never stops the others from loading.
+Errors first and expanded, warnings expanded, infos collapsed: what stopped a file matters
+most. A problem in one file never stops the others from loading.
 """
 
 from __future__ import annotations
