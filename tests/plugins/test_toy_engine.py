@@ -160,9 +160,8 @@ def test_the_dashboard_shows_the_plugin(plugin_dir: Path) -> None:
     slider = next(s for s in at.slider if s.key == "toy.max_repeats")  # from the schema
     assert slider.label == "Repeats allowed" and slider.value == 2
     # The overview: a column of the timeline and of the table for the plug-in.
-    charts = [c for c in at.get("plotly_chart")]
-    spec = json.loads(charts[0].proto.spec)
-    titles = [a.get("text") for a in spec["layout"].get("annotations", [])]
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]  # the legend, the chart
+    titles = [a.get("text") for spec in specs for a in spec["layout"].get("annotations", [])]
     assert "Toy guard" in titles
     frame = next(d.value for d in at.dataframe if "session" in getattr(d.value, "columns", []))
     column = frame.set_index("session")["Toy guard first refusal"]
