@@ -131,7 +131,8 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
             labels_mod.update_label_file_many(target, changes, columns=columns)
         except (ValueError, OSError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            _error(f"{_shown(target)}: labels not saved ({_shown(reason)})")
+            # The reason names the rows at fault: it is shown whole (a long path must not cut it).
+            _error(f"{_shown(target)}: labels not saved ({escape_for_display(reason, 2000)})")
             failed = True
             continue
         turn = f" from turn {from_turn}" if from_turn is not None else ""
