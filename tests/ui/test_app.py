@@ -434,3 +434,49 @@ def test_page_scripts_hold_no_bare_strings_that_magic_would_print() -> None:
         body = ast.parse(path.read_text(encoding="utf-8")).body
         found += [f"{path.name}:{node.lineno}" for node in body[1:] if isinstance(node, ast.Expr)]
     assert found == []
+
+
+def test_import_problems_are_shown_in_the_main_area(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import streamlit as st
+
+    shutil.copy(SAMPLES / WRITE_LOOP, tmp_path / WRITE_LOOP)
+    (tmp_path / "broken.json").write_text('{"messages": [', encoding="utf-8")
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    st.cache_resource.clear()
+    try:
+        at = run_app({"source": "folder", "folder": str(tmp_path)})
+        warnings = [w.value for w in at.main.warning]
+        assert any(w.startswith("Import:") and "could not be read" in w for w in warnings), warnings
+        assert not [w for w in at.sidebar.warning if "Import" in w.value]
+        links = [el.proto.label for el in at.get("page_link")]
+        assert "See the import report" in links
+    finally:
+        st.cache_resource.clear()
+
+
+class _Upload:
+    def __init__(self, name: str, data: bytes, file_id: str) -> None:
+        self.name, self.size, self.file_id, self._data = name, len(data), file_id, data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_the_same_file_uploaded_twice_is_loaded_once(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+
+    from loopscope.ui import data, settings
+
+    monkeypatch.setattr(data, "upload_dir", lambda: str(tmp_path))
+    body = (SAMPLES / WRITE_LOOP).read_bytes()
+    state: dict[str, Any] = {}
+    monkeypatch.setattr(st, "session_state", state)
+    settings._store_uploads([_Upload("a.json", body, "1"), _Upload("copy of a.json", body, "2"),
+                             _Upload("b.json", body + b" ", "3")])
+    stored = state[data.UPLOADS_KEY]
+    assert [u.original_name for u in stored] == ["a.json", "b.json"]
+    assert state[settings.DUPLICATES_KEY] == ["copy of a.json"]
