@@ -156,7 +156,7 @@ def _body() -> None:
                 cols = st.columns(2)
                 for col, name in zip(cols, engines[k:k + 2], strict=False):
                     with col:
-                        _chart(name, figs[name], session.source, replays[name])
+                        _chart(name, figs[name], session.source, replays[name], 1)
         with right:
             _transcript(session, replays, turn)
     st.subheader("Every refusal and warning, and known limitations", anchor=False)
@@ -234,7 +234,8 @@ def _figure(
     )
 
 
-def _chart(name: str, fig: Any, source: str, replay: SessionReplay) -> None:
+def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_columns: int = 2
+           ) -> None:
     key = f"detail_{name}"
     fr = replay.first_refusal
     alt = (f"{state.ENGINE_TITLES[name]} timeline: each tool on its own lane, and the repeat count "
@@ -250,7 +251,8 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay) -> None:
         selection_mode="points", theme=None, alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
-    st.plotly_chart(charts.legend_figure(entries, columns=2), key=f"{key}_legend", theme=None,
+    st.plotly_chart(charts.legend_figure(entries, columns=legend_columns), key=f"{key}_legend",
+                    theme=None,
                     config={"staticPlot": True}, alt=f"Legend of the {state.ENGINE_TITLES[name]} "
                     "timeline.")
 
