@@ -104,8 +104,8 @@ def test_the_report_escapes_every_recorded_string_and_fetches_nothing(tmp_path: 
     assert "alert(1)</script>" not in html_text
     assert f'<img src="https://{MARK}' not in html_text
     assert "<b>name<i>" not in html_text and "&lt;b&gt;name&lt;i&gt;" in html_text
-    # Scripts: plotly.js once, and one per timeline; nothing else, nothing from outside.
-    figures = len(corpus.sessions) * len(engine_names())
+    # Scripts: plotly.js once, and one per timeline and per legend; nothing from outside.
+    figures = 2 * len(corpus.sessions) * len(engine_names())
     assert html_text.count("<script") == 1 + figures
     assert not re.search(r"""<(script|img|link|iframe)[^>]*\s(src|href)\s*=\s*["']?https?:""",
                          html_text, re.IGNORECASE)
@@ -123,7 +123,7 @@ def test_the_report_explains_each_guard_with_the_settings_used(samples: Any) -> 
                                configs, views.label_of(samples, s.source), None)
     refused = [g for g in part.engines if "would have refused" in g.verdict]
     assert refused and refused[0].headline and "false refusal" in refused[0].meaning
-    assert all(g.figure is not None for g in part.engines)
+    assert all(g.figure is not None and g.legend is not None for g in part.engines)
     text = report.session_report_html([part], title="t", settings=report.settings_part(engines, configs))
     for name in engines:
         for spec in get_engine(name).settings:

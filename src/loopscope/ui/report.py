@@ -48,6 +48,8 @@ class EngineSection:
     limitations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     figure: Any = None
+    legend: Any = None
+    """The figure's legend, drawn apart in two columns (as the session page does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +116,13 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
         fig = charts.session_figure(
             replay, infos, counters=engine.counters(prepared, replay, config), breaks=breaks,
             compactions=compactions, title=title, x_end=end)
+        legend = charts.legend_figure(charts.legend_entries(fig), columns=2)
+        fig.update_layout(showlegend=False)
         sections.append(EngineSection(
             title, verdict, headline,
             label_meaning(label, first.turn if first is not None else None, from_turn,
                           engine.title),
-            action, facts, lims, tuple(engine.notes), fig))
+            action, facts, lims, tuple(engine.notes), fig, legend))
     facts_text = (f"{len(session.calls)} tool calls · {len(session.turns)} assistant turns · "
                   f"format {session.format}")
     if label in ("loop", "ok"):
@@ -232,6 +236,8 @@ def session_report_html(parts: Sequence[SessionPart], *, title: str,
                 out.append(f'<p class="muted">{_e(note)}</p>')
             if g.figure is not None:
                 out.append(_figure_html(g.figure))
+            if g.legend is not None:
+                out.append(_figure_html(g.legend))
             out.append("</div>")
         out.append("</section>")
     if settings is not None:
