@@ -88,7 +88,7 @@ def render(engines: Sequence[str] | None = None, *, key: str = "metrics") -> dic
 
 def render_pair(a: Metrics, b: Metrics, *, names: tuple[str, str] = ("A", "B")) -> None:
     """A and B side by side, each metric with B's change from A (coloured good/bad)."""
-    per_row = 5
+    per_row = 4  # five to a row cut the longer labels off ("Turns wasted before a c…")
     cols = [c for start in range(0, len(ROWS), per_row) for c in st.columns(per_row)]
     for col, (metric, label, help_text, lower_better) in zip(cols, ROWS, strict=False):
         va, vb = getattr(a, metric), getattr(b, metric)

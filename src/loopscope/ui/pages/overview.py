@@ -62,8 +62,13 @@ def _welcome() -> None:
                 st.page_link(target, label="How guards decide", icon=":material/menu_book:")
 
 
+# Counts per row: more guards wrap to a second row rather than cut their labels off.
+SUMMARY_PER_ROW = 5
+
+
 def _summary(corpus: Any, results: dict[str, Any]) -> None:
-    cols = st.columns(1 + len(results))
+    n = min(1 + len(results), SUMMARY_PER_ROW)
+    cols = [c for _ in range(0, 1 + len(results), n) for c in st.columns(n)]
     cols[0].metric("Sessions", len(corpus.sessions))
     for i, (name, reps) in enumerate(results.items()):
         refused, warned = state.refused_warned(reps)
