@@ -480,3 +480,30 @@ def test_the_same_file_uploaded_twice_is_loaded_once(tmp_path: Path,
     stored = state[data.UPLOADS_KEY]
     assert [u.original_name for u in stored] == ["a.json", "b.json"]
     assert state[settings.DUPLICATES_KEY] == ["copy of a.json"]
+
+
+def _delta_text(at: AppTest) -> str:
+    return _unescape(" ".join(m.value for m in at.markdown))
+
+
+def test_a_pinned_baseline_is_what_later_changes_are_measured_against() -> None:
+    import json as _json
+
+    at = run_app({"gglib.max_repeated_batch_steps": "3"})
+    assert "against the shipped defaults" in _delta_text(at)
+    assert "no longer refused" in _delta_text(at)
+    at.button(key="delta.pin").click()
+    at.run()
+    text = _delta_text(at)
+    assert "against your pinned baseline" in text and "Nothing changes against" in text
+    control(at, "gglib.max_repeated_batch_steps").set_value(2)
+    at.run()
+    text = _delta_text(at)
+    assert "newly refused" in text and "no longer refused" not in text
+    # A link with the baseline reproduces the comparison.
+    shared = run_app({"baseline": _json.dumps({"gglib.max_repeated_batch_steps": 3})})
+    assert "against your pinned baseline" in _delta_text(shared)
+    assert "newly refused" in _delta_text(shared)
+    at.button(key="delta.unpin").click()
+    at.run()
+    assert "These are the shipped defaults" in _delta_text(at)
