@@ -22,7 +22,7 @@ def examples(name: str) -> tuple[GuideExample, ...]:
 
 def _settings_text(name: str, ex: GuideExample) -> str:
     if not ex.values:
-        return "Settings: the upstream defaults."
+        return "Settings: the guard's shipped defaults."
     engine = get_engine(name)
     specs = {s.name: s for s in engine.settings_for(ex.version)}
     parts = []
@@ -116,10 +116,10 @@ def _settings_table(name: str) -> None:
         for spec in engine.settings_for(version):
             rows.append({
                 "setting": spec.label,
-                "upstream name": spec.name,
+                "name in the guard's config": spec.name,
                 "default": (", ".join(spec.default) if spec.kind == "str_list"
                             else spec.format(spec.default)),
-                "settable upstream": "yes" if spec.deployable else "no (what-if)",
+                "settable in the guard": "yes" if spec.deployable else "no (what-if)",
                 "what it does": spec.help,
             })
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
