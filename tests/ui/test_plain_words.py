@@ -36,8 +36,6 @@ STYLE: dict[str, str] = {
 KNOWN_ENGINE_ISSUES: dict[str, tuple[str, str]] = {
     # engine → (the style rule it still breaks, where): wording owned by that engine's package;
     # shown as an expected failure (xfail) until it is fixed there, every other rule enforced.
-    "gemini-cli": ("people count from 1", "src/loopscope/engines/gemini_cli/explain.py, the "
-                   "cycle hint's 'a pattern that began at call N (turn N)' counts from 0"),
 }
 ALLOWED_IDENTIFIERS = frozenset({"apply_patch"})
 """snake_case words a reader may see: tool names a guard itself renames (OpenClaw 2026.9 treats

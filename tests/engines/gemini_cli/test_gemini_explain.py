@@ -59,7 +59,7 @@ def test_tool_call_recovery_then_halt() -> None:
     assert passing.headline == "Gemini CLI would have let this call of `read_file` through."
     assert "4th identical call in a row" in passing.text
     assert recovery.headline.startswith("Gemini CLI would not have run this call of `read_file`")
-    assert "5th identical call" in recovery.text and "began at call 0 (turn 0)" in recovery.text
+    assert "5th identical call" in recovery.text and "began at call 1 (turn 1)" in recovery.text
     assert recovery.guard_action is not None and "asked it again" in recovery.guard_action
     title, message = recovery.upstream[0]
     assert title == "Gemini CLI's message to the model"
@@ -87,7 +87,7 @@ def test_cycle_hint_names_the_cycle_and_where_it_began() -> None:
         2, ("read_file", "run_shell_command"), 5, 1)
     text = ENGINE.explainer.explain_step(replay.steps[10], replay, GeminiConfig()).text
     assert "5th repetition in a row of a 2-call cycle (`read_file`, `run_shell_command`)" in text
-    assert "began at call 1 (turn 1)" in text
+    assert "began at call 2 (turn 2)" in text
 
 
 def test_content_explanation_shows_the_window_and_its_period() -> None:

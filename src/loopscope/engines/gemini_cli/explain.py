@@ -244,8 +244,8 @@ def _explain_tool_call(step: Step, replay: SessionReplay, config: GeminiConfig,
     facts = []
     if hint is not None:
         sentence = _cycle_sentence(hint)
-        facts.append(f"{sentence}, a pattern that began at call {hint.start_call} "
-                     f"(turn {hint.start_turn}).")
+        facts.append(f"{sentence}, a pattern that began at call {hint.start_call + 1} "
+                     f"(turn {hint.start_turn + 1}).")  # counted from 1, as people count
     facts.append("Gemini CLI compares calls by tool name and exact arguments only; it never "
                  "looks at their results.")
     return _refusal(step, config, TOOL_CALL_LOOP, f"would not have run this call of {_tool(name)}",
