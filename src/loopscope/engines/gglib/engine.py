@@ -50,13 +50,13 @@ def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:
     short patterns catch more than expected (``read`` also matches ``thread_create``)."""
     notes = []
     if "" in patterns:
-        notes.append('The empty pattern "" matches every tool: every batch counts as read-only.')
+        notes.append('The empty pattern "" matches every tool: every set of tool calls counts as read-only.')
     short = [p for p in patterns if 0 < len(p) < 4]
     if short:
         notes.append("Short read-only patterns catch more than you may expect ("
                      + ", ".join(short) + "; read would also match thread_create).")
     if not patterns:
-        notes.append("No read-only patterns: every batch is treated as changing things.")
+        notes.append("No read-only patterns: every set of tool calls is treated as changing things.")
     return tuple(notes)
 
 
