@@ -28,6 +28,7 @@ from loopscope.engines.openclaw.detection import (
     POST_COMPACTION_GUARD,
     UNKNOWN_TOOL_REPEAT,
     HistoryRecord,
+    LoopVerdict,
     generic_warning_message,
     normalize_run_id,
     ping_pong_critical_message,
@@ -141,20 +142,8 @@ class LoopState9:
     history: list[HistoryRecord9] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class LoopVerdict9:
-    """A stuck verdict of ``detectToolCallLoop``."""
-
-    level: str
-    detector: str
-    count: int
-    message: str
-    warning_key: str
-    paired_tool_name: str | None = None
-
-    @property
-    def critical(self) -> bool:
-        return self.level == "critical"
+LoopVerdict9 = LoopVerdict
+"""The verdict type is the same as 2026.6.11's (``detectToolCallLoop``'s stuck result)."""
 
 
 # --------------------------------------------------------------------------- walks
