@@ -61,8 +61,15 @@ def test_cached_start_equals_a_fresh_one_and_the_reference(cache_dir: Path) -> N
         assert replays == [eng.replay(s, eng.default_config()).to_json() for s in sessions]
 
 
+def _forget_snapshots(cache_dir: Path) -> None:
+    """Delete the corpus snapshots (the per-file entries are then what a start reads)."""
+    for path in cache_dir.glob("corpus/*.npz"):
+        path.unlink()
+
+
 def test_a_damaged_entry_is_ignored_and_rebuilt(cache_dir: Path) -> None:
     fresh = _corpus(SAMPLES)
+    _forget_snapshots(cache_dir)
     entries = sorted(cache_dir.glob("*/*.json"))
     assert entries
     damage = [b"", b"{not json", b'{"format": "loopscope-prepared/1", "key": "x"}',
@@ -74,6 +81,7 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(cache_dir: Path) -> None:
     again = _corpus(SAMPLES)
     assert _replays(again) == _replays(fresh)
     assert again.cached_files < len(again.report.files)
+    _forget_snapshots(cache_dir)
     third = _corpus(SAMPLES)  # rebuilt: every file from the cache again
     assert third.cached_files == len(third.report.files)
 
@@ -85,7 +93,7 @@ def test_a_rewritten_file_is_never_served_from_the_cache(cache_dir: Path, tmp_pa
     victim = sorted(folder.glob("*.json*"))[0]
     text = victim.read_text()
     victim.write_text(text + "\n")  # new size and mtime: a new fingerprint
-    again = _corpus(folder)
+    again = _corpus(folder)  # (the folder's snapshot misses: one file changed)
     assert again.cached_files == len(again.report.files) - 1
 
 
@@ -94,12 +102,15 @@ def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
     wanted = [("gglib", None), ("openclaw", None)]
     serial = ingest(files, wanted, workers=1, use_cache=False)
     pooled = ingest(files, wanted, workers=2, use_cache=False)
-    assert [r.heads for r in pooled] == [r.heads for r in serial]
-    assert [r.problems for r in pooled] == [r.problems for r in serial]
-    for key in serial[0].prepared:
+    assert [r.heads for r in pooled.files] == [r.heads for r in serial.files]
+    assert [r.problems for r in pooled.files] == [r.problems for r in serial.files]
+    assert set(serial.prepared) == set(pooled.prepared) == {("gglib", "latest"),
+                                                            ("openclaw", "configurable")}
+    for key, table in serial.prepared.items():
         eng = get_engine(key[0])
-        assert [[eng.encode_prepared(p) for p in r.prepared[key]] for r in pooled] == \
-            [[eng.encode_prepared(p) for p in r.prepared[key]] for r in serial]
+        assert len(table) == sum(len(r.heads) for r in serial.files)
+        assert [eng.encode_prepared(p) for p in pooled.prepared[key]] == \
+            [eng.encode_prepared(p) for p in table]
 
 
 def test_cache_command_clears(cache_dir: Path) -> None:
@@ -153,3 +164,66 @@ def test_a_small_corpus_keeps_its_sessions_once_read_again(tmp_path: Path) -> No
         corpus_mod.reload = original  # type: ignore[assignment]
     assert first == again == c.sources
     assert len(reads) == len({path for path, _ in files if corpus_mod.file_stamp(path)})
+
+
+def test_a_second_start_reads_the_corpus_snapshot_only(cache_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopscope.engines.table import PreparedTable
+
+    fresh = _corpus(SAMPLES)
+    snapshots = sorted(cache_dir.glob("corpus/*.npz"))
+    assert len(snapshots) == 1
+    entry_reads: list[str] = []
+    original = cache.read
+    monkeypatch.setattr(cache, "read", lambda key: entry_reads.append(key) or original(key))
+    again = _corpus(SAMPLES)
+    assert entry_reads == []  # one file read, no per-file entry
+    assert again.cached_files == len(again.report.files)
+    assert again.heads == fresh.heads
+    assert [f.problems for f in again.report.files] == [f.problems for f in fresh.report.files]
+    assert [(f.calls_seen, f.calls_imported, f.calls_set_aside) for f in again.report.files] == [
+        (f.calls_seen, f.calls_imported, f.calls_set_aside) for f in fresh.report.files]
+    assert all(isinstance(again.prepared(name), PreparedTable) for name in ("gglib", "openclaw"))
+    assert _replays(again) == _replays(fresh)
+    # Another set of engines is another snapshot.
+    _corpus(SAMPLES, prepare=[("gglib", None)])
+    assert len(list(cache_dir.glob("corpus/*.npz"))) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "another key"])
+def test_a_damaged_snapshot_is_ignored_and_rebuilt(cache_dir: Path, tmp_path: Path,
+                                                   damage: str) -> None:
+    fresh = _corpus(SAMPLES)
+    (snapshot,) = cache_dir.glob("corpus/*.npz")
+    data = snapshot.read_bytes()
+    if damage == "truncated":
+        snapshot.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":  # one bit of the arrays (the checksum catches it)
+        at = len(data) // 2
+        snapshot.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    elif damage == "garbage":
+        snapshot.write_bytes(b"PK\x03\x04 not a zip at all")
+    else:  # a valid snapshot of other files, under this name: never trusted
+        other = tmp_path / "other"
+        other.mkdir()
+        shutil.copy(sorted(SAMPLES.glob("*.json*"))[0], other)
+        _corpus(other)
+        (foreign,) = [p for p in cache_dir.glob("corpus/*.npz") if p != snapshot]
+        shutil.copyfile(foreign, snapshot)
+    again = _corpus(SAMPLES)
+    assert _replays(again) == _replays(fresh)
+    assert again.heads == fresh.heads
+    assert snapshot.is_file() and snapshot.read_bytes() != b"PK\x03\x04 not a zip at all"
+    assert cache.read_corpus(snapshot.stem) is not None  # written again, and sound
+
+
+def test_snapshot_of_a_changed_folder_is_never_used(cache_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    first = _corpus(folder)
+    victim = sorted(folder.glob("*.json*"))[0]
+    victim.unlink()
+    fewer = _corpus(folder)
+    assert len(fewer.report.files) == len(first.report.files) - 1
+    assert all(f.path != str(victim) for f in fewer.report.files)
+    assert len(list(cache_dir.glob("corpus/*.npz"))) == 2

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,8 @@ from loopscope.engines.base import PreparedSessions
 from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
-__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Progress", "build_corpus",
-           "ingest"]
+__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "Progress",
+           "build_corpus", "ingest"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -61,7 +61,7 @@ class Corpus:
     """(mtime, size) of :attr:`label_file` when the labels were read."""
     cached_files: int = 0
     """Files whose prepared sessions came from the on-disk cache."""
-    _prepared: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
+    _prepared: dict[tuple[str, str], Sequence[Any]] = field(default_factory=dict, repr=False)
     _prepare_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                           compare=False)
     _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -70,9 +70,12 @@ class Corpus:
     # ------------------------------------------------------------------ prepared sessions
 
     def prepared(self, engine: str, version: str | None = None,
-                 progress: Progress | None = None) -> list[Any]:
+                 progress: Progress | None = None) -> Sequence[Any]:
         """``engine.prepare(session, version)`` of every session, aligned with
-        :attr:`sessions`; made once per engine and prepare key, then kept."""
+        :attr:`sessions`; made once per engine and prepare key, then kept. For an engine with
+        a ``table_spec`` loaded by :func:`build_corpus`, a
+        :class:`~loopscope.engines.table.PreparedTable` (sessions decoded when read: read its
+        columns, or ``run_many``, to go over all of them)."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         found = self._prepared.get(key)
@@ -191,10 +194,14 @@ def build_corpus(
     on_large: Callable[[], object] | None = None,
     prepare: Sequence[tuple[str, str | None]] | None = None,
     workers: int | None = None,
+    ingest_with: Callable[..., Ingested] | None = None,
 ) -> Corpus:
     """Import ``files`` (path, named explicitly?) and prepare them for ``prepare``'s engines
     (engine, version; default: every engine at its default version), on every core
-    (:func:`ingest`) and through the on-disk cache.
+    (:func:`ingest`, or ``ingest_with``: the same signature, e.g. on a Dask cluster) and
+    through the on-disk cache: a corpus loaded before from unchanged files is read back from
+    its snapshot (:func:`loopscope.cache.read_corpus`), else the snapshot is written once it
+    is loaded.
 
     A file that fails to import yields its problems and no sessions; it never stops the others.
     The normalised sessions are not kept: :attr:`Corpus.sessions` reads one again from its file
@@ -206,13 +213,18 @@ def build_corpus(
 
     started = time.perf_counter()
     wanted = list(prepare) if prepare is not None else [(name, None) for name in engine_names()]
-    results = ingest(files, wanted, workers=workers, progress=progress)
+    snapshot = _snapshot_key(files, wanted) if cache.active() else None
+    loaded = _read_snapshot(snapshot, files, wanted, progress) if snapshot else None
+    if loaded is None:
+        loaded = (ingest_with or ingest)(files, wanted, workers=workers, progress=progress)
+        if snapshot:
+            if progress:
+                progress(1.0, "Keeping the prepared sessions for the next start")
+            _write_snapshot(snapshot, files, wanted, loaded)
     imports: list[FileImport] = []
     heads: list[SessionHead] = []
     parts: list[FileSessions] = []
-    prepared: dict[tuple[str, str], PreparedSessions] = {}
-    complete = {key: True for key in _keys(wanted)}
-    for (path, explicit), result in zip(files, results, strict=True):
+    for (path, explicit), result in zip(files, loaded.files, strict=True):
         file_sessions = FileSessions(path, explicit, result.heads)
         seen, imported, aside = result.tally
         imports.append(FileImport(path, result.detection, file_sessions,  # type: ignore[arg-type]
@@ -220,12 +232,6 @@ def build_corpus(
                                   calls_imported=imported, calls_set_aside=dict(aside)))
         heads.extend(result.heads)
         parts.append(file_sessions)
-        for key in complete:
-            found = result.prepared.get(key)
-            if found is None:
-                complete[key] = False
-            elif complete[key]:
-                prepared.setdefault(key, PreparedSessions()).extend(found)
     report = ImportReport(files=imports, ignored_files=ignored_files)
     sessions = CorpusSessions(parts, heads)
     if len(sessions) >= LARGE_CORPUS and on_large is not None:
@@ -245,11 +251,9 @@ def build_corpus(
         label_problems=label_problems,
         label_stamp=file_stamp(label_file),
         load_seconds=time.perf_counter() - started,
-        cached_files=sum(r.from_cache for r in results),
+        cached_files=sum(r.from_cache for r in loaded.files),
     )
-    for key, ok in complete.items():
-        if ok:
-            corpus._prepared[key] = prepared.get(key, PreparedSessions())
+    corpus._prepared.update(loaded.prepared)
     return corpus
 
 
@@ -269,7 +273,8 @@ def head_of(session: Session) -> SessionHead:
 @dataclass(frozen=True, slots=True)
 class FileResult:
     """One file ingested: its import outcome without the sessions, and the prepared sessions
-    of each engine that can write its prepared data (engine, prepare key → list)."""
+    of each engine that can write its prepared data (engine, prepare key → list; emptied
+    once they are in a table)."""
 
     path: str
     detection: Detection
@@ -281,64 +286,132 @@ class FileResult:
     """The file's tool calls: seen in it, imported, set aside on purpose (by reason)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """Files ingested (:func:`ingest`): each file's outcome, aligned with the files, and each
+    engine's prepared sessions of every file in order (engine, prepare key → a
+    :class:`~loopscope.engines.table.PreparedTable` for engines with a ``table_spec``, else a
+    :class:`~loopscope.engines.base.PreparedSessions`). A key is missing when some file's
+    sessions could not be prepared for it (the corpus then prepares them when asked)."""
+
+    files: list[FileResult]
+    prepared: dict[tuple[str, str], Sequence[Any]]
+
+
 PARALLEL_MIN_FILES = 64
 """Below this many files, ingest runs in this process (starting workers costs ~0.5 s)."""
 _CHUNK = 16
 
+# What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
+_Part = tuple[str, Any]
+
 
 def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
            workers: int | None = None, progress: Progress | None = None,
-           use_cache: bool | None = None) -> list[FileResult]:
-    """Import and prepare every file, aligned with ``files``: on every core (a process pool of
-    ``workers``, default one per core) when there are many files, and through the on-disk
-    cache (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off."""
+           use_cache: bool | None = None) -> Ingested:
+    """Import and prepare every file: on every core (a process pool of ``workers``, default
+    one per core) when there are many files, and through the on-disk cache's entries
+    (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off. Each part of
+    the files comes back with its sessions prepared as tables (arrays), joined here."""
     use_cache = cache.active() if use_cache is None else use_cache
     if workers is None:
         workers = os.cpu_count() or 1
     wanted = list(wanted)
     n = len(files)
-    out: list[FileResult] = []
+    parts: list[tuple[list[FileResult], dict[tuple[str, str], _Part]]] = []
     if workers <= 1 or n < PARALLEL_MIN_FILES:
-        for i, (path, explicit) in enumerate(files):
-            if progress and (i % 50 == 0 or n < 200):
-                progress(i / max(n, 1), f"Reading {escape_for_display(Path(path).name, 80)} "
-                                        f"({i + 1}/{n})")
-            out.append(ingest_file(path, explicit, wanted, use_cache))
-        if use_cache:
-            cache.prune()
-        return out
+        step = 50 if n >= 200 else 1
+        for at in range(0, n, step):
+            if progress:
+                name = escape_for_display(Path(files[at][0]).name, 80)
+                progress(at / max(n, 1), f"Reading {name} ({at + 1}/{n})")
+            parts.append(ingest_part(list(files[at:at + step]), wanted, use_cache))
+    else:
+        parts = _ingest_pool(files, wanted, use_cache, workers, progress)
+    if use_cache:
+        cache.prune()
+    return join_parts(parts, wanted)
+
+
+def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str | None]],
+                 use_cache: bool, workers: int, progress: Progress | None
+                 ) -> list[tuple[list[FileResult], dict[tuple[str, str], _Part]]]:
     import concurrent.futures
     import multiprocessing
 
+    n = len(files)
     chunks = [list(files[i:i + _CHUNK]) for i in range(0, n, _CHUNK)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
+    parts: list[tuple[list[FileResult], dict[tuple[str, str], _Part]]] = []
     done = cached = 0
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
-            for part in pool.map(_ingest_chunk, chunks, [wanted] * len(chunks),
+            for part in pool.map(ingest_part, chunks, [wanted] * len(chunks),
                                  [use_cache] * len(chunks)):
-                out.extend(part)
-                done += len(part)
-                cached += sum(r.from_cache for r in part)
+                parts.append(part)
+                done += len(part[0])
+                cached += sum(r.from_cache for r in part[0])
                 if progress:
                     progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores"
                                        + (f" ({cached:,} from the cache)" if cached else ""))
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.
-        for path, explicit in files[len(out):]:
-            out.append(ingest_file(path, explicit, wanted, use_cache))
-    if use_cache:
-        cache.prune()
-    return out
+        for chunk in chunks[len(parts):]:
+            parts.append(ingest_part(chunk, wanted, use_cache))
+    return parts
 
 
-def _ingest_chunk(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
-                  use_cache: bool) -> list[FileResult]:
+def ingest_part(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
+                use_cache: bool) -> tuple[list[FileResult], dict[tuple[str, str], _Part]]:
+    """A part of the files (in a worker process, or here): each file's outcome (prepared
+    sessions emptied) and, for each engine whose data every file of the part has, the part's
+    prepared sessions: as a table's columns (arrays: cheap to send back) for engines with a
+    ``table_spec``, else as the objects."""
     with CollectorPaused():
-        return [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
+        results = [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
+        out: dict[tuple[str, str], _Part] = {}
+        for name, version in wanted:
+            key = (name, get_engine(name).prepare_key(version))
+            if key in out or not all(key in r.prepared for r in results):
+                continue
+            objects = [p for r in results for p in r.prepared[key]]
+            spec = _table_spec(name, version)
+            out[key] = ("table", dict(spec.encode(objects))) if spec else ("list", objects)
+        return [replace(r, prepared={}) for r in results], out
+
+
+def join_parts(parts: Sequence[tuple[list[FileResult], dict[tuple[str, str], _Part]]],
+               wanted: Sequence[tuple[str, str | None]]) -> Ingested:
+    """The parts of :func:`ingest_part`, in file order, as one :class:`Ingested`."""
+    files = [r for results, _ in parts for r in results]
+    prepared: dict[tuple[str, str], Sequence[Any]] = {}
+    for name, version in wanted:
+        key = (name, get_engine(name).prepare_key(version))
+        if key in prepared or not all(key in data for _, data in parts):
+            continue
+        spec = _table_spec(name, version)
+        if spec is not None and all(data[key][0] == "table" for _, data in parts):
+            prepared[key] = spec.join([data[key][1] for _, data in parts])
+        elif all(data[key][0] == "list" for _, data in parts):
+            prepared[key] = PreparedSessions(p for _, data in parts for p in data[key][1])
+    return Ingested(files, prepared)
+
+
+def _table_spec(name: str, version: str | None) -> Any:
+    """The engine's ``table_spec(version)``, or None (engines written before tables)."""
+    spec = getattr(get_engine(name), "table_spec", None)
+    return spec(version) if spec is not None else None
+
+
+def _wants_data(eng: Any, version: str | None) -> tuple[bool, bool]:
+    """``(writes cache entries?, writes a table?)`` for an engine at ``version``."""
+    caches = getattr(eng, "caches_prepared", None)
+    spec = getattr(eng, "table_spec", None)
+    return (caches is not None and bool(caches(version)),
+            spec is not None and spec(version) is not None)
 
 
 def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | None]],
@@ -347,26 +420,27 @@ def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | Non
     prepared (and written to the cache). Never raises for a bad file."""
     from loopscope.formats import load_file
 
-    engines: list[tuple[str, str | None, Any, str]] = []
+    engines: list[tuple[str, str | None, Any, str, bool]] = []
     for name, version in wanted:
         eng = get_engine(name)
-        caches = getattr(eng, "caches_prepared", None)
-        if caches is None or not caches(version):  # prepared where it is used instead
+        caches, tables = _wants_data(eng, version)
+        if not (caches or tables):  # prepared where it is used instead
             continue
-        engines.append((name, version, eng, eng.prepare_key(version)))
+        engines.append((name, version, eng, eng.prepare_key(version), caches))
     fingerprint = cache.file_fingerprint(path) if use_cache else None
     keys = {(name, pkey): cache.entry_key(fingerprint, name, pkey, "explicit" if explicit else "")
-            for name, _v, _e, pkey in engines} if fingerprint else {}
+            for name, _v, _e, pkey, caches in engines if caches} if fingerprint else {}
     hits: dict[tuple[str, str], cache.Entry] = {}
-    for key, entry_name in keys.items():
-        entry = cache.read(entry_name)
-        if entry is not None:
-            hits[key] = entry
+    if keys and len(keys) == len(engines):  # (an engine without entries needs the file)
+        for key, entry_name in keys.items():
+            entry = cache.read(entry_name)
+            if entry is not None:
+                hits[key] = entry
     prepared: dict[tuple[str, str], list[Any]] = {}
-    if keys and len(hits) == len(keys):
+    if keys and len(hits) == len(keys) == len(engines):
         first = next(iter(hits.values()))
         try:
-            for name, _v, eng, pkey in engines:
+            for name, _v, eng, pkey, _c in engines:
                 entry = hits[(name, pkey)]
                 prepared[(name, pkey)] = [eng.decode_prepared(d) for d in entry.prepared]
             return FileResult(path, Detection(*first.detection), tuple(first.problems),
@@ -378,20 +452,124 @@ def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | Non
     det = imported.detection
     detection = (det.format, det.layout, det.reason, det.unsupported)
     tally = (imported.calls_seen, imported.calls_imported, dict(imported.calls_set_aside))
-    for name, version, eng, pkey in engines:
+    for name, version, eng, pkey, caches in engines:
+        name_key = keys.get((name, pkey))
         try:
-            encoded = [eng.encode_prepared(_warmed(eng, eng.prepare(s, version), version))
+            objects = [_warmed(eng, eng.prepare(s, version), version)
                        for s in imported.sessions]
-            if any(e is None for e in encoded):
+            encoded = [eng.encode_prepared(p) for p in objects] if caches else []
+            if caches and any(e is None for e in encoded):
                 continue  # this engine's data is prepared where it is used
-            # Decoded again: the prepared data then holds no text of the session (kept until
-            # a hash is read otherwise), and a cached start runs exactly the same data.
-            prepared[(name, pkey)] = [eng.decode_prepared(e) for e in encoded]
+            if not _wants_data(eng, version)[1]:
+                # Decoded again: the prepared data then holds no text of the session (kept
+                # until a hash is read otherwise), and a cached start runs the same data. (A
+                # table holds no text either.)
+                objects = [eng.decode_prepared(e) for e in encoded]
+            prepared[(name, pkey)] = objects
         except Exception:  # an engine failing on one file must not lose the others
             continue
-        if name_key := keys.get((name, pkey)):
+        if name_key:
             cache.write(name_key, detection, imported.problems, heads, encoded, tally)
     return FileResult(path, det, tuple(imported.problems), heads, prepared, tally=tally)
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def _snapshot_specs(wanted: Sequence[tuple[str, str | None]]) -> list[Any] | None:
+    """The table specs of the wanted engines that prepare in ingest, or None when one of them
+    writes no table (its data would not be in a snapshot: no snapshot then)."""
+    specs: dict[tuple[str, str], Any] = {}
+    for name, version in wanted:
+        eng = get_engine(name)
+        caches, tables = _wants_data(eng, version)
+        if not (caches or tables):
+            continue
+        spec = _table_spec(name, version) if tables else None
+        if spec is None:
+            return None
+        specs.setdefault((name, spec.key), spec)
+    return list(specs.values())
+
+
+def _snapshot_key(files: Sequence[tuple[str, bool]],
+                  wanted: Sequence[tuple[str, str | None]]) -> str | None:
+    specs = _snapshot_specs(wanted)
+    if not specs:
+        return None
+    return cache.corpus_key(files, [(spec.engine, spec.key) for spec in specs])
+
+
+def _write_snapshot(key: str, files: Sequence[tuple[str, bool]],
+                    wanted: Sequence[tuple[str, str | None]], loaded: Ingested) -> None:
+    """Keep ``loaded`` as the snapshot ``key`` (when every engine's table is there)."""
+    from loopscope.engines.table import PreparedTable
+
+    specs = _snapshot_specs(wanted) or []
+    tables = [loaded.prepared.get((spec.engine, spec.key)) for spec in specs]
+    if not all(isinstance(t, PreparedTable) for t in tables):
+        return
+    arrays: dict[str, Any] = {}
+    for k, table in enumerate(tables):
+        assert isinstance(table, PreparedTable)
+        for column, value in table.columns.items():
+            arrays[f"t{k}.{column}"] = value
+    index = {
+        "files": [[path, explicit, [r.detection.format, r.detection.layout, r.detection.reason,
+                                    r.detection.unsupported],
+                   cache.problems_doc(r.problems), [r.tally[0], r.tally[1], dict(r.tally[2])],
+                   len(r.heads)]
+                  for (path, explicit), r in zip(files, loaded.files, strict=True)],
+        "heads": cache.heads_doc([h for r in loaded.files for h in r.heads]),
+        "tables": [[spec.engine, spec.key] for spec in specs],
+    }
+    cache.write_corpus(key, index, arrays)
+
+
+def _read_snapshot(key: str, files: Sequence[tuple[str, bool]],
+                   wanted: Sequence[tuple[str, str | None]],
+                   progress: Progress | None) -> Ingested | None:
+    """The corpus kept as the snapshot ``key``, or None (none, or damaged: then deleted)."""
+    from loopscope.engines.table import TableError
+
+    if progress:
+        progress(0.0, "Reading the prepared sessions kept from the last start")
+    found = cache.read_corpus(key)
+    if found is None:
+        return None
+    doc, arrays = found
+    specs = _snapshot_specs(wanted) or []
+    try:
+        records = doc["files"]
+        if type(records) is not list or len(records) != len(files):
+            raise ValueError("files")
+        heads = cache.heads_of(doc["heads"])
+        results: list[FileResult] = []
+        at = 0
+        for (path, explicit), record in zip(files, records, strict=True):
+            stored_path, stored_explicit, detection, problems, tally, count = record
+            if stored_path != path or stored_explicit is not explicit or type(count) is not int \
+                    or not 0 <= count <= len(heads) - at:
+                raise ValueError("files")
+            results.append(FileResult(path, Detection(*cache.detection_of(detection)),
+                                      tuple(cache.problems_of(problems)), heads[at:at + count],
+                                      {}, from_cache=True, tally=cache.tally_of(tally)))
+            at += count
+        if at != len(heads) or doc["tables"] != [[s.engine, s.key] for s in specs]:
+            raise ValueError("tables")
+        prepared: dict[tuple[str, str], Sequence[Any]] = {}
+        for k, spec in enumerate(specs):
+            prefix = f"t{k}."
+            columns = {name[len(prefix):]: value for name, value in arrays.items()
+                       if name.startswith(prefix)}
+            table = spec.open(columns)
+            if len(table) != len(heads):
+                raise ValueError("sessions")
+            prepared[(spec.engine, spec.key)] = table
+    except (ValueError, TypeError, KeyError, IndexError, TableError):
+        cache.forget_corpus(key)
+        return None
+    return Ingested(results, prepared)
 
 
 def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:

@@ -368,7 +368,7 @@ def replays(engine: str) -> RunColumns:
     return replays_for(engine, resolve(engine).config)
 
 
-def prepared(engine: str, config: Any = None) -> list[Any]:
+def prepared(engine: str, config: Any = None) -> Sequence[Any]:
     """The corpus's prepared sessions for ``engine`` at ``config``'s version (the chosen
     version by default); prepared on first use, then kept with the corpus."""
     eng = get_engine(engine)
@@ -376,7 +376,7 @@ def prepared(engine: str, config: Any = None) -> list[Any]:
     return prepared_version(corpus(), engine, version)
 
 
-def prepared_version(c: Corpus, engine: str, version: str) -> list[Any]:
+def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
     if c.is_prepared(engine, version):
         return c.prepared(engine, version)
     from loopscope.corpus import LARGE_CORPUS
