@@ -187,3 +187,60 @@ def test_concat_shifts_positions_and_keeps_nones() -> None:
     assert joined["thing"].tolist() == [5, 6, 7]
     table = PreparedTable("x", "k", schema, joined, lambda t, i: t.span("start", i))
     assert [table[i] for i in range(3)] == [(0, 1), (1, 2), (2, 5)]
+
+
+def test_openhands_and_gemini_cli_round_trip_through_their_json_tables() -> None:
+    """Engines that run session by session write one JSON text per session: every session
+    read back replays as the session itself, and a table keeps what it decoded."""
+    from tests.engines.gemini_cli._gemini_gen import random_config as gemini_config
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
+    from tests.engines.openhands._openhands_gen import random_config as openhands_config
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    rng = random.Random(41)
+    for name, make, configure in (("openhands", openhands_session, openhands_config),
+                                  ("gemini-cli", gemini_session, gemini_config)):
+        eng = get_engine(name)
+        sessions = [make(rng) for _ in range(40)]
+        prepared = [eng.prepare(s) for s in sessions]
+        spec = eng.table_spec()
+        assert spec is not None and spec.keep_all
+        cut = len(prepared) // 3
+        table = spec.open(spec.join([dict(spec.encode(prepared[:cut])),
+                                     dict(spec.encode(prepared[cut:]))]).columns)
+        for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
+            back = table[i]
+            assert table[i] is back  # kept
+            assert eng.encode_prepared(back) == eng.encode_prepared(p), (name, i)
+            for _ in range(3):
+                config = configure(rng)
+                assert eng.run(back, config) == eng.replay(session, config), (name, i)
+                assert eng.counters(back, eng.run(back, config), config) == eng.counters(
+                    p, eng.run(p, config), config)
+
+
+@pytest.mark.parametrize("name", ["openhands", "gemini-cli"])
+def test_json_codecs_refuse_damaged_data(name: str) -> None:
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    eng = get_engine(name)
+    rng = random.Random(5)
+    make = openhands_session if name == "openhands" else gemini_session
+    good = None
+    while good is None or not good["turn"]:
+        good = eng.encode_prepared(eng.prepare(make(rng)))
+    assert good is not None
+    damages: list[dict[str, Any]] = [{"turn": "x"}, {"session": 3}, {"call": [-9] * len(
+        good["turn"])}, {"turn": good["turn"] + [1]}]
+    if name == "openhands":
+        damages += [{"base": [10**6] * len(good["turn"])}, {"tools": [99] * len(good["turn"])}]
+    else:
+        damages += [{"repeats": [[10**6, 1]]}, {"stretches": [["x", [5], [0]]]},
+                    {"content": [[[0, "d", 10**6, []]], []]}]
+    for damage in damages:
+        with pytest.raises(ValueError):
+            eng.decode_prepared({**good, **damage})
+    for bad in (None, [], "x"):
+        with pytest.raises(ValueError):
+            eng.decode_prepared(bad)

@@ -629,9 +629,15 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         """Optional: how this version's prepared data is written as one table of columns for
         a whole corpus (:mod:`loopscope.engines.table`: worker processes hand it back as
         arrays, the on-disk cache keeps a corpus in one file, and sessions are decoded only
-        when read), or ``None`` (the default: a corpus keeps a list of prepared objects)."""
-        del version
-        return None
+        when read), or ``None`` (a corpus keeps a list of prepared objects, prepared where it
+        is used). By default: one JSON text per session when :meth:`encode_prepared` writes
+        this version's data, else ``None``; engines with a vectorised :meth:`run_many`
+        write real columns."""
+        if not self.caches_prepared(version):
+            return None
+        from loopscope.engines.table import json_table_spec
+
+        return json_table_spec(self, version)
 
     def counters(self, prepared: PreparedT, replay: SessionReplay, config: ConfigT
                  ) -> tuple[CounterSeries, ...]:

@@ -22,6 +22,7 @@ lengths, every position in range, starts in order), so a damaged table is refuse
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 __all__ = [
     "SESSION",
@@ -40,6 +42,7 @@ __all__ = [
     "TableError",
     "TableSpec",
     "concat",
+    "json_table_spec",
     "pool_schema",
     "validate",
 ]
@@ -197,11 +200,12 @@ class PreparedTable(Sequence[Any]):
     ``run_many``), as :class:`~loopscope.engines.base.PreparedSessions` does.
     """
 
-    __slots__ = ("_decode", "_decoded", "_lock", "_strings", "columns", "derived", "engine",
-                 "key", "schema")
+    __slots__ = ("_decode", "_decoded", "_keep", "_lock", "_strings", "columns", "derived",
+                 "engine", "key", "schema")
 
     def __init__(self, engine: str, key: str, schema: Schema, columns: Mapping[str, Any],
-                 decode: Callable[[PreparedTable, int], Any]) -> None:
+                 decode: Callable[[PreparedTable, int], Any],
+                 keep: int | None = KEEP_DECODED) -> None:
         self.engine = engine
         """The engine's name."""
         self.key = key
@@ -210,6 +214,8 @@ class PreparedTable(Sequence[Any]):
         self.columns: dict[str, Any] = dict(columns)
         self.derived: dict[Any, Any] = {}
         self._decode = decode
+        self._keep = keep
+        """Decoded sessions kept (None: all)."""
         self._decoded: OrderedDict[int, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._strings: dict[int, str] = {}
@@ -237,7 +243,8 @@ class PreparedTable(Sequence[Any]):
         found = self._decode(self, i)
         with self._lock:
             self._decoded[i] = found
-            while len(self._decoded) > KEEP_DECODED:
+            keep = self._keep
+            while keep is not None and len(self._decoded) > keep:
                 self._decoded.popitem(last=False)
         return found
 
@@ -305,6 +312,9 @@ class TableSpec:
     """Session ``i`` of a table → its prepared object."""
     check: Callable[[PreparedTable], None] | None = None
     """What decoding relies on beyond the schema (raises :class:`TableError`)."""
+    keep_all: bool = False
+    """Keep every decoded session (engines that run session by session read them all on
+    every re-run), instead of the last :data:`KEEP_DECODED`."""
 
     def table(self, prepared: Sequence[Any]) -> PreparedTable:
         """``prepared`` as a table."""
@@ -313,10 +323,11 @@ class TableSpec:
     def open(self, columns: Mapping[str, Any], *, trusted: bool = False) -> PreparedTable:
         """A table of ``columns``; unless ``trusted`` (written by this process or its workers),
         validated first (:class:`TableError`)."""
+        keep = None if self.keep_all else KEEP_DECODED
         if trusted:
-            return PreparedTable(self.engine, self.key, self.schema, columns, self.decode)
+            return PreparedTable(self.engine, self.key, self.schema, columns, self.decode, keep)
         table = PreparedTable(self.engine, self.key, self.schema,
-                              validate(self.schema, columns), self.decode)
+                              validate(self.schema, columns), self.decode, keep)
         if self.check is not None:
             self.check(table)
         return table
@@ -327,6 +338,49 @@ class TableSpec:
         if not parts:
             return self.table([])
         return self.open(concat(self.schema, parts), trusted=True)
+
+
+JSON_SCHEMA: dict[str, Column] = {
+    "data": Column("int32", SESSION, STRINGS),
+    **pool_schema(),
+}
+"""The table of an engine with a JSON codec only: each session's ``encode_prepared`` JSON as
+one pool string."""
+
+
+def json_table_spec(engine: Any, version: str | None = None) -> TableSpec:
+    """A table spec for an engine whose prepared data has a JSON codec (``encode_prepared`` /
+    ``decode_prepared``) but no columns of its own: one JSON text per session. Such an engine
+    runs session by session, so its tables keep every session once decoded
+    (:attr:`PreparedTable.keep_all`)."""
+
+    def encode(prepared: Sequence[Any]) -> dict[str, Any]:
+        pool = StringPool()
+        codes = [pool.code(_dumps(engine.encode_prepared(p))) for p in prepared]
+        return {"data": np.array(codes, dtype=np.int32), **pool.columns()}
+
+    def decode(table: PreparedTable, i: int) -> Any:
+        text = table.string(int(table.columns["data"][i]))
+        return engine.decode_prepared(_loads(text))
+
+    return TableSpec(engine.name, engine.prepare_key(version), JSON_SCHEMA, encode, decode,
+                     keep_all=True)
+
+
+def _dumps(doc: Any) -> str:
+    if doc is None:
+        raise TableError("the engine wrote no data for a session")
+    try:
+        return orjson.dumps(doc).decode()
+    except TypeError:  # a lone surrogate: the standard library writes it as an escape
+        return json.dumps(doc, ensure_ascii=True, allow_nan=False)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def session_of(starts: Any, total: int) -> Any:
