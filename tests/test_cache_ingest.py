@@ -227,3 +227,36 @@ def test_snapshot_of_a_changed_folder_is_never_used(cache_dir: Path, tmp_path: P
     assert len(fewer.report.files) == len(first.report.files) - 1
     assert all(f.path != str(victim) for f in fewer.report.files)
     assert len(list(cache_dir.glob("corpus/*.npz"))) == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
+                                                             workers: int) -> None:
+    """The default configuration's re-run comes with the corpus (made by the workers, kept in
+    the snapshot): equal to running every engine over the prepared sessions, and each replay
+    equal to the reference replay of the session."""
+    from loopscope.engines import engine_names
+
+    files = _files(SAMPLES) * (1 if workers == 1 else 6)
+    sessions = [s for path, explicit in files
+                for s in load_paths([path]).sessions] if workers == 1 else None
+    for attempt in ("fresh", "snapshot"):
+        c = build_corpus(files, fingerprint="t", origin="folder", root=str(SAMPLES),
+                         workers=workers)
+        assert (c.cached_files == len(files)) == (attempt == "snapshot")
+        for name in engine_names():
+            eng = get_engine(name)
+            config = eng.default_config()
+            kept = c.run_many(name, config)
+            assert (name, repr(config)) in c._runs
+            fresh = run_many(eng, c.prepared(name), config)
+            assert kept.refusal_counts.tolist() == fresh.refusal_counts.tolist()
+            assert kept.warning_counts.tolist() == fresh.warning_counts.tolist()
+            assert kept.first_refusals() == fresh.first_refusals()
+            if sessions is not None:
+                assert [r.to_json() for r in kept] == [
+                    eng.replay(s, config).to_json() for s in sessions]
+        other = get_engine("gglib").resolve_config(None, [("max_repeated_batch_steps", "5")])
+        assert ("gglib", repr(other.config)) not in c._runs  # run when asked
+        assert c.run_many("gglib", other.config).refusal_counts.tolist() == run_many(
+            get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()

@@ -23,8 +23,8 @@ instead of importing and preparing every file again.
   was named explicitly), the engines and their prepare keys, and the digest of loopscope's
   core source: a second start on an unchanged folder reads one file instead of one entry per
   session file, and any change to any file (or to loopscope) misses it and falls back to the
-  entries above. A snapshot carries a SHA-256 of its arrays and is validated column by column
-  before use; a damaged one is ignored, deleted and written again.
+  entries above. Every member's CRC-32 is checked as it is read and the tables are validated
+  column by column before use; a damaged snapshot is ignored, deleted and written again.
 """
 
 from __future__ import annotations
@@ -297,25 +297,13 @@ def _corpus_path(key: str) -> Path:
     return Path(os.path.join(cache_dir(), _CORPUS, key + ".npz"))
 
 
-def _arrays_digest(arrays: Mapping[str, Any]) -> str:
-    import numpy as np
-
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        value = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}\0{value.dtype.str}\0{value.shape}\n".encode())
-        h.update(value.data)
-    return h.hexdigest()
-
-
 def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) -> bool:
     """Store a corpus snapshot atomically: ``index`` (JSON-ready) and ``arrays`` (name →
     1-D numpy array; names of letters, digits, ``_`` and ``.``). Never raises."""
     import numpy as np
 
     try:
-        doc = {**index, "format": CORPUS_FORMAT, "key": key,
-               "checksum": _arrays_digest(arrays)}
+        doc = {**index, "format": CORPUS_FORMAT, "key": key}
         members = {"index": np.frombuffer(orjson.dumps(doc), dtype=np.uint8), **arrays}
         target = _corpus_path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -335,8 +323,9 @@ def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) 
 
 def read_corpus(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(index, arrays)`` of the snapshot called ``key``, or ``None`` when there is none or it
-    is damaged (it is then deleted, to be written again). Read without pickle; the arrays'
-    checksum is verified, the index's fields are the caller's to check."""
+    is damaged (it is then deleted, to be written again). Read without pickle; every member's
+    CRC-32 is verified as it is read (a changed byte fails it), the index's fields and the
+    arrays' shapes are the caller's to check."""
     import numpy as np
 
     path = _corpus_path(key)
@@ -348,8 +337,6 @@ def read_corpus(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         doc = orjson.loads(arrays.pop("index").tobytes())
         if type(doc) is not dict or doc.get("format") != CORPUS_FORMAT or doc.get("key") != key:
             raise ValueError("not a snapshot of this cache")
-        if doc.get("checksum") != _arrays_digest(arrays):
-            raise ValueError("damaged arrays")
         with _quiet():
             os.utime(path)  # recently used: pruned last
         return doc, arrays

@@ -21,7 +21,7 @@ from loopscope import cache
 from loopscope.bulk import CollectorPaused
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
-from loopscope.engines.base import PreparedSessions
+from loopscope.engines.base import PreparedSessions, RunColumns, run_many
 from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
@@ -62,6 +62,9 @@ class Corpus:
     cached_files: int = 0
     """Files whose prepared sessions came from the on-disk cache."""
     _prepared: dict[tuple[str, str], Sequence[Any]] = field(default_factory=dict, repr=False)
+    _runs: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]] = field(
+        default_factory=dict, repr=False, compare=False)
+    """Re-runs made while loading (:attr:`Ingested.runs`)."""
     _prepare_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                           compare=False)
     _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -94,6 +97,19 @@ class Corpus:
                         found.append(eng.prepare(s, version))
                 self._prepared[key] = found
         return found
+
+    def run_many(self, engine: str, config: Any) -> RunColumns:
+        """Every session under ``config`` (``engine.run_many`` over :meth:`prepared`): read
+        off the re-run made while loading when ``config`` is the one it used (the engine's
+        default), each replay built when read."""
+        eng = get_engine(engine)
+        prepared = self.prepared(engine, eng.version_of(config))
+        kept = self._runs.get((engine, repr(config)))
+        if kept is not None and len(kept[0]["first"]) == len(prepared):
+            columns, detectors = kept
+            return RunColumns.from_compact(columns, detectors,
+                                           lambda i: eng.run(prepared[i], config))
+        return run_many(eng, prepared, config)
 
     def is_prepared(self, engine: str, version: str | None = None) -> bool:
         eng = get_engine(engine)
@@ -254,6 +270,7 @@ def build_corpus(
         cached_files=sum(r.from_cache for r in loaded.files),
     )
     corpus._prepared.update(loaded.prepared)
+    corpus._runs.update(loaded.runs)
     return corpus
 
 
@@ -296,6 +313,11 @@ class Ingested:
 
     files: list[FileResult]
     prepared: dict[tuple[str, str], Sequence[Any]]
+    runs: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]] = field(
+        default_factory=dict)
+    """(engine, repr of its default configuration) → the compact columns of ``run_many``
+    under that configuration (:meth:`RunColumns.compact`) and their detector names: a first
+    chart needs no session decoded."""
 
 
 PARALLEL_MIN_FILES = 64
@@ -304,6 +326,8 @@ _CHUNK = 16
 
 # What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
 _Part = tuple[str, Any]
+_Runs = dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]]
+_PartResult = tuple[list["FileResult"], dict[tuple[str, str], _Part], _Runs]
 
 
 def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
@@ -318,7 +342,7 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | 
         workers = os.cpu_count() or 1
     wanted = list(wanted)
     n = len(files)
-    parts: list[tuple[list[FileResult], dict[tuple[str, str], _Part]]] = []
+    parts: list[_PartResult] = []
     if workers <= 1 or n < PARALLEL_MIN_FILES:
         step = 50 if n >= 200 else 1
         for at in range(0, n, step):
@@ -335,7 +359,7 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | 
 
 def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str | None]],
                  use_cache: bool, workers: int, progress: Progress | None
-                 ) -> list[tuple[list[FileResult], dict[tuple[str, str], _Part]]]:
+                 ) -> list[_PartResult]:
     import concurrent.futures
     import multiprocessing
 
@@ -343,7 +367,7 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
     chunks = [list(files[i:i + _CHUNK]) for i in range(0, n, _CHUNK)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
-    parts: list[tuple[list[FileResult], dict[tuple[str, str], _Part]]] = []
+    parts: list[_PartResult] = []
     done = cached = 0
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
@@ -365,39 +389,64 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
 
 
 def ingest_part(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
-                use_cache: bool) -> tuple[list[FileResult], dict[tuple[str, str], _Part]]:
+                use_cache: bool) -> _PartResult:
     """A part of the files (in a worker process, or here): each file's outcome (prepared
-    sessions emptied) and, for each engine whose data every file of the part has, the part's
-    prepared sessions: as a table's columns (arrays: cheap to send back) for engines with a
-    ``table_spec``, else as the objects."""
+    sessions emptied); for each engine whose data every file of the part has, the part's
+    prepared sessions — as a table's columns (arrays: cheap to send back) for engines with a
+    ``table_spec``, else as the objects; and each engine's re-run under its default
+    configuration (:attr:`Ingested.runs`)."""
+    from loopscope.engines.base import run_many
+
     with CollectorPaused():
         results = [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
         out: dict[tuple[str, str], _Part] = {}
+        runs: _Runs = {}
         for name, version in wanted:
-            key = (name, get_engine(name).prepare_key(version))
-            if key in out or not all(key in r.prepared for r in results):
+            eng = get_engine(name)
+            key = (name, eng.prepare_key(version))
+            if not all(key in r.prepared for r in results):
                 continue
             objects = [p for r in results for p in r.prepared[key]]
             spec = _table_spec(name, version)
-            out[key] = ("table", dict(spec.encode(objects))) if spec else ("list", objects)
-        return [replace(r, prepared={}) for r in results], out
+            table = None
+            if key not in out:
+                if spec is not None:
+                    out[key] = ("table", dict(spec.encode(objects)))
+                    if not spec.keep_all:  # columns of its own: run_many reads them
+                        table = spec.open(out[key][1], trusted=True)
+                else:
+                    out[key] = ("list", objects)
+            config = eng.default_config(version)
+            run_key = (name, repr(config))
+            if run_key not in runs:
+                with contextlib.suppress(Exception):  # (then run when asked)
+                    columns = run_many(eng, table if table is not None else objects, config)
+                    runs[run_key] = (columns.compact(), columns.detectors)
+        return [replace(r, prepared={}) for r in results], out, runs
 
 
-def join_parts(parts: Sequence[tuple[list[FileResult], dict[tuple[str, str], _Part]]],
+def join_parts(parts: Sequence[_PartResult],
                wanted: Sequence[tuple[str, str | None]]) -> Ingested:
     """The parts of :func:`ingest_part`, in file order, as one :class:`Ingested`."""
-    files = [r for results, _ in parts for r in results]
+    from loopscope.engines.base import RunColumns
+
+    files = [r for results, _, _ in parts for r in results]
     prepared: dict[tuple[str, str], Sequence[Any]] = {}
     for name, version in wanted:
         key = (name, get_engine(name).prepare_key(version))
-        if key in prepared or not all(key in data for _, data in parts):
+        if key in prepared or not all(key in data for _, data, _ in parts):
             continue
         spec = _table_spec(name, version)
-        if spec is not None and all(data[key][0] == "table" for _, data in parts):
-            prepared[key] = spec.join([data[key][1] for _, data in parts])
-        elif all(data[key][0] == "list" for _, data in parts):
-            prepared[key] = PreparedSessions(p for _, data in parts for p in data[key][1])
-    return Ingested(files, prepared)
+        if spec is not None and all(data[key][0] == "table" for _, data, _ in parts):
+            prepared[key] = spec.join([data[key][1] for _, data, _ in parts])
+        elif all(data[key][0] == "list" for _, data, _ in parts):
+            prepared[key] = PreparedSessions(p for _, data, _ in parts for p in data[key][1])
+    runs: _Runs = {}
+    for run_key in (parts[0][2] if parts else {}):
+        if all(run_key in part_runs for _, _, part_runs in parts):
+            runs[run_key] = RunColumns.join_compact([part_runs[run_key]
+                                                     for _, _, part_runs in parts])
+    return Ingested(files, prepared, runs)
 
 
 def _table_spec(name: str, version: str | None) -> Any:
@@ -514,6 +563,10 @@ def _write_snapshot(key: str, files: Sequence[tuple[str, bool]],
         assert isinstance(table, PreparedTable)
         for column, value in table.columns.items():
             arrays[f"t{k}.{column}"] = value
+    runs = list(loaded.runs.items())
+    for k, (_key, (columns, _detectors)) in enumerate(runs):
+        for column, value in columns.items():
+            arrays[f"r{k}.{column}"] = value
     index = {
         "files": [[path, explicit, [r.detection.format, r.detection.layout, r.detection.reason,
                                     r.detection.unsupported],
@@ -522,6 +575,8 @@ def _write_snapshot(key: str, files: Sequence[tuple[str, bool]],
                   for (path, explicit), r in zip(files, loaded.files, strict=True)],
         "heads": cache.heads_doc([h for r in loaded.files for h in r.heads]),
         "tables": [[spec.engine, spec.key] for spec in specs],
+        "runs": [[engine, config, list(detectors)]
+                 for (engine, config), (_columns, detectors) in runs],
     }
     cache.write_corpus(key, index, arrays)
 
@@ -566,10 +621,41 @@ def _read_snapshot(key: str, files: Sequence[tuple[str, bool]],
             if len(table) != len(heads):
                 raise ValueError("sessions")
             prepared[(spec.engine, spec.key)] = table
+        runs = {}
+        for k, (engine, config, detectors) in enumerate(doc["runs"]):
+            columns = _run_columns(arrays, f"r{k}.", len(heads), detectors)
+            if type(engine) is not str or type(config) is not str:
+                raise ValueError("runs")
+            runs[(engine, config)] = (columns, tuple(detectors))
     except (ValueError, TypeError, KeyError, IndexError, TableError):
         cache.forget_corpus(key)
         return None
-    return Ingested(results, prepared)
+    return Ingested(results, prepared, runs)
+
+
+def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,
+                 detectors: Any) -> dict[str, Any]:
+    """Compact re-run columns (:meth:`RunColumns.compact`) of a snapshot, checked."""
+    import numpy as np
+
+    if type(detectors) is not list or any(type(d) is not str for d in detectors):
+        raise ValueError("runs: detector names")
+    columns = {name: arrays[prefix + name] for name in ("refusals", "warnings", "first",
+                                                        "turn", "call", "detector")}
+    for value in columns.values():
+        if type(value) is not np.ndarray or value.ndim != 1 or value.dtype != np.int64:
+            raise ValueError("runs: columns")
+    refused = len(columns["turn"])
+    first, detector = columns["first"], columns["detector"]
+    if not (len(columns["refusals"]) == len(columns["warnings"]) == len(first) == sessions
+            and len(columns["call"]) == len(detector) == refused):
+        raise ValueError("runs: lengths")
+    if sessions and (int(first.min()) < -1 or int(first.max()) >= refused):
+        raise ValueError("runs: first refusals")
+    if refused and (int(detector.min()) < 0 or int(detector.max()) >= len(detectors)
+                    or int(columns["turn"].min()) < 0 or int(columns["call"].min()) < -1):
+        raise ValueError("runs: refusals")
+    return columns
 
 
 def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import streamlit as st
 
 from loopscope.engines import ConfigError, SessionReplay, SettingSpec, engine_names, get_engine
-from loopscope.engines.base import ConfigResolution, RunColumns, run_many
+from loopscope.engines.base import ConfigResolution, RunColumns
 
 if TYPE_CHECKING:
     from loopscope.corpus import Corpus
@@ -413,7 +413,8 @@ def run_all(engine: str, c: Corpus, config: Any) -> RunColumns:
     """Every session under ``config``: one batch pass (``run_many``) giving the per-session
     columns (refused, counts, first refusal), each replay built when read."""
     eng = get_engine(engine)
-    return run_many(eng, prepared_version(c, engine, eng.version_of(config)), config)
+    prepared_version(c, engine, eng.version_of(config))  # (with progress when not yet)
+    return c.run_many(engine, config)
 
 
 def refused_warned(replays: Sequence[SessionReplay]) -> tuple[int, int]:
