@@ -641,12 +641,14 @@ def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
 
 
 def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
-    """``build(prepared)``, kept with a :class:`PreparedSessions` under ``key`` (made afresh for
-    any other sequence)."""
-    if isinstance(prepared, PreparedSessions):
-        if key not in prepared.derived:
-            prepared.derived[key] = build(prepared)
-        return prepared.derived[key]
+    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data (a
+    :class:`PreparedSessions`, a :class:`~loopscope.engines.table.PreparedTable`); made afresh
+    for any other sequence."""
+    derived = getattr(prepared, "derived", None)
+    if isinstance(derived, dict):
+        if key not in derived:
+            derived[key] = build(prepared)
+        return derived[key]
     return build(prepared)
 
 

@@ -296,6 +296,15 @@ class Pack:
         self.run_start = np.maximum.accumulate(
             np.where(starts, np.arange(self.batch_at.size), 0)) if starts.size else starts
         self.n = n
+        # Each distinct set of lower-cased names once (the parts a table was joined from each
+        # wrote their own strings): per batch step, the index of its set in ``name_sets``.
+        codes, inverse = np.unique(self.names[self.batch_at], return_inverse=True)
+        by_text: dict[str, int] = {}
+        set_of_code = np.array([by_text.setdefault(table.string(k), len(by_text))
+                                for k in codes.tolist()] or [0], dtype=np.int32)
+        self.name_sets = [tuple(json.loads(text)) for text in by_text]
+        self.batch_set = set_of_code[inverse.reshape(-1)] if codes.size else np.zeros(
+            0, dtype=np.int32)
         self._obs: dict[tuple[str, ...], Any] = {}
         self._stagnation: dict[int, Any] = {STAGNATION_WINDOW: c["stagnation"]}
 
@@ -303,19 +312,16 @@ class Pack:
         return self.n
 
     def observation(self, patterns: Sequence[str]) -> Any:
-        """Per step: an observation batch under ``patterns`` (as
+        """Per batch step (``batch_at``): an observation batch under ``patterns`` (as
         :meth:`PreparedMessages.observation_flags`)."""
         key = tuple(patterns)
         found = self._obs.get(key)
         if found is None:
             lowered = [p.lower() for p in key]
-            codes = np.unique(self.names[self.batch])
-            flags = np.zeros(self.table.axis_length(STRINGS) or 1, dtype=np.bool_)
-            if lowered:
-                for k in codes.tolist():
-                    names = json.loads(self.table.string(k))
-                    flags[k] = all(is_observation_name(n, lowered) for n in names)
-            found = flags[self.names] & self.batch if len(self.names) else self.batch.copy()
+            flags = np.array([bool(lowered) and all(is_observation_name(n, lowered)
+                                                    for n in names)
+                              for names in self.name_sets] or [False], dtype=np.bool_)
+            found = flags[self.batch_set]
             if len(self._obs) >= 8:
                 self._obs.pop(next(iter(self._obs)))
             self._obs[key] = found
@@ -351,7 +357,7 @@ def run_columns(pack: Pack, config: GglibConfig) -> dict[str, Any]:
     first_at: list[Any] = []
     if batch_at.size:
         # Over the batch steps only: their count, total and class.
-        obs = pack.observation(config.observation_tools)[batch_at]
+        obs = pack.observation(config.observation_tools)
         count, total = pack.count[batch_at], pack.total[batch_at]
         if observation_max == S:
             cond = count > S
