@@ -1,35 +1,31 @@
-"""The on-disk cache of prepared sessions: a second start on the same folder reads these
-instead of importing and preparing every file again.
+"""The on-disk cache of prepared sessions: a second start on the same folder reads one file
+instead of importing and preparing every session file again.
 
 * **Where**: ``$LOOPSCOPE_CACHE_DIR`` if set, else the user's cache directory
   (``platformdirs.user_cache_dir("loopscope")``: ``$XDG_CACHE_HOME/loopscope`` on Linux,
   ``~/.cache/loopscope`` by default), folder ``prepared/``. ``LOOPSCOPE_CACHE=off`` turns it
   off. Safe to delete at any time: ``loopscope cache clear`` (or the dashboard's button) does.
-* **One entry per session file, engine and prepare key**, named by a SHA-256 of: the file's
-  resolved path, size and modification time (ns), the engine and its ``prepare_key``, and a
-  digest of loopscope's own core source (importers and engines). Anything that could change
-  the prepared data changes the name, so an entry is never stale: it is simply not found, and
-  old entries age out by :func:`prune`.
-* **What an entry holds**: JSON (orjson) — the file's import outcome (detection, problems,
-  each session's identity and size) and each session's prepared data as the engine's own
-  ``encode_prepared`` columns. No pickle, nothing executable: an entry is parsed as data and
-  validated (format tag, key, every field's type and range by the engine's ``decode_prepared``);
-  a damaged, truncated or foreign entry is ignored, deleted and rebuilt, never trusted.
-* **One snapshot per loaded corpus** (``corpus/<key>.npz``), written after a corpus was
-  loaded without it: every file's import outcome and each engine's prepared sessions of the
-  whole corpus as one table of columns (:mod:`loopscope.engines.table`) — plain numpy arrays
-  and a JSON index in an uncompressed zip, read without pickle. Its name is a SHA-256 of:
-  every file's path, size, modification and change times and inode, in order (and whether it
-  was named explicitly), the engines and their prepare keys, and the digest of loopscope's
-  core source: a second start on an unchanged folder reads one file instead of one entry per
-  session file, and any change to any file (or to loopscope) misses it and falls back to the
-  entries above. Every member's CRC-32 is checked as it is read and the tables are validated
-  column by column before use; a damaged snapshot is ignored, deleted and written again.
+* **One snapshot per loaded corpus** (``corpus/<key>.npz``), written once a corpus is loaded:
+  every file's import outcome, each engine's prepared sessions of the whole corpus as one table
+  of columns (:mod:`loopscope.engines.table`) and each engine's re-run under its default
+  configuration — plain numpy arrays and a JSON index in an uncompressed zip, read without
+  pickle. Its name is a SHA-256 of every file's path, size, modification and change times,
+  inode and device, in order (and whether it was named explicitly), the engines and their
+  prepare keys, and a digest of loopscope's own core source (importers and engines): anything
+  that could change the data changes the name, so a snapshot is never stale — it is simply
+  not found, and old ones age out by :func:`prune`.
+* **A changed folder** (files added, removed or rewritten): the last snapshot of the folder
+  (remembered per folder, engines and source digest: ``corpus/<name>.last``) gives the
+  unchanged files' sessions; only the other files are imported and prepared again.
+* **Never trusted blindly**: every member's CRC-32 is checked as it is read, the index and the
+  tables are validated column by column (types, lengths, every position in range) before use;
+  a damaged or foreign snapshot is ignored, deleted and written again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import tempfile
 import time
@@ -45,22 +41,19 @@ from loopscope.model import Problem
 
 __all__ = [
     "CORPUS_FORMAT",
-    "FORMAT",
     "SessionHead",
     "active",
     "cache_dir",
     "clear",
     "corpus_key",
-    "entry_key",
-    "read",
+    "file_stamp",
+    "last_corpus",
+    "pointer_name",
     "read_corpus",
+    "remember_corpus",
     "stats",
-    "write",
     "write_corpus",
 ]
-
-FORMAT = "loopscope-prepared/2"
-"""The format tag every entry starts with (bumped with the layout of an entry)."""
 
 CORPUS_FORMAT = "loopscope-corpus/1"
 """The format tag of a corpus snapshot's index (bumped with the layout of a snapshot)."""
@@ -117,55 +110,8 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def file_fingerprint(path: str) -> str | None:
-    """Resolved path, size and mtime of a session file, or ``None`` when it cannot be read."""
-    try:
-        st = os.stat(path)
-        real = os.path.realpath(path)
-    except OSError:
-        return None
-    return f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
-
-
-def entry_key(fingerprint: str, engine: str, prepare_key: str, extra: str = "") -> str:
-    """The name of an entry (see the module docstring). ``extra``: anything else the import
-    depended on (a forced format, import limits)."""
-    text = "\0".join((FORMAT, code_digest(), fingerprint, engine, prepare_key, extra))
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _entry_path(key: str) -> Path:
-    return Path(os.path.join(cache_dir(), key[:2], key + ".json"))
-
-
-def write(key: str, detection: Sequence[Any], problems: Sequence[Problem],
-          heads: Sequence[SessionHead], prepared: Sequence[Any],
-          tally: tuple[int | None, int, dict[str, int]] = (None, 0, {})) -> bool:
-    """Store one entry atomically (a reader sees the whole entry or none). Never raises: a
-    cache that cannot be written only costs the next start its time."""
-    try:
-        doc = {
-            "format": FORMAT, "key": key, "detection": list(detection),
-            "problems": problems_doc(problems),
-            "heads": heads_doc(heads),
-            "prepared": list(prepared),
-            "tally": [tally[0], tally[1], dict(tally[2])],
-        }
-        data = orjson.dumps(doc)
-        target = _entry_path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            with _quiet():
-                os.unlink(tmp)
-            raise
-        return True
-    except (OSError, TypeError, ValueError):
-        return False
+_WRITES = itertools.count()
+"""Numbers this process's temporary files (with its id: no other writer uses the name)."""
 
 
 class _quiet:
@@ -176,46 +122,7 @@ class _quiet:
         return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    detection: tuple[Any, ...]
-    problems: list[Problem]
-    heads: list[SessionHead]
-    prepared: list[Any]
-    """Each session's ``encode_prepared`` data, not yet decoded."""
-    tally: tuple[int | None, int, dict[str, int]] = (None, 0, {})
-    """The file's tool calls: seen, imported, set aside on purpose (by reason)."""
-
-
 _SEVERITIES = ("error", "warning", "info")
-
-
-def read(key: str) -> Entry | None:
-    """The entry called ``key``, or ``None`` when there is none or it does not validate (it is
-    then deleted, to be written again)."""
-    path = _entry_path(key)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    try:
-        return _validated(orjson.loads(data), key)
-    except (ValueError, TypeError, KeyError, IndexError):
-        with _quiet():
-            path.unlink()
-        return None
-
-
-def _validated(doc: Any, key: str) -> Entry:
-    if type(doc) is not dict or doc.get("format") != FORMAT or doc.get("key") != key:
-        raise ValueError("not an entry of this cache")
-    detection = detection_of(doc["detection"])
-    problems = problems_of(doc["problems"])
-    heads = heads_of(doc["heads"])
-    prepared = doc["prepared"]
-    if type(prepared) is not list or len(prepared) != len(heads):
-        raise ValueError("prepared")
-    return Entry(detection, problems, heads, prepared, tally_of(doc["tally"]))
 
 
 def detection_of(value: Any) -> tuple[Any, ...]:
@@ -277,20 +184,60 @@ def tally_of(value: Any) -> tuple[int | None, int, dict[str, int]]:
 # --------------------------------------------------------------------------- corpus snapshots
 
 
-def corpus_key(files: Sequence[tuple[str, bool]], tables: Sequence[tuple[str, str]]) -> str:
+def file_stamp(path: str) -> str:
+    """What tells a file's version: size, modification and change times, inode and device
+    (``"missing"`` when it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
+
+
+def corpus_key(files: Sequence[tuple[str, bool]], tables: Sequence[tuple[str, str]],
+               stamps: Sequence[str] | None = None) -> str:
     """The name of the snapshot of ``files`` (path, named explicitly?) prepared for ``tables``
-    (engine, prepare key): see the module docstring."""
+    (engine, prepare key): see the module docstring. ``stamps``: each file's
+    :func:`file_stamp`, when already taken."""
+    if stamps is None:
+        stamps = [file_stamp(path) for path, _ in files]
     h = hashlib.sha256()
     h.update("\0".join((CORPUS_FORMAT, code_digest(), *(f"{e}:{k}" for e, k in tables)))
              .encode("utf-8", "surrogateescape") + b"\n")
-    for path, explicit in files:
-        try:
-            st = os.stat(path)
-            stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}"
-        except OSError:
-            stamp = "missing"
+    for (path, explicit), stamp in zip(files, stamps, strict=True):
         h.update(f"{path}\0{int(explicit)}\0{stamp}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+def pointer_name(root: str, tables: Sequence[tuple[str, str]]) -> str:
+    """The name under which the last snapshot of the folder ``root`` (for ``tables``, with
+    this loopscope's code) is remembered: a later start on the changed folder reuses what
+    did not change (:func:`last_corpus`)."""
+    text = "\0".join((CORPUS_FORMAT, code_digest(), root, *(f"{e}:{k}" for e, k in tables)))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def last_corpus(pointer: str) -> str | None:
+    """The key of the last snapshot remembered under ``pointer``, if any."""
+    try:
+        text = _pointer_path(pointer).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def remember_corpus(pointer: str, key: str) -> None:
+    """Remember ``key`` as the last snapshot under ``pointer`` (atomically; never raises)."""
+    target = _pointer_path(pointer)
+    tmp = target.parent / f".part-{pointer[:16]}-{os.getpid()}-{next(_WRITES)}"
+    with _quiet():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(key, encoding="ascii")
+        os.replace(tmp, target)
+
+
+def _pointer_path(pointer: str) -> Path:
+    return Path(os.path.join(cache_dir(), _CORPUS, pointer + ".last"))
 
 
 def _corpus_path(key: str) -> Path:
@@ -354,7 +301,8 @@ def forget_corpus(key: str) -> None:
 def _cached_files(root: Path) -> list[Path]:
     """Every file of this cache: entries, snapshots and unfinished writes."""
     found = [p for p in root.glob("*/*") if p.parent.name == _CORPUS or len(p.parent.name) == 2]
-    return [p for p in found if p.suffix in (".json", ".npz") or p.name.startswith(".part-")]
+    return [p for p in found
+            if p.suffix in (".json", ".npz", ".last") or p.name.startswith(".part-")]
 
 
 def stats() -> tuple[int, int]:
@@ -364,7 +312,7 @@ def stats() -> tuple[int, int]:
     if not root.is_dir():
         return 0, 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-"):
+        if path.name.startswith(".part-") or path.suffix == ".last":
             continue
         with _quiet():
             size += path.stat().st_size
@@ -407,7 +355,7 @@ def prune(max_bytes: int | None = None) -> int:
     entries = []
     total = 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-"):
+        if path.name.startswith(".part-") or path.suffix == ".last":
             continue
         with _quiet():
             st = path.stat()

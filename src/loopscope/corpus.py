@@ -211,6 +211,7 @@ def build_corpus(
     prepare: Sequence[tuple[str, str | None]] | None = None,
     workers: int | None = None,
     ingest_with: Callable[..., Ingested] | None = None,
+    snapshot_in_background: bool = False,
 ) -> Corpus:
     """Import ``files`` (path, named explicitly?) and prepare them for ``prepare``'s engines
     (engine, version; default: every engine at its default version), on every core
@@ -224,19 +225,28 @@ def build_corpus(
     when asked. ``on_large`` is called once the files are in when there are at least
     :data:`LARGE_CORPUS` sessions (the dashboard freezes them out of the cyclic collector).
     Other engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
+    ``snapshot_in_background``: write the snapshot in a thread (the dashboard draws its first
+    chart meanwhile; the process waits for it before it exits).
     """
     from loopscope.engines import engine_names
 
     started = time.perf_counter()
     wanted = list(prepare) if prepare is not None else [(name, None) for name in engine_names()]
-    snapshot = _snapshot_key(files, wanted) if cache.active() else None
-    loaded = _read_snapshot(snapshot, files, wanted, progress) if snapshot else None
+    names = _snapshot_names(files, wanted, root) if cache.active() else None
+    loaded, exact = None, False
+    if names is not None:
+        loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with or ingest,
+                                             workers, progress)
     if loaded is None:
         loaded = (ingest_with or ingest)(files, wanted, workers=workers, progress=progress)
-        if snapshot:
+    if names is not None and not exact:
+        if snapshot_in_background:
+            threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
+                             name="loopscope-snapshot").start()
+        else:
             if progress:
                 progress(1.0, "Keeping the prepared sessions for the next start")
-            _write_snapshot(snapshot, files, wanted, loaded)
+            _write_snapshot(names, files, wanted, loaded)
     imports: list[FileImport] = []
     heads: list[SessionHead] = []
     parts: list[FileSessions] = []
@@ -331,13 +341,11 @@ _PartResult = tuple[list["FileResult"], dict[tuple[str, str], _Part], _Runs]
 
 
 def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
-           workers: int | None = None, progress: Progress | None = None,
-           use_cache: bool | None = None) -> Ingested:
+           workers: int | None = None, progress: Progress | None = None) -> Ingested:
     """Import and prepare every file: on every core (a process pool of ``workers``, default
-    one per core) when there are many files, and through the on-disk cache's entries
-    (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off. Each part of
-    the files comes back with its sessions prepared as tables (arrays), joined here."""
-    use_cache = cache.active() if use_cache is None else use_cache
+    one per core) when there are many files. Each part of the files comes back with its
+    sessions prepared as tables (arrays) and re-run under each engine's default
+    configuration, joined here (:func:`join_parts`)."""
     if workers is None:
         workers = os.cpu_count() or 1
     wanted = list(wanted)
@@ -349,17 +357,14 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | 
             if progress:
                 name = escape_for_display(Path(files[at][0]).name, 80)
                 progress(at / max(n, 1), f"Reading {name} ({at + 1}/{n})")
-            parts.append(ingest_part(list(files[at:at + step]), wanted, use_cache))
+            parts.append(ingest_part(list(files[at:at + step]), wanted))
     else:
-        parts = _ingest_pool(files, wanted, use_cache, workers, progress)
-    if use_cache:
-        cache.prune()
+        parts = _ingest_pool(files, wanted, workers, progress)
     return join_parts(parts, wanted)
 
 
 def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str | None]],
-                 use_cache: bool, workers: int, progress: Progress | None
-                 ) -> list[_PartResult]:
+                 workers: int, progress: Progress | None) -> list[_PartResult]:
     import concurrent.futures
     import multiprocessing
 
@@ -368,54 +373,47 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
     parts: list[_PartResult] = []
-    done = cached = 0
+    done = 0
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
-            for part in pool.map(ingest_part, chunks, [wanted] * len(chunks),
-                                 [use_cache] * len(chunks)):
+            for part in pool.map(ingest_part, chunks, [wanted] * len(chunks)):
                 parts.append(part)
                 done += len(part[0])
-                cached += sum(r.from_cache for r in part[0])
                 if progress:
-                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores"
-                                       + (f" ({cached:,} from the cache)" if cached else ""))
+                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores")
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.
         for chunk in chunks[len(parts):]:
-            parts.append(ingest_part(chunk, wanted, use_cache))
+            parts.append(ingest_part(chunk, wanted))
     return parts
 
 
-def ingest_part(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
-                use_cache: bool) -> _PartResult:
-    """A part of the files (in a worker process, or here): each file's outcome (prepared
-    sessions emptied); for each engine whose data every file of the part has, the part's
-    prepared sessions — as a table's columns (arrays: cheap to send back) for engines with a
-    ``table_spec``, else as the objects; and each engine's re-run under its default
-    configuration (:attr:`Ingested.runs`)."""
+def ingest_part(files: list[tuple[str, bool]],
+                wanted: list[tuple[str, str | None]]) -> _PartResult:
+    """A part of the files (in a worker process, a Dask worker, or here): each file's outcome
+    (prepared sessions emptied); for each engine whose data every file of the part has, the
+    part's prepared sessions as a table's columns (arrays: cheap to send back); and each
+    engine's re-run under its default configuration (:attr:`Ingested.runs`)."""
     from loopscope.engines.base import run_many
 
     with CollectorPaused():
-        results = [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
+        results = [ingest_file(path, explicit, wanted) for path, explicit in files]
         out: dict[tuple[str, str], _Part] = {}
         runs: _Runs = {}
         for name, version in wanted:
             eng = get_engine(name)
             key = (name, eng.prepare_key(version))
-            if not all(key in r.prepared for r in results):
+            spec = _table_spec(name, version)
+            if spec is None or not all(key in r.prepared for r in results):
                 continue
             objects = [p for r in results for p in r.prepared[key]]
-            spec = _table_spec(name, version)
             table = None
             if key not in out:
-                if spec is not None:
-                    out[key] = ("table", dict(spec.encode(objects)))
-                    if not spec.keep_all:  # columns of its own: run_many reads them
-                        table = spec.open(out[key][1], trusted=True)
-                else:
-                    out[key] = ("list", objects)
+                out[key] = ("table", dict(spec.encode(objects)))
+                if not spec.keep_all:  # columns of its own: run_many reads them
+                    table = spec.open(out[key][1], trusted=True)
             config = eng.default_config(version)
             run_key = (name, repr(config))
             if run_key not in runs:
@@ -437,10 +435,8 @@ def join_parts(parts: Sequence[_PartResult],
         if key in prepared or not all(key in data for _, data, _ in parts):
             continue
         spec = _table_spec(name, version)
-        if spec is not None and all(data[key][0] == "table" for _, data, _ in parts):
+        if spec is not None:
             prepared[key] = spec.join([data[key][1] for _, data, _ in parts])
-        elif all(data[key][0] == "list" for _, data, _ in parts):
-            prepared[key] = PreparedSessions(p for _, data, _ in parts for p in data[key][1])
     runs: _Runs = {}
     for run_key in (parts[0][2] if parts else {}):
         if all(run_key in part_runs for _, _, part_runs in parts):
@@ -455,106 +451,161 @@ def _table_spec(name: str, version: str | None) -> Any:
     return spec(version) if spec is not None else None
 
 
-def _wants_data(eng: Any, version: str | None) -> tuple[bool, bool]:
-    """``(writes cache entries?, writes a table?)`` for an engine at ``version``."""
-    caches = getattr(eng, "caches_prepared", None)
-    spec = getattr(eng, "table_spec", None)
-    return (caches is not None and bool(caches(version)),
-            spec is not None and spec(version) is not None)
-
-
-def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | None]],
-                use_cache: bool = True) -> FileResult:
-    """One file: from the cache when every wanted engine's entry is there, else imported,
-    prepared (and written to the cache). Never raises for a bad file."""
+def ingest_file(path: str, explicit: bool,
+                wanted: Sequence[tuple[str, str | None]]) -> FileResult:
+    """One file imported and prepared for each wanted engine that writes its prepared data as
+    a table (``table_spec``; the others prepare where they are used). Never raises for a bad
+    file."""
     from loopscope.formats import load_file
 
-    engines: list[tuple[str, str | None, Any, str, bool]] = []
+    imported = _load_one(load_file, path, explicit)
+    prepared: dict[tuple[str, str], list[Any]] = {}
     for name, version in wanted:
         eng = get_engine(name)
-        caches, tables = _wants_data(eng, version)
-        if not (caches or tables):  # prepared where it is used instead
+        key = (name, eng.prepare_key(version))
+        if key in prepared or _table_spec(name, version) is None:
             continue
-        engines.append((name, version, eng, eng.prepare_key(version), caches))
-    fingerprint = cache.file_fingerprint(path) if use_cache else None
-    keys = {(name, pkey): cache.entry_key(fingerprint, name, pkey, "explicit" if explicit else "")
-            for name, _v, _e, pkey, caches in engines if caches} if fingerprint else {}
-    hits: dict[tuple[str, str], cache.Entry] = {}
-    if keys and len(keys) == len(engines):  # (an engine without entries needs the file)
-        for key, entry_name in keys.items():
-            entry = cache.read(entry_name)
-            if entry is not None:
-                hits[key] = entry
-    prepared: dict[tuple[str, str], list[Any]] = {}
-    if keys and len(hits) == len(keys) == len(engines):
-        first = next(iter(hits.values()))
-        try:
-            for name, _v, eng, pkey, _c in engines:
-                entry = hits[(name, pkey)]
-                prepared[(name, pkey)] = [eng.decode_prepared(d) for d in entry.prepared]
-            return FileResult(path, Detection(*first.detection), tuple(first.problems),
-                              first.heads, prepared, from_cache=True, tally=first.tally)
-        except (ValueError, TypeError, KeyError):
-            prepared.clear()  # a damaged entry: import the file again (and rewrite it)
-    imported = _load_one(load_file, path, explicit)
-    heads = [head_of(s) for s in imported.sessions]
-    det = imported.detection
-    detection = (det.format, det.layout, det.reason, det.unsupported)
-    tally = (imported.calls_seen, imported.calls_imported, dict(imported.calls_set_aside))
-    for name, version, eng, pkey, caches in engines:
-        name_key = keys.get((name, pkey))
-        try:
-            objects = [_warmed(eng, eng.prepare(s, version), version)
-                       for s in imported.sessions]
-            encoded = [eng.encode_prepared(p) for p in objects] if caches else []
-            if caches and any(e is None for e in encoded):
-                continue  # this engine's data is prepared where it is used
-            if not _wants_data(eng, version)[1]:
-                # Decoded again: the prepared data then holds no text of the session (kept
-                # until a hash is read otherwise), and a cached start runs the same data. (A
-                # table holds no text either.)
-                objects = [eng.decode_prepared(e) for e in encoded]
-            prepared[(name, pkey)] = objects
-        except Exception:  # an engine failing on one file must not lose the others
-            continue
-        if name_key:
-            cache.write(name_key, detection, imported.problems, heads, encoded, tally)
-    return FileResult(path, det, tuple(imported.problems), heads, prepared, tally=tally)
+        with contextlib.suppress(Exception):  # an engine failing on one file must not lose
+            prepared[key] = [eng.prepare(s, version) for s in imported.sessions]  # the others
+    return FileResult(path, imported.detection, tuple(imported.problems),
+                      [head_of(s) for s in imported.sessions], prepared,
+                      tally=(imported.calls_seen, imported.calls_imported,
+                             dict(imported.calls_set_aside)))
 
 
 # --------------------------------------------------------------------------- snapshots
 
 
-def _snapshot_specs(wanted: Sequence[tuple[str, str | None]]) -> list[Any] | None:
-    """The table specs of the wanted engines that prepare in ingest, or None when one of them
-    writes no table (its data would not be in a snapshot: no snapshot then)."""
+def _snapshot_specs(wanted: Sequence[tuple[str, str | None]]) -> list[Any]:
+    """The table specs of the wanted engines (one per engine and prepare key)."""
     specs: dict[tuple[str, str], Any] = {}
     for name, version in wanted:
-        eng = get_engine(name)
-        caches, tables = _wants_data(eng, version)
-        if not (caches or tables):
-            continue
-        spec = _table_spec(name, version) if tables else None
-        if spec is None:
-            return None
-        specs.setdefault((name, spec.key), spec)
+        spec = _table_spec(name, version)
+        if spec is not None:
+            specs.setdefault((name, spec.key), spec)
     return list(specs.values())
 
 
-def _snapshot_key(files: Sequence[tuple[str, bool]],
-                  wanted: Sequence[tuple[str, str | None]]) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """Where a corpus's snapshot is: its key, the folder's pointer, each file's stamp."""
+
+    key: str
+    pointer: str | None
+    stamps: list[str]
+
+
+def _snapshot_names(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]],
+                    root: str | None) -> _Names | None:
     specs = _snapshot_specs(wanted)
     if not specs:
         return None
-    return cache.corpus_key(files, [(spec.engine, spec.key) for spec in specs])
+    tables = [(spec.engine, spec.key) for spec in specs]
+    stamps = [cache.file_stamp(path) for path, _ in files]
+    return _Names(cache.corpus_key(files, tables, stamps),
+                  cache.pointer_name(root, tables) if root else None, stamps)
 
 
-def _write_snapshot(key: str, files: Sequence[tuple[str, bool]],
+def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
+                         wanted: Sequence[tuple[str, str | None]],
+                         ingest_with: Callable[..., Ingested], workers: int | None,
+                         progress: Progress | None) -> tuple[Ingested | None, bool]:
+    """``(corpus, exact)``: the corpus read from its snapshot (exact), else built from the
+    folder's last snapshot and the files that changed since (not exact), else None."""
+    if progress:
+        progress(0.0, "Reading the prepared sessions kept from the last start")
+    found = _read_snapshot(names.key, wanted)
+    if found is not None and found.files == [(path, explicit, stamp) for (path, explicit), stamp
+                                             in zip(files, names.stamps, strict=True)]:
+        return found.ingested, True
+    previous = cache.last_corpus(names.pointer) if names.pointer else None
+    if previous is None or previous == names.key:
+        return None, False
+    old = _read_snapshot(previous, wanted)
+    if old is None:
+        return None, False
+    return _with_changes(old, names, files, wanted, ingest_with, workers, progress), False
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    files: list[tuple[str, bool, str]]
+    """(path, named explicitly?, stamp) of each file."""
+    ingested: Ingested
+
+
+def _with_changes(old: _Snapshot, names: _Names, files: Sequence[tuple[str, bool]],
+                  wanted: Sequence[tuple[str, str | None]],
+                  ingest_with: Callable[..., Ingested], workers: int | None,
+                  progress: Progress | None) -> Ingested | None:
+    """The corpus of ``files`` from an older snapshot ``old`` of the folder: every file it
+    holds unchanged (same path and stamp) reused, the others imported and prepared; None when
+    nothing can be reused."""
+    import numpy as np
+
+    from loopscope.engines.table import compact_pool, concat, gather
+
+    where = {record: k for k, record in enumerate(old.files) if record[2] != "missing"}
+    counts = [len(r.heads) for r in old.ingested.files]
+    old_starts = [0]
+    for c in counts:
+        old_starts.append(old_starts[-1] + c)
+    reuse: list[int | None] = [where.get((path, explicit, stamp)) for (path, explicit), stamp
+                               in zip(files, names.stamps, strict=True)]
+    if not any(k is not None for k in reuse):
+        return None
+    todo = [f for f, k in zip(files, reuse, strict=True) if k is None]
+    if progress:
+        progress(0.0, f"Reusing {len(files) - len(todo):,} unchanged files; reading "
+                      f"{len(todo):,} new or changed")
+    new = ingest_with(todo, wanted, workers=workers, progress=progress)
+    old_n = old_starts[-1]
+    new_starts = [0]
+    for r in new.files:
+        new_starts.append(new_starts[-1] + len(r.heads))
+    order: list[Any] = []
+    results: list[FileResult] = []
+    t = 0
+    for k in reuse:
+        if k is not None:
+            order.append(np.arange(old_starts[k], old_starts[k + 1]))
+            results.append(old.ingested.files[k])
+        else:
+            order.append(np.arange(old_n + new_starts[t], old_n + new_starts[t + 1]))
+            results.append(new.files[t])
+            t += 1
+    picked = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    dropped = len(picked) < old_n + new_starts[-1]
+    prepared: dict[tuple[str, str], Sequence[Any]] = {}
+    for spec in _snapshot_specs(wanted):
+        key = (spec.engine, spec.key)
+        before, after = old.ingested.prepared.get(key), new.prepared.get(key)
+        if before is None or after is None:
+            return None
+        columns = gather(spec.schema, concat(spec.schema, [before.columns,  # type: ignore[attr-defined]
+                                                            after.columns]), picked)  # type: ignore[attr-defined]
+        prepared[key] = spec.open(compact_pool(spec.schema, columns) if dropped else columns,
+                                  trusted=True)
+    runs: _Runs = {}
+    for run_key, kept in old.ingested.runs.items():
+        added = new.runs.get(run_key)
+        if added is None and todo:
+            continue  # (run when asked)
+        parts = [kept] if added is None else [kept, added]
+        joined, detectors = RunColumns.join_compact(parts)
+        for name in ("refusals", "warnings", "first"):
+            joined[name] = joined[name][picked]
+        runs[run_key] = (joined, detectors)
+    return Ingested(results, prepared, runs)
+
+
+def _write_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
                     wanted: Sequence[tuple[str, str | None]], loaded: Ingested) -> None:
-    """Keep ``loaded`` as the snapshot ``key`` (when every engine's table is there)."""
+    """Keep ``loaded`` as the snapshot ``names.key`` (when every engine's table is there),
+    remembered as the folder's last; then prune the cache."""
     from loopscope.engines.table import PreparedTable
 
-    specs = _snapshot_specs(wanted) or []
+    specs = _snapshot_specs(wanted)
     tables = [loaded.prepared.get((spec.engine, spec.key)) for spec in specs]
     if not all(isinstance(t, PreparedTable) for t in tables):
         return
@@ -568,44 +619,47 @@ def _write_snapshot(key: str, files: Sequence[tuple[str, bool]],
         for column, value in columns.items():
             arrays[f"r{k}.{column}"] = value
     index = {
-        "files": [[path, explicit, [r.detection.format, r.detection.layout, r.detection.reason,
-                                    r.detection.unsupported],
+        "files": [[path, explicit, stamp,
+                   [r.detection.format, r.detection.layout, r.detection.reason,
+                    r.detection.unsupported],
                    cache.problems_doc(r.problems), [r.tally[0], r.tally[1], dict(r.tally[2])],
                    len(r.heads)]
-                  for (path, explicit), r in zip(files, loaded.files, strict=True)],
+                  for (path, explicit), stamp, r in zip(files, names.stamps, loaded.files,
+                                                        strict=True)],
         "heads": cache.heads_doc([h for r in loaded.files for h in r.heads]),
         "tables": [[spec.engine, spec.key] for spec in specs],
         "runs": [[engine, config, list(detectors)]
                  for (engine, config), (_columns, detectors) in runs],
     }
-    cache.write_corpus(key, index, arrays)
+    if cache.write_corpus(names.key, index, arrays) and names.pointer:
+        cache.remember_corpus(names.pointer, names.key)
+    cache.prune()
 
 
-def _read_snapshot(key: str, files: Sequence[tuple[str, bool]],
-                   wanted: Sequence[tuple[str, str | None]],
-                   progress: Progress | None) -> Ingested | None:
-    """The corpus kept as the snapshot ``key``, or None (none, or damaged: then deleted)."""
+def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snapshot | None:
+    """The snapshot ``key``, checked; None when there is none or it is damaged (it is then
+    deleted)."""
     from loopscope.engines.table import TableError
 
-    if progress:
-        progress(0.0, "Reading the prepared sessions kept from the last start")
     found = cache.read_corpus(key)
     if found is None:
         return None
     doc, arrays = found
-    specs = _snapshot_specs(wanted) or []
+    specs = _snapshot_specs(wanted)
     try:
         records = doc["files"]
-        if type(records) is not list or len(records) != len(files):
+        if type(records) is not list:
             raise ValueError("files")
         heads = cache.heads_of(doc["heads"])
+        files: list[tuple[str, bool, str]] = []
         results: list[FileResult] = []
         at = 0
-        for (path, explicit), record in zip(files, records, strict=True):
-            stored_path, stored_explicit, detection, problems, tally, count = record
-            if stored_path != path or stored_explicit is not explicit or type(count) is not int \
-                    or not 0 <= count <= len(heads) - at:
+        for record in records:
+            path, explicit, stamp, detection, problems, tally, count = record
+            if type(path) is not str or type(explicit) is not bool or type(stamp) is not str \
+                    or type(count) is not int or not 0 <= count <= len(heads) - at:
                 raise ValueError("files")
+            files.append((path, explicit, stamp))
             results.append(FileResult(path, Detection(*cache.detection_of(detection)),
                                       tuple(cache.problems_of(problems)), heads[at:at + count],
                                       {}, from_cache=True, tally=cache.tally_of(tally)))
@@ -630,7 +684,7 @@ def _read_snapshot(key: str, files: Sequence[tuple[str, bool]],
     except (ValueError, TypeError, KeyError, IndexError, TableError):
         cache.forget_corpus(key)
         return None
-    return Ingested(results, prepared, runs)
+    return _Snapshot(files, Ingested(results, prepared, runs))
 
 
 def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,
@@ -656,15 +710,6 @@ def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,
                     or int(columns["turn"].min()) < 0 or int(columns["call"].min()) < -1):
         raise ValueError("runs: refusals")
     return columns
-
-
-def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:
-    """``prepared`` with its default configuration's first re-run done (per-window counts,
-    pattern tables), which the encoded data then carries: workers do it on every core, and a
-    cached start need not."""
-    with contextlib.suppress(Exception):
-        engine.run(prepared, engine.default_config(version))
-    return prepared
 
 
 # --------------------------------------------------------------------------- sessions again

@@ -244,3 +244,32 @@ def test_json_codecs_refuse_damaged_data(name: str) -> None:
     for bad in (None, [], "x"):
         with pytest.raises(ValueError):
             eng.decode_prepared(bad)
+
+
+@pytest.mark.parametrize("engine", ["openclaw", "gglib", "openhands"])
+def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
+    """Picking sessions out of a table (in any order, some dropped) and shrinking its string
+    pool gives the table of exactly those sessions."""
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    from loopscope.engines.table import compact_pool, gather
+
+    rng = random.Random(9)
+    eng = get_engine(engine)
+    if engine == "openclaw":
+        prepared = _openclaw_prepared(77, 20)[1]
+    elif engine == "gglib":
+        prepared = [eng.prepare(s) for s in _openclaw_prepared(78, 20)[0]]
+    else:
+        prepared = [eng.prepare(openhands_session(rng)) for _ in range(20)]
+    spec = eng.table_spec()
+    assert spec is not None
+    whole = spec.table(prepared)
+    order = [7, 3, 19, 0, 12, 13, 5]
+    picked = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, order)))
+    assert len(picked) == len(order)
+    for k, i in enumerate(order):
+        assert eng.encode_prepared(picked[k]) == eng.encode_prepared(prepared[i])
+    assert picked.columns["string_bytes"].size < whole.columns["string_bytes"].size
+    empty = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, [])))
+    assert len(empty) == 0

@@ -41,7 +41,9 @@ __all__ = [
     "StringPool",
     "TableError",
     "TableSpec",
+    "compact_pool",
     "concat",
+    "gather",
     "json_table_spec",
     "pool_schema",
     "validate",
@@ -178,6 +180,75 @@ def concat(schema: Schema, parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]
                 shift += sizes.get(col.ref, 0)
         out[name] = (np.concatenate(arrays).astype(col.dtype, copy=False) if arrays
                      else np.zeros(0, dtype=col.dtype))
+    return out
+
+
+def _ranges(starts: Any, ends: Any) -> Any:
+    """The positions of the ranges ``starts[k] .. ends[k] - 1``, one range after the other."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    return np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
+
+
+def gather(schema: Schema, columns: Mapping[str, Any], sessions: Any) -> dict[str, Any]:
+    """The table of the sessions ``sessions`` (indices, in the order given; each at most once)
+    of ``columns``: every axis whose ranges the sessions own (a ``starts`` column on the
+    session axis) is gathered and its starts rebuilt; other axes (the string pool) are kept
+    whole. (A schema's other positions may only point into axes kept whole.)"""
+    sessions = np.asarray(sessions, dtype=np.int64)
+    lengths = _axis_lengths(schema, columns)
+    owned: dict[str, str] = {name: col.ref for name, col in schema.items()
+                             if col.axis == SESSION and col.starts and col.ref is not None}
+    picked: dict[str, Any] = {SESSION: sessions}
+    new_starts: dict[str, Any] = {}
+    for name, axis in owned.items():
+        begin = np.asarray(columns[name], dtype=np.int64)
+        end = np.append(begin[1:], lengths.get(axis, 0))
+        b, e = begin[sessions], end[sessions]
+        picked[axis] = _ranges(b, e)
+        starts = np.zeros(len(sessions), dtype=np.int64)
+        if len(sessions) > 1:
+            np.cumsum((e - b)[:-1], out=starts[1:])
+        new_starts[name] = starts
+    out: dict[str, Any] = {}
+    for name, col in schema.items():
+        if name in new_starts:
+            out[name] = new_starts[name].astype(col.dtype)
+        elif col.axis in picked:
+            out[name] = np.asarray(columns[name])[picked[col.axis]]
+        else:
+            out[name] = columns[name]
+    return out
+
+
+def compact_pool(schema: Schema, columns: Mapping[str, Any]) -> dict[str, Any]:
+    """``columns`` with a string pool holding only the strings some column refers to (after
+    :func:`gather` dropped sessions)."""
+    refs = [name for name, col in schema.items() if col.ref == STRINGS]
+    if not refs or "string_start" not in columns:
+        return dict(columns)
+    used = np.unique(np.concatenate([np.asarray(columns[name], dtype=np.int64)
+                                     for name in refs]))
+    used = used[used >= 0]
+    starts = np.asarray(columns["string_start"], dtype=np.int64)
+    blob = columns["string_bytes"]
+    ends = np.append(starts[1:], len(blob))
+    b, e = starts[used], ends[used]
+    new_starts = np.zeros(len(used), dtype=np.int64)
+    if len(used) > 1:
+        np.cumsum((e - b)[:-1], out=new_starts[1:])
+    out = dict(columns)
+    out["string_start"] = new_starts
+    out["string_bytes"] = np.asarray(blob)[_ranges(b, e)]
+    for name in refs:
+        value = np.asarray(columns[name])
+        mapped = np.searchsorted(used, value).astype(value.dtype)
+        out[name] = np.where(value >= 0, mapped, value).astype(value.dtype) if (
+            schema[name].nullable) else mapped
     return out
 
 
