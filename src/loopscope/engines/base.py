@@ -579,6 +579,25 @@ class RunColumns(Sequence[SessionReplay]):
             self._firsts = found
         return list(found)
 
+    def first_refusal_columns(self) -> tuple[Any, Any, Any, tuple[str, ...]]:
+        """Every session's first refusal as arrays, without an object per session: ``(turn,
+        call, detector, names)`` — turn and call -1 when not refused (call -1 too for a
+        refusal of a step without a call), detector an index into ``names`` or -1. (For pages
+        that show every session: format text from these, vectorised, or only for the rows
+        shown.)"""
+        import numpy as np
+
+        at = np.asarray(self._first, dtype=np.int64)
+        refused = at >= 0
+        where = at[refused]
+        turn = np.full(len(at), -1, dtype=np.int64)
+        call = np.full(len(at), -1, dtype=np.int64)
+        detector = np.full(len(at), -1, dtype=np.int64)
+        turn[refused] = np.asarray(self._turn)[where]
+        call[refused] = np.asarray(self._call)[where]
+        detector[refused] = np.asarray(self._detector)[where]
+        return turn, call, detector, self.detectors
+
     # ------------------------------------------------------------------ kept
 
     def compact(self) -> dict[str, Any]:
