@@ -61,23 +61,6 @@ def test_cached_start_equals_a_fresh_one_and_the_reference(cache_dir: Path) -> N
         assert replays == [eng.replay(s, eng.default_config()).to_json() for s in sessions]
 
 
-def test_a_damaged_entry_is_ignored_and_rebuilt(cache_dir: Path) -> None:
-    fresh = _corpus(SAMPLES)
-    entries = sorted(cache_dir.glob("*/*.json"))
-    assert entries
-    damage = [b"", b"{not json", b'{"format": "loopscope-prepared/1", "key": "x"}',
-              entries[0].read_bytes()[: len(entries[0].read_bytes()) // 2]]
-    for path, junk in zip(entries, damage * len(entries), strict=False):
-        path.write_bytes(junk)
-    # A valid entry of another key, copied over: never trusted either.
-    shutil.copyfile(entries[-1], entries[-2]) if len(entries) > 5 else None
-    again = _corpus(SAMPLES)
-    assert _replays(again) == _replays(fresh)
-    assert again.cached_files < len(again.report.files)
-    third = _corpus(SAMPLES)  # rebuilt: every file from the cache again
-    assert third.cached_files == len(third.report.files)
-
-
 def test_a_rewritten_file_is_never_served_from_the_cache(cache_dir: Path, tmp_path: Path) -> None:
     folder = tmp_path / "s"
     shutil.copytree(SAMPLES, folder)
@@ -85,21 +68,24 @@ def test_a_rewritten_file_is_never_served_from_the_cache(cache_dir: Path, tmp_pa
     victim = sorted(folder.glob("*.json*"))[0]
     text = victim.read_text()
     victim.write_text(text + "\n")  # new size and mtime: a new fingerprint
-    again = _corpus(folder)
+    again = _corpus(folder)  # (the folder's snapshot misses: one file changed)
     assert again.cached_files == len(again.report.files) - 1
 
 
 def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
     files = _files(SAMPLES) * 6  # enough files for the pool
     wanted = [("gglib", None), ("openclaw", None)]
-    serial = ingest(files, wanted, workers=1, use_cache=False)
-    pooled = ingest(files, wanted, workers=2, use_cache=False)
-    assert [r.heads for r in pooled] == [r.heads for r in serial]
-    assert [r.problems for r in pooled] == [r.problems for r in serial]
-    for key in serial[0].prepared:
+    serial = ingest(files, wanted, workers=1)
+    pooled = ingest(files, wanted, workers=2)
+    assert [r.heads for r in pooled.files] == [r.heads for r in serial.files]
+    assert [r.problems for r in pooled.files] == [r.problems for r in serial.files]
+    assert set(serial.prepared) == set(pooled.prepared) == {("gglib", "latest"),
+                                                            ("openclaw", "configurable")}
+    for key, table in serial.prepared.items():
         eng = get_engine(key[0])
-        assert [[eng.encode_prepared(p) for p in r.prepared[key]] for r in pooled] == \
-            [[eng.encode_prepared(p) for p in r.prepared[key]] for r in serial]
+        assert len(table) == sum(len(r.heads) for r in serial.files)
+        assert [eng.encode_prepared(p) for p in pooled.prepared[key]] == \
+            [eng.encode_prepared(p) for p in table]
 
 
 def test_cache_command_clears(cache_dir: Path) -> None:
@@ -153,3 +139,169 @@ def test_a_small_corpus_keeps_its_sessions_once_read_again(tmp_path: Path) -> No
         corpus_mod.reload = original  # type: ignore[assignment]
     assert first == again == c.sources
     assert len(reads) == len({path for path, _ in files if corpus_mod.file_stamp(path)})
+
+
+def test_a_second_start_reads_the_corpus_snapshot_only(cache_dir: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopscope import corpus as corpus_mod
+    from loopscope.engines.table import PreparedTable
+
+    fresh = _corpus(SAMPLES)
+    snapshots = sorted(cache_dir.glob("corpus/*.npz"))
+    assert len(snapshots) == 1
+    ingested: list[Any] = []
+    original = corpus_mod.ingest
+    monkeypatch.setattr(corpus_mod, "ingest",
+                        lambda files, *a, **k: ingested.append(files) or original(files, *a, **k))
+    again = _corpus(SAMPLES)
+    assert ingested == []  # one file read, nothing imported
+    assert again.cached_files == len(again.report.files)
+    assert again.heads == fresh.heads
+    assert [f.problems for f in again.report.files] == [f.problems for f in fresh.report.files]
+    assert [(f.calls_seen, f.calls_imported, f.calls_set_aside) for f in again.report.files] == [
+        (f.calls_seen, f.calls_imported, f.calls_set_aside) for f in fresh.report.files]
+    assert all(isinstance(again.prepared(name), PreparedTable) for name in ("gglib", "openclaw"))
+    assert _replays(again) == _replays(fresh)
+    # Another set of engines is another snapshot.
+    _corpus(SAMPLES, prepare=[("gglib", None)])
+    assert len(list(cache_dir.glob("corpus/*.npz"))) == 2
+
+
+def _everything(c: Any) -> dict[str, Any]:
+    """All a corpus says: files and their outcome, sessions, every engine's prepared data and
+    replays under its default configuration (and another one)."""
+    from loopscope.engines import engine_names
+
+    out: dict[str, Any] = {
+        "files": [(f.path, f.detection, f.problems, f.calls_seen, f.calls_imported,
+                   f.calls_set_aside) for f in c.report.files],
+        "heads": c.heads,
+    }
+    for name in engine_names():
+        eng = get_engine(name)
+        config = eng.default_config()
+        out[name] = [eng.encode_prepared(p) for p in c.prepared(name)]
+        kept = c.run_many(name, config)
+        out[name + " runs"] = (kept.refusal_counts.tolist(), kept.warning_counts.tolist(),
+                               kept.first_refusals(), [r.to_json() for r in kept])
+    other = get_engine("openclaw").resolve_config(None, [("historySize", "7"),
+                                                         ("warningThreshold", "2")]).config
+    out["openclaw other"] = [r.to_json() for r in c.run_many("openclaw", other)]
+    return out
+
+
+def test_a_changed_folder_reuses_what_did_not_change(cache_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files added, removed and rewritten: only those are imported again; the corpus equals a
+    corpus loaded from scratch."""
+    from loopscope import corpus as corpus_mod
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    _corpus(folder)
+    victims = sorted(folder.glob("*.json*"))
+    victims[0].unlink()
+    victims[3].write_text(victims[3].read_text() + "\n")
+    shutil.copy(victims[5], folder / "zz_added_copy.json")
+    ingested: list[Any] = []
+    original = corpus_mod.ingest
+    monkeypatch.setattr(corpus_mod, "ingest",
+                        lambda files, *a, **k: ingested.append(list(files)) or original(
+                            files, *a, **k))
+    changed = _corpus(folder)
+    assert [sorted(Path(p).name for p, _ in files) for files in ingested] == [
+        sorted([victims[3].name, "zz_added_copy.json"])]
+    assert changed.cached_files == len(changed.report.files) - 2
+    with monkeypatch.context() as off:
+        off.setattr(cache, "active", lambda: False)
+        want = _everything(_corpus(folder))
+    assert _everything(changed) == want
+    # ... and the next start reads the new snapshot only.
+    ingested.clear()
+    assert _everything(_corpus(folder)) == want and ingested == []
+
+
+def test_a_damaged_last_snapshot_is_not_reused(cache_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    fresh = _corpus(folder)
+    (snapshot,) = cache_dir.glob("corpus/*.npz")
+    data = snapshot.read_bytes()
+    snapshot.write_bytes(data[: len(data) // 3])
+    (folder / "zz_new.json").write_text((SAMPLES / sorted(p.name for p in SAMPLES.glob(
+        "*.json"))[0]).read_text())
+    again = _corpus(folder)
+    assert again.cached_files == 0 and len(again.report.files) == len(fresh.report.files) + 1
+    assert not snapshot.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "another key"])
+def test_a_damaged_snapshot_is_ignored_and_rebuilt(cache_dir: Path, tmp_path: Path,
+                                                   damage: str) -> None:
+    fresh = _corpus(SAMPLES)
+    (snapshot,) = cache_dir.glob("corpus/*.npz")
+    data = snapshot.read_bytes()
+    if damage == "truncated":
+        snapshot.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":  # one bit of the arrays (the checksum catches it)
+        at = len(data) // 2
+        snapshot.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    elif damage == "garbage":
+        snapshot.write_bytes(b"PK\x03\x04 not a zip at all")
+    else:  # a valid snapshot of other files, under this name: never trusted
+        other = tmp_path / "other"
+        other.mkdir()
+        shutil.copy(sorted(SAMPLES.glob("*.json*"))[0], other)
+        _corpus(other)
+        (foreign,) = [p for p in cache_dir.glob("corpus/*.npz") if p != snapshot]
+        shutil.copyfile(foreign, snapshot)
+    again = _corpus(SAMPLES)
+    assert _replays(again) == _replays(fresh)
+    assert again.heads == fresh.heads
+    assert snapshot.is_file() and snapshot.read_bytes() != b"PK\x03\x04 not a zip at all"
+    assert cache.read_corpus(snapshot.stem) is not None  # written again, and sound
+
+
+def test_snapshot_of_a_changed_folder_is_never_used(cache_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    first = _corpus(folder)
+    victim = sorted(folder.glob("*.json*"))[0]
+    victim.unlink()
+    fewer = _corpus(folder)
+    assert len(fewer.report.files) == len(first.report.files) - 1
+    assert all(f.path != str(victim) for f in fewer.report.files)
+    assert len(list(cache_dir.glob("corpus/*.npz"))) == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
+                                                             workers: int) -> None:
+    """The default configuration's re-run comes with the corpus (made by the workers, kept in
+    the snapshot): equal to running every engine over the prepared sessions, and each replay
+    equal to the reference replay of the session."""
+    from loopscope.engines import engine_names
+
+    files = _files(SAMPLES) * (1 if workers == 1 else 6)
+    sessions = [s for path, explicit in files
+                for s in load_paths([path]).sessions] if workers == 1 else None
+    for attempt in ("fresh", "snapshot"):
+        c = build_corpus(files, fingerprint="t", origin="folder", root=str(SAMPLES),
+                         workers=workers)
+        assert (c.cached_files == len(files)) == (attempt == "snapshot")
+        for name in engine_names():
+            eng = get_engine(name)
+            config = eng.default_config()
+            kept = c.run_many(name, config)
+            assert (name, repr(config)) in c._runs
+            fresh = run_many(eng, c.prepared(name), config)
+            assert kept.refusal_counts.tolist() == fresh.refusal_counts.tolist()
+            assert kept.warning_counts.tolist() == fresh.warning_counts.tolist()
+            assert kept.first_refusals() == fresh.first_refusals()
+            if sessions is not None:
+                assert [r.to_json() for r in kept] == [
+                    eng.replay(s, config).to_json() for s in sessions]
+        other = get_engine("gglib").resolve_config(None, [("max_repeated_batch_steps", "5")])
+        assert ("gglib", repr(other.config)) not in c._runs  # run when asked
+        assert c.run_many("gglib", other.config).refusal_counts.tolist() == run_many(
+            get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()

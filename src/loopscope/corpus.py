@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,12 @@ from loopscope import cache
 from loopscope.bulk import CollectorPaused
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
-from loopscope.engines.base import PreparedSessions
+from loopscope.engines.base import PreparedSessions, RunColumns, run_many
 from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
-__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Progress", "build_corpus",
-           "ingest"]
+__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "Progress",
+           "build_corpus", "ingest"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -61,7 +61,10 @@ class Corpus:
     """(mtime, size) of :attr:`label_file` when the labels were read."""
     cached_files: int = 0
     """Files whose prepared sessions came from the on-disk cache."""
-    _prepared: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
+    _prepared: dict[tuple[str, str], Sequence[Any]] = field(default_factory=dict, repr=False)
+    _runs: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]] = field(
+        default_factory=dict, repr=False, compare=False)
+    """Re-runs made while loading (:attr:`Ingested.runs`)."""
     _prepare_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                           compare=False)
     _displayed: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -70,9 +73,12 @@ class Corpus:
     # ------------------------------------------------------------------ prepared sessions
 
     def prepared(self, engine: str, version: str | None = None,
-                 progress: Progress | None = None) -> list[Any]:
+                 progress: Progress | None = None) -> Sequence[Any]:
         """``engine.prepare(session, version)`` of every session, aligned with
-        :attr:`sessions`; made once per engine and prepare key, then kept."""
+        :attr:`sessions`; made once per engine and prepare key, then kept. For an engine with
+        a ``table_spec`` loaded by :func:`build_corpus`, a
+        :class:`~loopscope.engines.table.PreparedTable` (sessions decoded when read: read its
+        columns, or ``run_many``, to go over all of them)."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         found = self._prepared.get(key)
@@ -91,6 +97,19 @@ class Corpus:
                         found.append(eng.prepare(s, version))
                 self._prepared[key] = found
         return found
+
+    def run_many(self, engine: str, config: Any) -> RunColumns:
+        """Every session under ``config`` (``engine.run_many`` over :meth:`prepared`): read
+        off the re-run made while loading when ``config`` is the one it used (the engine's
+        default), each replay built when read."""
+        eng = get_engine(engine)
+        prepared = self.prepared(engine, eng.version_of(config))
+        kept = self._runs.get((engine, repr(config)))
+        if kept is not None and len(kept[0]["first"]) == len(prepared):
+            columns, detectors = kept
+            return RunColumns.from_compact(columns, detectors,
+                                           lambda i: eng.run(prepared[i], config))
+        return run_many(eng, prepared, config)
 
     def is_prepared(self, engine: str, version: str | None = None) -> bool:
         eng = get_engine(engine)
@@ -191,28 +210,47 @@ def build_corpus(
     on_large: Callable[[], object] | None = None,
     prepare: Sequence[tuple[str, str | None]] | None = None,
     workers: int | None = None,
+    ingest_with: Callable[..., Ingested] | None = None,
+    snapshot_in_background: bool = False,
 ) -> Corpus:
     """Import ``files`` (path, named explicitly?) and prepare them for ``prepare``'s engines
     (engine, version; default: every engine at its default version), on every core
-    (:func:`ingest`) and through the on-disk cache.
+    (:func:`ingest`, or ``ingest_with``: the same signature, e.g. on a Dask cluster) and
+    through the on-disk cache: a corpus loaded before from unchanged files is read back from
+    its snapshot (:func:`loopscope.cache.read_corpus`), else the snapshot is written once it
+    is loaded.
 
     A file that fails to import yields its problems and no sessions; it never stops the others.
     The normalised sessions are not kept: :attr:`Corpus.sessions` reads one again from its file
     when asked. ``on_large`` is called once the files are in when there are at least
     :data:`LARGE_CORPUS` sessions (the dashboard freezes them out of the cyclic collector).
     Other engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
+    ``snapshot_in_background``: write the snapshot in a thread (the dashboard draws its first
+    chart meanwhile; the process waits for it before it exits).
     """
     from loopscope.engines import engine_names
 
     started = time.perf_counter()
     wanted = list(prepare) if prepare is not None else [(name, None) for name in engine_names()]
-    results = ingest(files, wanted, workers=workers, progress=progress)
+    names = _snapshot_names(files, wanted, root) if cache.active() else None
+    loaded, exact = None, False
+    if names is not None:
+        loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with or ingest,
+                                             workers, progress)
+    if loaded is None:
+        loaded = (ingest_with or ingest)(files, wanted, workers=workers, progress=progress)
+    if names is not None and not exact:
+        if snapshot_in_background:
+            threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
+                             name="loopscope-snapshot").start()
+        else:
+            if progress:
+                progress(1.0, "Keeping the prepared sessions for the next start")
+            _write_snapshot(names, files, wanted, loaded)
     imports: list[FileImport] = []
     heads: list[SessionHead] = []
     parts: list[FileSessions] = []
-    prepared: dict[tuple[str, str], PreparedSessions] = {}
-    complete = {key: True for key in _keys(wanted)}
-    for (path, explicit), result in zip(files, results, strict=True):
+    for (path, explicit), result in zip(files, loaded.files, strict=True):
         file_sessions = FileSessions(path, explicit, result.heads)
         seen, imported, aside = result.tally
         imports.append(FileImport(path, result.detection, file_sessions,  # type: ignore[arg-type]
@@ -220,12 +258,6 @@ def build_corpus(
                                   calls_imported=imported, calls_set_aside=dict(aside)))
         heads.extend(result.heads)
         parts.append(file_sessions)
-        for key in complete:
-            found = result.prepared.get(key)
-            if found is None:
-                complete[key] = False
-            elif complete[key]:
-                prepared.setdefault(key, PreparedSessions()).extend(found)
     report = ImportReport(files=imports, ignored_files=ignored_files)
     sessions = CorpusSessions(parts, heads)
     if len(sessions) >= LARGE_CORPUS and on_large is not None:
@@ -245,11 +277,10 @@ def build_corpus(
         label_problems=label_problems,
         label_stamp=file_stamp(label_file),
         load_seconds=time.perf_counter() - started,
-        cached_files=sum(r.from_cache for r in results),
+        cached_files=sum(r.from_cache for r in loaded.files),
     )
-    for key, ok in complete.items():
-        if ok:
-            corpus._prepared[key] = prepared.get(key, PreparedSessions())
+    corpus._prepared.update(loaded.prepared)
+    corpus._runs.update(loaded.runs)
     return corpus
 
 
@@ -269,7 +300,8 @@ def head_of(session: Session) -> SessionHead:
 @dataclass(frozen=True, slots=True)
 class FileResult:
     """One file ingested: its import outcome without the sessions, and the prepared sessions
-    of each engine that can write its prepared data (engine, prepare key → list)."""
+    of each engine that can write its prepared data (engine, prepare key → list; emptied
+    once they are in a table)."""
 
     path: str
     detection: Detection
@@ -281,126 +313,403 @@ class FileResult:
     """The file's tool calls: seen in it, imported, set aside on purpose (by reason)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """Files ingested (:func:`ingest`): each file's outcome, aligned with the files, and each
+    engine's prepared sessions of every file in order (engine, prepare key → a
+    :class:`~loopscope.engines.table.PreparedTable` for engines with a ``table_spec``, else a
+    :class:`~loopscope.engines.base.PreparedSessions`). A key is missing when some file's
+    sessions could not be prepared for it (the corpus then prepares them when asked)."""
+
+    files: list[FileResult]
+    prepared: dict[tuple[str, str], Sequence[Any]]
+    runs: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]] = field(
+        default_factory=dict)
+    """(engine, repr of its default configuration) → the compact columns of ``run_many``
+    under that configuration (:meth:`RunColumns.compact`) and their detector names: a first
+    chart needs no session decoded."""
+
+
 PARALLEL_MIN_FILES = 64
 """Below this many files, ingest runs in this process (starting workers costs ~0.5 s)."""
 _CHUNK = 16
 
+# What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
+_Part = tuple[str, Any]
+_Runs = dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]]
+_PartResult = tuple[list["FileResult"], dict[tuple[str, str], _Part], _Runs]
+
 
 def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
-           workers: int | None = None, progress: Progress | None = None,
-           use_cache: bool | None = None) -> list[FileResult]:
-    """Import and prepare every file, aligned with ``files``: on every core (a process pool of
-    ``workers``, default one per core) when there are many files, and through the on-disk
-    cache (:mod:`loopscope.cache`) unless ``use_cache`` is False or it is turned off."""
-    use_cache = cache.active() if use_cache is None else use_cache
+           workers: int | None = None, progress: Progress | None = None) -> Ingested:
+    """Import and prepare every file: on every core (a process pool of ``workers``, default
+    one per core) when there are many files. Each part of the files comes back with its
+    sessions prepared as tables (arrays) and re-run under each engine's default
+    configuration, joined here (:func:`join_parts`)."""
     if workers is None:
         workers = os.cpu_count() or 1
     wanted = list(wanted)
     n = len(files)
-    out: list[FileResult] = []
+    parts: list[_PartResult] = []
     if workers <= 1 or n < PARALLEL_MIN_FILES:
-        for i, (path, explicit) in enumerate(files):
-            if progress and (i % 50 == 0 or n < 200):
-                progress(i / max(n, 1), f"Reading {escape_for_display(Path(path).name, 80)} "
-                                        f"({i + 1}/{n})")
-            out.append(ingest_file(path, explicit, wanted, use_cache))
-        if use_cache:
-            cache.prune()
-        return out
+        step = 50 if n >= 200 else 1
+        for at in range(0, n, step):
+            if progress:
+                name = escape_for_display(Path(files[at][0]).name, 80)
+                progress(at / max(n, 1), f"Reading {name} ({at + 1}/{n})")
+            parts.append(ingest_part(list(files[at:at + step]), wanted))
+    else:
+        parts = _ingest_pool(files, wanted, workers, progress)
+    return join_parts(parts, wanted)
+
+
+def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str | None]],
+                 workers: int, progress: Progress | None) -> list[_PartResult]:
     import concurrent.futures
     import multiprocessing
 
+    n = len(files)
     chunks = [list(files[i:i + _CHUNK]) for i in range(0, n, _CHUNK)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
-    done = cached = 0
+    parts: list[_PartResult] = []
+    done = 0
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
-            for part in pool.map(_ingest_chunk, chunks, [wanted] * len(chunks),
-                                 [use_cache] * len(chunks)):
-                out.extend(part)
-                done += len(part)
-                cached += sum(r.from_cache for r in part)
+            for part in pool.map(ingest_part, chunks, [wanted] * len(chunks)):
+                parts.append(part)
+                done += len(part[0])
                 if progress:
-                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores"
-                                       + (f" ({cached:,} from the cache)" if cached else ""))
+                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores")
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.
-        for path, explicit in files[len(out):]:
-            out.append(ingest_file(path, explicit, wanted, use_cache))
-    if use_cache:
-        cache.prune()
-    return out
+        for chunk in chunks[len(parts):]:
+            parts.append(ingest_part(chunk, wanted))
+    return parts
 
 
-def _ingest_chunk(files: list[tuple[str, bool]], wanted: list[tuple[str, str | None]],
-                  use_cache: bool) -> list[FileResult]:
+def ingest_part(files: list[tuple[str, bool]],
+                wanted: list[tuple[str, str | None]]) -> _PartResult:
+    """A part of the files (in a worker process, a Dask worker, or here): each file's outcome
+    (prepared sessions emptied); for each engine whose data every file of the part has, the
+    part's prepared sessions as a table's columns (arrays: cheap to send back); and each
+    engine's re-run under its default configuration (:attr:`Ingested.runs`)."""
+    from loopscope.engines.base import run_many
+
     with CollectorPaused():
-        return [ingest_file(path, explicit, wanted, use_cache) for path, explicit in files]
+        results = [ingest_file(path, explicit, wanted) for path, explicit in files]
+        out: dict[tuple[str, str], _Part] = {}
+        runs: _Runs = {}
+        for name, version in wanted:
+            eng = get_engine(name)
+            key = (name, eng.prepare_key(version))
+            spec = _table_spec(name, version)
+            if spec is None or not all(key in r.prepared for r in results):
+                continue
+            objects = [p for r in results for p in r.prepared[key]]
+            table = None
+            if key not in out:
+                out[key] = ("table", dict(spec.encode(objects)))
+                if not spec.keep_all:  # columns of its own: run_many reads them
+                    table = spec.open(out[key][1], trusted=True)
+            config = eng.default_config(version)
+            run_key = (name, repr(config))
+            if run_key not in runs:
+                with contextlib.suppress(Exception):  # (then run when asked)
+                    columns = run_many(eng, table if table is not None else objects, config)
+                    runs[run_key] = (columns.compact(), columns.detectors)
+        return [replace(r, prepared={}) for r in results], out, runs
 
 
-def ingest_file(path: str, explicit: bool, wanted: Sequence[tuple[str, str | None]],
-                use_cache: bool = True) -> FileResult:
-    """One file: from the cache when every wanted engine's entry is there, else imported,
-    prepared (and written to the cache). Never raises for a bad file."""
+def join_parts(parts: Sequence[_PartResult],
+               wanted: Sequence[tuple[str, str | None]]) -> Ingested:
+    """The parts of :func:`ingest_part`, in file order, as one :class:`Ingested`."""
+    from loopscope.engines.base import RunColumns
+
+    files = [r for results, _, _ in parts for r in results]
+    prepared: dict[tuple[str, str], Sequence[Any]] = {}
+    for name, version in wanted:
+        key = (name, get_engine(name).prepare_key(version))
+        if key in prepared or not all(key in data for _, data, _ in parts):
+            continue
+        spec = _table_spec(name, version)
+        if spec is not None:
+            prepared[key] = spec.join([data[key][1] for _, data, _ in parts])
+    runs: _Runs = {}
+    for run_key in (parts[0][2] if parts else {}):
+        if all(run_key in part_runs for _, _, part_runs in parts):
+            runs[run_key] = RunColumns.join_compact([part_runs[run_key]
+                                                     for _, _, part_runs in parts])
+    return Ingested(files, prepared, runs)
+
+
+def _table_spec(name: str, version: str | None) -> Any:
+    """The engine's ``table_spec(version)``, or None (engines written before tables)."""
+    spec = getattr(get_engine(name), "table_spec", None)
+    return spec(version) if spec is not None else None
+
+
+def ingest_file(path: str, explicit: bool,
+                wanted: Sequence[tuple[str, str | None]]) -> FileResult:
+    """One file imported and prepared for each wanted engine that writes its prepared data as
+    a table (``table_spec``; the others prepare where they are used). Never raises for a bad
+    file."""
     from loopscope.formats import load_file
 
-    engines: list[tuple[str, str | None, Any, str]] = []
+    imported = _load_one(load_file, path, explicit)
+    prepared: dict[tuple[str, str], list[Any]] = {}
     for name, version in wanted:
         eng = get_engine(name)
-        caches = getattr(eng, "caches_prepared", None)
-        if caches is None or not caches(version):  # prepared where it is used instead
+        key = (name, eng.prepare_key(version))
+        if key in prepared or _table_spec(name, version) is None:
             continue
-        engines.append((name, version, eng, eng.prepare_key(version)))
-    fingerprint = cache.file_fingerprint(path) if use_cache else None
-    keys = {(name, pkey): cache.entry_key(fingerprint, name, pkey, "explicit" if explicit else "")
-            for name, _v, _e, pkey in engines} if fingerprint else {}
-    hits: dict[tuple[str, str], cache.Entry] = {}
-    for key, entry_name in keys.items():
-        entry = cache.read(entry_name)
-        if entry is not None:
-            hits[key] = entry
-    prepared: dict[tuple[str, str], list[Any]] = {}
-    if keys and len(hits) == len(keys):
-        first = next(iter(hits.values()))
-        try:
-            for name, _v, eng, pkey in engines:
-                entry = hits[(name, pkey)]
-                prepared[(name, pkey)] = [eng.decode_prepared(d) for d in entry.prepared]
-            return FileResult(path, Detection(*first.detection), tuple(first.problems),
-                              first.heads, prepared, from_cache=True, tally=first.tally)
-        except (ValueError, TypeError, KeyError):
-            prepared.clear()  # a damaged entry: import the file again (and rewrite it)
-    imported = _load_one(load_file, path, explicit)
-    heads = [head_of(s) for s in imported.sessions]
-    det = imported.detection
-    detection = (det.format, det.layout, det.reason, det.unsupported)
-    tally = (imported.calls_seen, imported.calls_imported, dict(imported.calls_set_aside))
-    for name, version, eng, pkey in engines:
-        try:
-            encoded = [eng.encode_prepared(_warmed(eng, eng.prepare(s, version), version))
-                       for s in imported.sessions]
-            if any(e is None for e in encoded):
-                continue  # this engine's data is prepared where it is used
-            # Decoded again: the prepared data then holds no text of the session (kept until
-            # a hash is read otherwise), and a cached start runs exactly the same data.
-            prepared[(name, pkey)] = [eng.decode_prepared(e) for e in encoded]
-        except Exception:  # an engine failing on one file must not lose the others
-            continue
-        if name_key := keys.get((name, pkey)):
-            cache.write(name_key, detection, imported.problems, heads, encoded, tally)
-    return FileResult(path, det, tuple(imported.problems), heads, prepared, tally=tally)
+        with contextlib.suppress(Exception):  # an engine failing on one file must not lose
+            prepared[key] = [eng.prepare(s, version) for s in imported.sessions]  # the others
+    return FileResult(path, imported.detection, tuple(imported.problems),
+                      [head_of(s) for s in imported.sessions], prepared,
+                      tally=(imported.calls_seen, imported.calls_imported,
+                             dict(imported.calls_set_aside)))
 
 
-def _warmed(engine: Any, prepared: Any, version: str | None) -> Any:
-    """``prepared`` with its default configuration's first re-run done (per-window counts,
-    pattern tables), which the encoded data then carries: workers do it on every core, and a
-    cached start need not."""
-    with contextlib.suppress(Exception):
-        engine.run(prepared, engine.default_config(version))
-    return prepared
+# --------------------------------------------------------------------------- snapshots
+
+
+def _snapshot_specs(wanted: Sequence[tuple[str, str | None]]) -> list[Any]:
+    """The table specs of the wanted engines (one per engine and prepare key)."""
+    specs: dict[tuple[str, str], Any] = {}
+    for name, version in wanted:
+        spec = _table_spec(name, version)
+        if spec is not None:
+            specs.setdefault((name, spec.key), spec)
+    return list(specs.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Names:
+    """Where a corpus's snapshot is: its key, the folder's pointer, each file's stamp."""
+
+    key: str
+    pointer: str | None
+    stamps: list[str]
+
+
+def _snapshot_names(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]],
+                    root: str | None) -> _Names | None:
+    specs = _snapshot_specs(wanted)
+    if not specs:
+        return None
+    tables = [(spec.engine, spec.key) for spec in specs]
+    stamps = [cache.file_stamp(path) for path, _ in files]
+    return _Names(cache.corpus_key(files, tables, stamps),
+                  cache.pointer_name(root, tables) if root else None, stamps)
+
+
+def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
+                         wanted: Sequence[tuple[str, str | None]],
+                         ingest_with: Callable[..., Ingested], workers: int | None,
+                         progress: Progress | None) -> tuple[Ingested | None, bool]:
+    """``(corpus, exact)``: the corpus read from its snapshot (exact), else built from the
+    folder's last snapshot and the files that changed since (not exact), else None."""
+    if progress:
+        progress(0.0, "Reading the prepared sessions kept from the last start")
+    found = _read_snapshot(names.key, wanted)
+    if found is not None and found.files == [(path, explicit, stamp) for (path, explicit), stamp
+                                             in zip(files, names.stamps, strict=True)]:
+        return found.ingested, True
+    previous = cache.last_corpus(names.pointer) if names.pointer else None
+    if previous is None or previous == names.key:
+        return None, False
+    old = _read_snapshot(previous, wanted)
+    if old is None:
+        return None, False
+    return _with_changes(old, names, files, wanted, ingest_with, workers, progress), False
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    files: list[tuple[str, bool, str]]
+    """(path, named explicitly?, stamp) of each file."""
+    ingested: Ingested
+
+
+def _with_changes(old: _Snapshot, names: _Names, files: Sequence[tuple[str, bool]],
+                  wanted: Sequence[tuple[str, str | None]],
+                  ingest_with: Callable[..., Ingested], workers: int | None,
+                  progress: Progress | None) -> Ingested | None:
+    """The corpus of ``files`` from an older snapshot ``old`` of the folder: every file it
+    holds unchanged (same path and stamp) reused, the others imported and prepared; None when
+    nothing can be reused."""
+    import numpy as np
+
+    from loopscope.engines.table import compact_pool, concat, gather
+
+    where = {record: k for k, record in enumerate(old.files) if record[2] != "missing"}
+    counts = [len(r.heads) for r in old.ingested.files]
+    old_starts = [0]
+    for c in counts:
+        old_starts.append(old_starts[-1] + c)
+    reuse: list[int | None] = [where.get((path, explicit, stamp)) for (path, explicit), stamp
+                               in zip(files, names.stamps, strict=True)]
+    if not any(k is not None for k in reuse):
+        return None
+    todo = [f for f, k in zip(files, reuse, strict=True) if k is None]
+    if progress:
+        progress(0.0, f"Reusing {len(files) - len(todo):,} unchanged files; reading "
+                      f"{len(todo):,} new or changed")
+    new = ingest_with(todo, wanted, workers=workers, progress=progress)
+    old_n = old_starts[-1]
+    new_starts = [0]
+    for r in new.files:
+        new_starts.append(new_starts[-1] + len(r.heads))
+    order: list[Any] = []
+    results: list[FileResult] = []
+    t = 0
+    for k in reuse:
+        if k is not None:
+            order.append(np.arange(old_starts[k], old_starts[k + 1]))
+            results.append(old.ingested.files[k])
+        else:
+            order.append(np.arange(old_n + new_starts[t], old_n + new_starts[t + 1]))
+            results.append(new.files[t])
+            t += 1
+    picked = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    dropped = len(picked) < old_n + new_starts[-1]
+    prepared: dict[tuple[str, str], Sequence[Any]] = {}
+    for spec in _snapshot_specs(wanted):
+        key = (spec.engine, spec.key)
+        before, after = old.ingested.prepared.get(key), new.prepared.get(key)
+        if before is None or after is None:
+            return None
+        columns = gather(spec.schema, concat(spec.schema, [before.columns,  # type: ignore[attr-defined]
+                                                            after.columns]), picked)  # type: ignore[attr-defined]
+        prepared[key] = spec.open(compact_pool(spec.schema, columns) if dropped else columns,
+                                  trusted=True)
+    runs: _Runs = {}
+    for run_key, kept in old.ingested.runs.items():
+        added = new.runs.get(run_key)
+        if added is None and todo:
+            continue  # (run when asked)
+        parts = [kept] if added is None else [kept, added]
+        joined, detectors = RunColumns.join_compact(parts)
+        for name in ("refusals", "warnings", "first"):
+            joined[name] = joined[name][picked]
+        runs[run_key] = (joined, detectors)
+    return Ingested(results, prepared, runs)
+
+
+def _write_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
+                    wanted: Sequence[tuple[str, str | None]], loaded: Ingested) -> None:
+    """Keep ``loaded`` as the snapshot ``names.key`` (when every engine's table is there),
+    remembered as the folder's last; then prune the cache."""
+    from loopscope.engines.table import PreparedTable
+
+    specs = _snapshot_specs(wanted)
+    tables = [loaded.prepared.get((spec.engine, spec.key)) for spec in specs]
+    if not all(isinstance(t, PreparedTable) for t in tables):
+        return
+    arrays: dict[str, Any] = {}
+    for k, table in enumerate(tables):
+        assert isinstance(table, PreparedTable)
+        for column, value in table.columns.items():
+            arrays[f"t{k}.{column}"] = value
+    runs = list(loaded.runs.items())
+    for k, (_key, (columns, _detectors)) in enumerate(runs):
+        for column, value in columns.items():
+            arrays[f"r{k}.{column}"] = value
+    index = {
+        "files": [[path, explicit, stamp,
+                   [r.detection.format, r.detection.layout, r.detection.reason,
+                    r.detection.unsupported],
+                   cache.problems_doc(r.problems), [r.tally[0], r.tally[1], dict(r.tally[2])],
+                   len(r.heads)]
+                  for (path, explicit), stamp, r in zip(files, names.stamps, loaded.files,
+                                                        strict=True)],
+        "heads": cache.heads_doc([h for r in loaded.files for h in r.heads]),
+        "tables": [[spec.engine, spec.key] for spec in specs],
+        "runs": [[engine, config, list(detectors)]
+                 for (engine, config), (_columns, detectors) in runs],
+    }
+    if cache.write_corpus(names.key, index, arrays) and names.pointer:
+        cache.remember_corpus(names.pointer, names.key)
+    cache.prune()
+
+
+def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snapshot | None:
+    """The snapshot ``key``, checked; None when there is none or it is damaged (it is then
+    deleted)."""
+    from loopscope.engines.table import TableError
+
+    found = cache.read_corpus(key)
+    if found is None:
+        return None
+    doc, arrays = found
+    specs = _snapshot_specs(wanted)
+    try:
+        records = doc["files"]
+        if type(records) is not list:
+            raise ValueError("files")
+        heads = cache.heads_of(doc["heads"])
+        files: list[tuple[str, bool, str]] = []
+        results: list[FileResult] = []
+        at = 0
+        for record in records:
+            path, explicit, stamp, detection, problems, tally, count = record
+            if type(path) is not str or type(explicit) is not bool or type(stamp) is not str \
+                    or type(count) is not int or not 0 <= count <= len(heads) - at:
+                raise ValueError("files")
+            files.append((path, explicit, stamp))
+            results.append(FileResult(path, Detection(*cache.detection_of(detection)),
+                                      tuple(cache.problems_of(problems)), heads[at:at + count],
+                                      {}, from_cache=True, tally=cache.tally_of(tally)))
+            at += count
+        if at != len(heads) or doc["tables"] != [[s.engine, s.key] for s in specs]:
+            raise ValueError("tables")
+        prepared: dict[tuple[str, str], Sequence[Any]] = {}
+        for k, spec in enumerate(specs):
+            prefix = f"t{k}."
+            columns = {name[len(prefix):]: value for name, value in arrays.items()
+                       if name.startswith(prefix)}
+            table = spec.open(columns)
+            if len(table) != len(heads):
+                raise ValueError("sessions")
+            prepared[(spec.engine, spec.key)] = table
+        runs = {}
+        for k, (engine, config, detectors) in enumerate(doc["runs"]):
+            columns = _run_columns(arrays, f"r{k}.", len(heads), detectors)
+            if type(engine) is not str or type(config) is not str:
+                raise ValueError("runs")
+            runs[(engine, config)] = (columns, tuple(detectors))
+    except (ValueError, TypeError, KeyError, IndexError, TableError):
+        cache.forget_corpus(key)
+        return None
+    return _Snapshot(files, Ingested(results, prepared, runs))
+
+
+def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,
+                 detectors: Any) -> dict[str, Any]:
+    """Compact re-run columns (:meth:`RunColumns.compact`) of a snapshot, checked."""
+    import numpy as np
+
+    if type(detectors) is not list or any(type(d) is not str for d in detectors):
+        raise ValueError("runs: detector names")
+    columns = {name: arrays[prefix + name] for name in ("refusals", "warnings", "first",
+                                                        "turn", "call", "detector")}
+    for value in columns.values():
+        if type(value) is not np.ndarray or value.ndim != 1 or value.dtype != np.int64:
+            raise ValueError("runs: columns")
+    refused = len(columns["turn"])
+    first, detector = columns["first"], columns["detector"]
+    if not (len(columns["refusals"]) == len(columns["warnings"]) == len(first) == sessions
+            and len(columns["call"]) == len(detector) == refused):
+        raise ValueError("runs: lengths")
+    if sessions and (int(first.min()) < -1 or int(first.max()) >= refused):
+        raise ValueError("runs: first refusals")
+    if refused and (int(detector.min()) < 0 or int(detector.max()) >= len(detectors)
+                    or int(columns["turn"].min()) < 0 or int(columns["call"].min()) < -1):
+        raise ValueError("runs: refusals")
+    return columns
 
 
 # --------------------------------------------------------------------------- sessions again

@@ -15,7 +15,7 @@ from tests.engines.gglib.test_gglib_properties import session as gglib_messages
 from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 from loopscope.engines import get_engine
-from loopscope.engines.base import PreparedSessions, RunColumns, run_many
+from loopscope.engines.base import FirstRefusal, PreparedSessions, RunColumns, run_many
 from loopscope.engines.gglib import GglibConfig
 from loopscope.engines.openclaw import OpenClawConfig
 
@@ -33,6 +33,10 @@ def assert_columns_equal(columns: RunColumns, singles: list[Any]) -> None:
         assert bool(columns.warned[i]) == one.warned, i
         assert columns.first_refusal(i) == one.first_refusal, i
         assert columns[i] == one, i
+    turn, call, detector, names = columns.first_refusal_columns()
+    assert columns.first_refusals() == [
+        None if t < 0 else FirstRefusal(t, None if c < 0 else c, names[d])
+        for t, c, d in zip(turn.tolist(), call.tolist(), detector.tolist(), strict=True)]
 
 
 def _openclaw_corpus(seed: int, n: int) -> tuple[list[Any], PreparedSessions]:

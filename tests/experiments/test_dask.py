@@ -53,3 +53,88 @@ def test_an_unreachable_scheduler_is_a_clear_error() -> None:
 
     with pytest.raises(DaskUnavailable, match=r"tcp://127\.0\.0\.1:9"), dask_client("tcp://127.0.0.1:9", timeout="1s"):
         pass
+
+
+def _corpus_facts(c: object) -> dict[str, object]:
+    """What a corpus says: every file's outcome, every session, each engine's prepared data
+    and default re-run."""
+    from loopscope.engines import engine_names, get_engine
+
+    out: dict[str, object] = {
+        "files": [(f.path, f.detection, f.problems, f.calls_seen, f.calls_imported,
+                   f.calls_set_aside) for f in c.report.files],  # type: ignore[attr-defined]
+        "heads": c.heads,  # type: ignore[attr-defined]
+    }
+    for name in engine_names():
+        eng = get_engine(name)
+        runs = c.run_many(name, eng.default_config())  # type: ignore[attr-defined]
+        out[name] = ([eng.encode_prepared(p) for p in c.prepared(name)],  # type: ignore[attr-defined]
+                     runs.refusal_counts.tolist(), runs.warning_counts.tolist(),
+                     runs.first_refusals())
+    return out
+
+
+def test_prepare_on_a_dask_cluster_equals_preparing_here(tmp_path: object,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import and prepare step on a LocalCluster (tasks of a few files each) gives the
+    corpus this process gives."""
+    from pathlib import Path
+
+    from loopscope.corpus import build_corpus
+    from loopscope.experiments.dask_backend import dask_ingest
+    from loopscope.formats import expand_paths
+
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    samples = Path(__file__).resolve().parents[2] / "sample_transcripts"
+    found, _ = expand_paths([str(samples)])
+    files = [(p, not s) for p, s in found] * 3
+    here = build_corpus(files, fingerprint="t", origin="folder", root=str(samples), workers=1)
+    seen: list[float] = []
+    with dask_client("local", workers=2, processes=False) as client:
+        there = build_corpus(files, fingerprint="t", origin="folder", root=str(samples),
+                             ingest_with=dask_ingest(client, chunk=4),
+                             progress=lambda f, _t: seen.append(f))
+    assert _corpus_facts(there) == _corpus_facts(here)
+    assert seen and max(seen) == 1.0
+
+
+def test_loopscope_prepare_with_dask_local_fills_the_cache(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``loopscope prepare --dask local`` (worker processes) keeps the folder's corpus in the
+    cache: opening the folder then imports nothing, and the corpus equals one prepared here."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from loopscope import corpus as corpus_mod
+    from loopscope.formats import expand_paths
+
+    root = Path(__file__).resolve().parents[2]
+    folder = Path(str(tmp_path)) / "sessions"
+    shutil.copytree(root / "sample_transcripts", folder)
+    cache = Path(str(tmp_path)) / "cache"
+    env = {**os.environ, "LOOPSCOPE_CACHE_DIR": str(cache)}
+    env.pop("LOOPSCOPE_CACHE", None)
+    proc = subprocess.run([sys.executable, "-m", "loopscope", "prepare", str(folder), "--dask",
+                           "local", "--workers", "2"], cwd=root, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "session(s)" in proc.stdout and "kept in" in proc.stdout
+    found, _ = expand_paths([str(folder.resolve())])
+    files = [(p, not s) for p, s in found]
+    calls: list[object] = []
+    original = corpus_mod.ingest
+    with monkeypatch.context() as m:
+        m.setenv("LOOPSCOPE_CACHE_DIR", str(cache))
+        m.delenv("LOOPSCOPE_CACHE", raising=False)
+        m.setattr(corpus_mod, "ingest", lambda *a, **k: calls.append(a) or original(*a, **k))
+        kept = corpus_mod.build_corpus(files, fingerprint="t", origin="folder",
+                                       root=str(folder.resolve()))
+    assert calls == [] and kept.cached_files == len(files)
+    with monkeypatch.context() as m:
+        m.setenv("LOOPSCOPE_CACHE", "off")
+        here = corpus_mod.build_corpus(files, fingerprint="t", origin="folder",
+                                       root=str(folder.resolve()), workers=1)
+    assert _corpus_facts(kept) == _corpus_facts(here)

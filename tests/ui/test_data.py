@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,29 @@ def test_a_folder_is_rescanned_only_after_a_few_seconds(
     later = data.load_folder(folder, "folder")
     assert later is not first
     assert len(later.sessions) == len(first.sessions) + 1
+
+
+def test_a_large_folder_is_rescanned_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``_BACKGROUND_RESCAN_FROM`` files, an expired scan is served once more while a
+    thread scans again; the next load sees the change."""
+    import shutil
+
+    folder = tmp_path / "samples"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    monkeypatch.setattr(data, "_BACKGROUND_RESCAN_FROM", 1)
+    clock = [5000.0]
+    monkeypatch.setattr(data.time, "monotonic", lambda: clock[0])
+    first = data.load_folder(folder, "folder")
+    shutil.copy(SAMPLES / "write_loop_refused_at_third_batch.json", folder / "added_copy.json")
+    clock[0] += data._SCAN_TTL_SECONDS + 1
+    assert data.load_folder(folder, "folder") is first  # served while the thread scans
+    for thread in [t for t in threading.enumerate() if t.name == "loopscope-rescan"]:
+        thread.join(10)
+    later = data.load_folder(folder, "folder")
+    assert later is not first and len(later.sessions) == len(first.sessions) + 1
 
 
 def test_display_names_are_computed_once_per_source() -> None:

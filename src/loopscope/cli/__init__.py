@@ -21,6 +21,7 @@ def _register() -> None:
     from loopscope.cli.engines import engines
     from loopscope.cli.experiments import compare, sweep
     from loopscope.cli.labels import register as register_labels
+    from loopscope.cli.prepare_cmd import prepare
     from loopscope.cli.replay import replay
 
     main.add_command(replay)
@@ -28,6 +29,7 @@ def _register() -> None:
     main.add_command(compare)
     main.add_command(engines)
     register_labels(main)
+    main.add_command(prepare)
     main.add_command(cache_group)
 
 

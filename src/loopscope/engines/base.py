@@ -468,6 +468,7 @@ class RunColumns(Sequence[SessionReplay]):
         "_call",
         "_detector",
         "_first",
+        "_firsts",
         "_replay_of",
         "_replays",
         "_turn",
@@ -490,6 +491,7 @@ class RunColumns(Sequence[SessionReplay]):
         self._detector = detector
         self.detectors = tuple(detectors)
         self._replays: dict[int, SessionReplay] = {}
+        self._firsts: list[FirstRefusal | None] | None = None
 
     @classmethod
     def from_replays(cls, replays: Sequence[SessionReplay]) -> RunColumns:
@@ -561,8 +563,90 @@ class RunColumns(Sequence[SessionReplay]):
                             self.detectors[int(self._detector[at])])
 
     def first_refusals(self) -> list[FirstRefusal | None]:
-        """:meth:`first_refusal` of every session."""
-        return [self.first_refusal(i) for i in range(len(self))]
+        """:meth:`first_refusal` of every session (made once; a new list each call)."""
+        found = self._firsts
+        if found is None:
+            import numpy as np
+
+            found = [None] * len(self)
+            at = np.flatnonzero(self._first >= 0)
+            where = self._first[at]
+            names = self.detectors
+            for i, turn, call, code in zip(at.tolist(), self._turn[where].tolist(),
+                                           self._call[where].tolist(),
+                                           self._detector[where].tolist(), strict=True):
+                found[i] = FirstRefusal(turn, None if call < 0 else call, names[code])
+            self._firsts = found
+        return list(found)
+
+    def first_refusal_columns(self) -> tuple[Any, Any, Any, tuple[str, ...]]:
+        """Every session's first refusal as arrays, without an object per session: ``(turn,
+        call, detector, names)`` — turn and call -1 when not refused (call -1 too for a
+        refusal of a step without a call), detector an index into ``names`` or -1. (For pages
+        that show every session: format text from these, vectorised, or only for the rows
+        shown.)"""
+        import numpy as np
+
+        at = np.asarray(self._first, dtype=np.int64)
+        refused = at >= 0
+        where = at[refused]
+        turn = np.full(len(at), -1, dtype=np.int64)
+        call = np.full(len(at), -1, dtype=np.int64)
+        detector = np.full(len(at), -1, dtype=np.int64)
+        turn[refused] = np.asarray(self._turn)[where]
+        call[refused] = np.asarray(self._call)[where]
+        detector[refused] = np.asarray(self._detector)[where]
+        return turn, call, detector, self.detectors
+
+    # ------------------------------------------------------------------ kept
+
+    def compact(self) -> dict[str, Any]:
+        """The columns alone, small (what a cache keeps): per session ``refusals``,
+        ``warnings`` and ``first`` (an index into the per-refused-session ``turn``, ``call``
+        and ``detector`` arrays, or -1); :meth:`from_compact` reads them back."""
+        import numpy as np
+
+        first = np.asarray(self._first, dtype=np.int64)
+        at = first[first >= 0]
+        index = np.full(len(first), -1, dtype=np.int64)
+        index[first >= 0] = np.arange(at.size, dtype=np.int64)
+        return {"refusals": np.asarray(self.refusal_counts, dtype=np.int64),
+                "warnings": np.asarray(self.warning_counts, dtype=np.int64),
+                "first": index,
+                "turn": np.asarray(self._turn, dtype=np.int64)[at],
+                "call": np.asarray(self._call, dtype=np.int64)[at],
+                "detector": np.asarray(self._detector, dtype=np.int64)[at]}
+
+    @classmethod
+    def from_compact(cls, columns: Mapping[str, Any], detectors: Sequence[str],
+                     replay_of: Any) -> RunColumns:
+        """Columns :meth:`compact` wrote, each replay made by ``replay_of(i)`` when read."""
+        return cls(replay_of, columns["refusals"], columns["warnings"], columns["first"],
+                   columns["turn"], columns["call"], columns["detector"], detectors)
+
+    @staticmethod
+    def join_compact(parts: Sequence[tuple[Mapping[str, Any], Sequence[str]]]
+                     ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """Compact columns of consecutive parts of a corpus (each with its detector names) as
+        one."""
+        import numpy as np
+
+        names: dict[str, int] = {}
+        out: dict[str, list[Any]] = {k: [] for k in ("refusals", "warnings", "first", "turn",
+                                                     "call", "detector")}
+        shift = 0
+        for columns, detectors in parts:
+            remap = np.array([names.setdefault(d, len(names)) for d in detectors] or [0],
+                             dtype=np.int64)
+            first = np.asarray(columns["first"], dtype=np.int64)
+            out["first"].append(np.where(first >= 0, first + shift, -1))
+            out["detector"].append(remap[np.asarray(columns["detector"], dtype=np.int64)])
+            for key in ("refusals", "warnings", "turn", "call"):
+                out[key].append(np.asarray(columns[key], dtype=np.int64))
+            shift += len(columns["turn"])
+        joined = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64)
+                  for k, v in out.items()}
+        return joined, tuple(names)
 
 
 def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
@@ -576,12 +660,14 @@ def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
 
 
 def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
-    """``build(prepared)``, kept with a :class:`PreparedSessions` under ``key`` (made afresh for
-    any other sequence)."""
-    if isinstance(prepared, PreparedSessions):
-        if key not in prepared.derived:
-            prepared.derived[key] = build(prepared)
-        return prepared.derived[key]
+    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data (a
+    :class:`PreparedSessions`, a :class:`~loopscope.engines.table.PreparedTable`); made afresh
+    for any other sequence."""
+    derived = getattr(prepared, "derived", None)
+    if isinstance(derived, dict):
+        if key not in derived:
+            derived[key] = build(prepared)
+        return derived[key]
     return build(prepared)
 
 

@@ -42,6 +42,7 @@ from loopscope.engines.base import (
 )
 
 if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
     from loopscope.model import Session
 
 __all__ = [
@@ -623,6 +624,20 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         """The inverse of :meth:`encode_prepared`; raises ``ValueError`` for data it did not
         write (a damaged cache entry is rebuilt, never trusted)."""
         raise ValueError(f"the {self.name} engine writes no prepared data")
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        """Optional: how this version's prepared data is written as one table of columns for
+        a whole corpus (:mod:`loopscope.engines.table`: worker processes hand it back as
+        arrays, the on-disk cache keeps a corpus in one file, and sessions are decoded only
+        when read), or ``None`` (a corpus keeps a list of prepared objects, prepared where it
+        is used). By default: one JSON text per session when :meth:`encode_prepared` writes
+        this version's data, else ``None``; engines with a vectorised :meth:`run_many`
+        write real columns."""
+        if not self.caches_prepared(version):
+            return None
+        from loopscope.engines.table import json_table_spec
+
+        return json_table_spec(self, version)
 
     def counters(self, prepared: PreparedT, replay: SessionReplay, config: ConfigT
                  ) -> tuple[CounterSeries, ...]:

@@ -55,6 +55,12 @@ def _plugin_targets() -> dict[str, Any]:
 
 def engine_names() -> tuple[str, ...]:
     """Every engine: the built-ins in their fixed order, then plug-ins by name."""
+    return _names()
+
+
+@cache
+def _names() -> tuple[str, ...]:
+    # (kept as one tuple: pages ask for it for every session of a corpus)
     return (*BUILTIN_ENGINES, *_plugin_targets())
 
 
@@ -83,4 +89,5 @@ def all_engines() -> tuple[Engine[Any, Any], ...]:
 def refresh() -> None:
     """Forget what was found (tests that install a plug-in at run time call this)."""
     _plugin_targets.cache_clear()
+    _names.cache_clear()
     get_engine.cache_clear()

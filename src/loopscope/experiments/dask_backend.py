@@ -1,24 +1,33 @@
-"""Run a sweep's chunks on a Dask cluster (``loopscope sweep --dask ADDRESS``).
+"""Run a sweep's chunks, or the import and prepare step, on a Dask cluster (``loopscope sweep
+--dask ADDRESS``, ``loopscope prepare --dask ADDRESS``).
 
-Imported only when a sweep asks for Dask, so ``distributed`` is needed only then
-(``pip install 'loopscope[dask]'``). The work is the same :func:`~loopscope.experiments.sweep.run_chunk`
-the local backends run, and partial results are summed in chunk order, so a Dask sweep gives
-exactly the local answer.
+Imported only when a command asks for Dask, so ``distributed`` is needed only then
+(``pip install 'loopscope[dask]'``). The work is the same function the local backends run —
+:func:`~loopscope.experiments.sweep.run_chunk` for a sweep, :func:`loopscope.corpus.ingest_part`
+for preparing — and the results are put together in chunk order, so Dask gives exactly the
+local answer.
 
-The cluster's workers need the same loopscope installed. Sessions travel to them with the tasks
-(scattered once per chunk), so the workers do not need to see the session files.
+The cluster's workers need the same loopscope installed. A sweep's sessions travel to them with
+the tasks (scattered once per chunk), so its workers do not need to see the session files. The
+prepare step sends file paths instead (the workers read the files: they must see them at the
+same paths, e.g. on a shared filesystem) and gets back each part's prepared sessions as
+arrays, so this machine never holds the sessions themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopscope.experiments.metrics import Metrics
 from loopscope.experiments.sweep import ChunkRunner, ChunkTask, Progress, run_chunk
 
-__all__ = ["DaskUnavailable", "cluster_workers", "dask_client", "dask_runner"]
+if TYPE_CHECKING:
+    from loopscope.corpus import Ingested
+    from loopscope.corpus import Progress as IngestProgress
+
+__all__ = ["DaskUnavailable", "cluster_workers", "dask_client", "dask_ingest", "dask_runner"]
 
 LOCAL = "local"
 """The address that means: start a ``distributed.LocalCluster`` on this machine."""
@@ -103,5 +112,39 @@ def dask_runner(client: Any) -> ChunkRunner:
             client.cancel(futures)
             raise
         return [r for r in results if r is not None]
+
+    return run
+
+
+def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested]:
+    """A function with :func:`loopscope.corpus.ingest`'s signature that imports and prepares
+    the files on ``client``'s cluster (``chunk`` files per task; by default about four tasks
+    per worker, 8 to 256 files each), for ``build_corpus(..., ingest_with=...)``."""
+    distributed = _distributed()
+    from loopscope.corpus import ingest_part, join_parts
+
+    def run(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
+            workers: int | None = None, progress: IngestProgress | None = None) -> Ingested:
+        del workers  # (the cluster's)
+        files, wanted = list(files), list(wanted)
+        n = len(files)
+        size = chunk or min(256, max(8, n // (4 * cluster_workers(client)) or 1))
+        parts = [files[i:i + size] for i in range(0, n, size)]
+        futures = [client.submit(ingest_part, part, wanted, pure=False) for part in parts]
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
+        done = 0
+        try:
+            for future in distributed.as_completed(futures):
+                i = index[future.key]
+                results[i] = future.result()
+                done += len(parts[i])
+                if progress is not None:
+                    progress(done / max(n, 1), f"Read {done:,} of {n:,} files on the Dask "
+                                               "cluster")
+        except BaseException:
+            client.cancel(futures)
+            raise
+        return join_parts(results, wanted)
 
     return run

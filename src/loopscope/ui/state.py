@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import streamlit as st
 
 from loopscope.engines import ConfigError, SessionReplay, SettingSpec, engine_names, get_engine
-from loopscope.engines.base import ConfigResolution, RunColumns, run_many
+from loopscope.engines.base import ConfigResolution, RunColumns
 
 if TYPE_CHECKING:
     from loopscope.corpus import Corpus
@@ -395,7 +395,7 @@ def replays(engine: str) -> RunColumns:
     return replays_for(engine, resolve(engine).config)
 
 
-def prepared(engine: str, config: Any = None) -> list[Any]:
+def prepared(engine: str, config: Any = None) -> Sequence[Any]:
     """The corpus's prepared sessions for ``engine`` at ``config``'s version (the chosen
     version by default); prepared on first use, then kept with the corpus."""
     eng = get_engine(engine)
@@ -403,7 +403,7 @@ def prepared(engine: str, config: Any = None) -> list[Any]:
     return prepared_version(corpus(), engine, version)
 
 
-def prepared_version(c: Corpus, engine: str, version: str) -> list[Any]:
+def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
     if c.is_prepared(engine, version):
         return c.prepared(engine, version)
     from loopscope.corpus import LARGE_CORPUS
@@ -440,7 +440,8 @@ def run_all(engine: str, c: Corpus, config: Any) -> RunColumns:
     """Every session under ``config``: one batch pass (``run_many``) giving the per-session
     columns (refused, counts, first refusal), each replay built when read."""
     eng = get_engine(engine)
-    return run_many(eng, prepared_version(c, engine, eng.version_of(config)), config)
+    prepared_version(c, engine, eng.version_of(config))  # (with progress when not yet)
+    return c.run_many(engine, config)
 
 
 def refused_warned(replays: Sequence[SessionReplay]) -> tuple[int, int]:

@@ -37,6 +37,7 @@ __all__ = [
     "content_detail",
     "structure",
     "tool_call_detail",
+    "tool_call_detail_text",
     "tool_call_key",
 ]
 
@@ -133,7 +134,12 @@ def tool_call_key(name: str, args: Any) -> str:
 
 
 def tool_call_detail(name: str, args: Any) -> str:
-    return f"Repeated tool call: {name} with arguments {json_stringify(args)}"
+    return tool_call_detail_text(name, json_stringify(args))
+
+
+def tool_call_detail_text(name: str, args_text: str) -> str:
+    """:func:`tool_call_detail` of arguments already written by ``JSON.stringify``."""
+    return f"Repeated tool call: {name} with arguments {args_text}"
 
 
 def content_detail(history_units: str, index: int, chunk_size: int) -> str:

@@ -16,6 +16,7 @@ from loopscope.engines.contract import (
     GuideExample,
     SettingSpec,
 )
+from loopscope.engines.gemini_cli import fast
 from loopscope.engines.gemini_cli.config import (
     ACCEPTED,
     ALIAS,
@@ -148,6 +149,14 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
 
     def run(self, prepared: PreparedSession, config: GeminiConfig) -> SessionReplay:
         return run(prepared, config)
+
+    def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
+        return fast.encode(prepared) if type(prepared) is PreparedSession else None
+
+    def decode_prepared(self, data: Any) -> PreparedSession:
+        prepared = fast.decode(data)
+        remember(prepared)  # (as prepare does: explanations find the repeated text)
+        return prepared
 
     def replay(self, session: Session, config: GeminiConfig) -> SessionReplay:
         return replay_session(session, config)

@@ -48,14 +48,15 @@ from loopscope.engines.gemini_cli.detector import (
     MAX_CYCLE,
     TOOL_CALL_LOOP,
     structure,
-    tool_call_detail,
-    tool_call_key,
+    tool_call_detail_text,
 )
 from loopscope.engines.gemini_cli.events import CallItem, ContentItem, PromptItem, session_items
 from loopscope.engines.gemini_cli.jsjson import (
     from_units,
     has_surrogates,
     js_trim,
+    json_stringify,
+    node_sha256,
     to_units,
 )
 from loopscope.engines.gemini_cli.reference import (
@@ -124,8 +125,9 @@ class PreparedSession:
     prompt: list[int]
     pieces: list[int | None]
     """Pieces sent, for content steps (``None`` for tool-call steps)."""
-    call_args: dict[int, tuple[str, Any]]
-    """Step position → ``(name, args)`` of a tool-call step."""
+    call_text: dict[int, tuple[str, str]]
+    """Step position → ``(name, JSON.stringify(args))`` of a tool-call step (what its key
+    hashes and its detail shows)."""
     repeats: dict[int, int]
     """Step position → back-to-back repetitions of the best 1–5-call cycle ending there."""
     by_repeats: list[int]
@@ -162,7 +164,7 @@ def prepare(session: Session) -> PreparedSession:
     signature: list[str | None] = []
     prompts: list[int] = []
     pieces: list[int | None] = []
-    call_args: dict[int, tuple[str, Any]] = {}
+    call_text: dict[int, tuple[str, str]] = {}
     repeats: dict[int, int] = {}
     stretches: list[Stretch] = []
 
@@ -216,13 +218,14 @@ def prepare(session: Session) -> PreparedSession:
             continue
         assert isinstance(item, CallItem)
         close_stretch()  # a tool call resets the content tracking
-        key = tool_call_key(item.name, item.args)
+        args_text = json_stringify(item.args)
+        key = node_sha256(f"{item.name}:{args_text}")  # (tool_call_key, the text kept)
         turn.append(item.turn)
         call.append(item.call)
         tools.append((item.name,))
         signature.append(f"{item.name}:{key}")
         pieces.append(None)
-        call_args[position] = (item.name, item.args)
+        call_text[position] = (item.name, args_text)
         code = key_ids.setdefault(key, len(key_ids))
         j = len(keys)
         keys.append(code)
@@ -239,7 +242,7 @@ def prepare(session: Session) -> PreparedSession:
     by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
     prepared = PreparedSession(
         session.id, session.source, session.format, turn, call, tools, signature, prompts,
-        pieces, call_args, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
+        pieces, call_text, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
     # Gemini CLI's own constants never change: their window walk belongs to preparing.
     prepared.content_run(*_GEMINI_CONSTANTS)
     return prepared
@@ -410,7 +413,8 @@ class _Detail:
                             diverged, _extra(p, i, None, None, 0))
         detector, count, detail, detections = hit
         if detector == TOOL_CALL_LOOP:
-            detail = tool_call_detail(*p.call_args[i])
+            name, args_text = p.call_text[i]
+            detail = tool_call_detail_text(name, args_text)
         return new_step(p.turn[i], p.call[i], p.tools[i], p.signature[i], "refuse", detector,
                         count, diverged, _extra(p, i, count, detail, detections))
 
@@ -488,4 +492,118 @@ def recall(replay: SessionReplay) -> PreparedSession | None:
             or s.signature != prepared.signature[i]
             or s.extra.get("pieces") != prepared.pieces[i] for i, s in enumerate(steps)):
         return None
+    return prepared
+
+
+# --------------------------------------------------------------------------- codec
+# Prepared data as plain JSON columns (the on-disk cache, worker processes).
+
+CODEC_VERSION = 1
+"""Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
+read differently."""
+
+
+class CodecError(ValueError):
+    """Columns that :func:`decode` cannot turn into a prepared session."""
+
+
+def encode(p: PreparedSession) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Texts kept
+    in UTF-16 code units are written as text (:func:`from_units`, which :func:`to_units`
+    undoes exactly); the content walk under Gemini CLI's own constants comes along."""
+    run = p.content_run(*_GEMINI_CONSTANTS)
+    return {
+        "session": p.session, "source": p.source, "format": p.format,
+        "turn": p.turn, "call": [-1 if c is None else c for c in p.call],
+        "tools": [t[0] if t else None for t in p.tools], "signature": p.signature,
+        "prompt": p.prompt, "pieces": [-1 if k is None else k for k in p.pieces],
+        "call_text": [[k, name, text] for k, (name, text) in p.call_text.items()],
+        "repeats": [[k, v] for k, v in p.repeats.items()],
+        "stretches": [[from_units(s.text), s.ends, s.positions] for s in p.stretches],
+        "content": [[[h.position, h.detail, h.stretch, list(h.recent)] for h in run.detections],
+                    [[k, v] for k, v in run.occurrences.items()]],
+    }
+
+
+def _ints(value: Any, what: str, n: int | None, lo: int, hi: int | None) -> list[int]:
+    if type(value) is not list or (n is not None and len(value) != n):
+        raise CodecError(f"{what}: expected a list of {n} integers")
+    if value and (set(map(type, value)) != {int} or min(value) < lo
+                  or (hi is not None and max(value) > hi)):
+        raise CodecError(f"{what}: expected integers from {lo} to {hi}")
+    return value
+
+
+def _pairs(value: Any, what: str, n: int) -> list[tuple[int, Any]]:
+    if type(value) is not list or any(type(v) is not list or len(v) < 2 for v in value):
+        raise CodecError(f"{what}: expected pairs")
+    keys = _ints([v[0] for v in value], what, None, 0, n - 1)
+    if len(set(keys)) != len(keys):
+        raise CodecError(f"{what}: a step twice")
+    return [(k, v[1:]) for k, v in zip(keys, value, strict=True)]
+
+
+def decode(doc: Any) -> PreparedSession:
+    """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
+    anything else (damaged or foreign data is never trusted)."""
+    if type(doc) is not dict:
+        raise CodecError("expected an object")
+    for key in ("session", "source", "format"):
+        if type(doc.get(key)) is not str:
+            raise CodecError(f"{key}: expected a string")
+    turn = _ints(doc.get("turn"), "turn", None, 0, None)
+    n = len(turn)
+    tools_in, signature = doc.get("tools"), doc.get("signature")
+    if type(tools_in) is not list or len(tools_in) != n or any(
+            t is not None and type(t) is not str for t in tools_in):
+        raise CodecError("tools: expected a name or null per step")
+    if type(signature) is not list or len(signature) != n or any(
+            s is not None and type(s) is not str for s in signature):
+        raise CodecError("signature: expected a text or null per step")
+    call = [None if c < 0 else c for c in _ints(doc.get("call"), "call", n, -1, None)]
+    pieces = [None if k < 0 else k for k in _ints(doc.get("pieces"), "pieces", n, -1, None)]
+    call_text: dict[int, tuple[str, str]] = {}
+    for k, rest in _pairs(doc.get("call_text"), "call_text", n):
+        if len(rest) != 2 or type(rest[0]) is not str or type(rest[1]) is not str:
+            raise CodecError("call_text: expected a name and a text")
+        call_text[k] = (rest[0], rest[1])
+    repeats: dict[int, int] = {}
+    for k, rest in _pairs(doc.get("repeats"), "repeats", n):
+        if len(rest) != 1 or type(rest[0]) is not int or rest[0] < 0:
+            raise CodecError("repeats: expected a count")
+        repeats[k] = rest[0]
+    stretches: list[Stretch] = []
+    raw_stretches = doc.get("stretches")
+    if type(raw_stretches) is not list:
+        raise CodecError("stretches: expected a list")
+    for item in raw_stretches:
+        if type(item) is not list or len(item) != 3 or type(item[0]) is not str:
+            raise CodecError("stretches: expected a text, its ends and positions")
+        units = to_units(item[0])
+        ends = _ints(item[1], "stretch ends", None, 0, len(units))
+        stretches.append(Stretch(units, ends, _ints(item[2], "stretch positions", len(ends),
+                                                    0, n - 1)))
+    content = doc.get("content")
+    if type(content) is not list or len(content) != 2 or type(content[0]) is not list:
+        raise CodecError("content: expected detections and occurrences")
+    detections = []
+    for h in content[0]:
+        if (type(h) is not list or len(h) != 4 or type(h[0]) is not int or not 0 <= h[0] < n
+                or type(h[1]) is not str or type(h[2]) is not int
+                or not 0 <= h[2] < len(stretches)):
+            raise CodecError("content: a detection out of range")
+        detections.append(ContentHit(h[0], h[1], h[2], tuple(_ints(h[3], "recent", None, 0,
+                                                                    None))))
+    occurrences: dict[int, int] = {}
+    for k, rest in _pairs(content[1], "occurrences", n):
+        if len(rest) != 1 or type(rest[0]) is not int:
+            raise CodecError("occurrences: expected a count")
+        occurrences[k] = rest[0]
+    tools: list[tuple[str, ...]] = [() if t is None else (t,) for t in tools_in]
+    by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
+    prepared = PreparedSession(
+        doc["session"], doc["source"], doc["format"], turn, call, tools, signature,
+        _ints(doc.get("prompt"), "prompt", n, 0, None), pieces, call_text, repeats, by_repeats,
+        [-repeats[p] for p in by_repeats], stretches)
+    prepared._content[_GEMINI_CONSTANTS] = ContentRun(detections, occurrences)
     return prepared

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay, columns_of, packed
@@ -28,6 +28,9 @@ from loopscope.engines.gglib.fast import (
 )
 from loopscope.engines.gglib.reference import replay_messages
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
@@ -166,12 +169,21 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
                         source=prepared.source, format=prepared.format, engine=self.name)
 
     def run_many(self, prepared: Sequence[Any], config: GglibConfig) -> RunColumns:
-        """A vectorised pass over the corpus's steps (:func:`fast.run_columns`)."""
+        """A vectorised pass over the corpus's steps (:func:`columns.run_columns`)."""
+        from loopscope.engines.gglib import columns
+
         pack = packed(prepared, (self.name, "pack"), _pack)
         if pack is None:
             return super().run_many(prepared, config)
-        return columns_of(fast.run_columns(pack, config),
-                          lambda i: self.run(prepared[i], config), fast.DETECTORS)
+        return columns_of(columns.run_columns(pack, config),
+                          lambda i: self.run(prepared[i], config), columns.DETECTORS)
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        from loopscope.engines.gglib import columns
+        from loopscope.engines.table import TableSpec
+
+        return TableSpec(self.name, self.prepare_key(version), columns.SCHEMA,
+                         columns.table_columns, columns.decode_row, columns.check)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         if type(prepared) is not PreparedSession:
@@ -258,8 +270,16 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
 ENGINE = GglibEngine()
 
 
-def _pack(prepared: Sequence[Any]) -> fast.Pack | None:
-    """The arrays of ``prepared``, when every session is this module's prepared data."""
+def _pack(prepared: Sequence[Any]) -> Any:
+    """The arrays of ``prepared`` (a table of this engine's, or this module's prepared
+    objects), or None."""
+    from loopscope.engines.gglib import columns
+    from loopscope.engines.table import PreparedTable
+
+    if isinstance(prepared, PreparedTable):
+        return columns.Pack(prepared) if prepared.engine == ENGINE.name else None
     if not all(type(p) is PreparedSession for p in prepared):
         return None
-    return fast.Pack([p.messages for p in prepared])
+    spec = ENGINE.table_spec()
+    assert spec is not None
+    return columns.Pack(spec.table(prepared))

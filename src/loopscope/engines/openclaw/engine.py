@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import (
@@ -64,6 +64,9 @@ from loopscope.engines.openclaw.v2026_9.config import (
 from loopscope.engines.openclaw.v2026_9.explain import EXPLAINER_2026_9
 from loopscope.engines.openclaw.v2026_9.reference import replay_session_2026_9
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenClawEngine"]
 
@@ -319,14 +322,25 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
         session by session."""
         if isinstance(config, OpenClaw9Config):
             return super().run_many(prepared, config)
+        from loopscope.engines.openclaw import columns
+
         pack = packed(prepared, (self.name, "pack"), _pack)
         if pack is None:  # another release's prepared data
             return super().run_many(prepared, config)
-        return columns_of(fast.run_columns(pack, config),
+        return columns_of(columns.run_columns(pack, config),
                           lambda i: run(prepared[i], config), fast.DETECTORS)
 
     def caches_prepared(self, version: str | None = None) -> bool:
         return not self.is_fixed(version)  # 2026.9's prepared data has no codec
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        if self.is_fixed(version):
+            return None  # 2026.9's prepared data has no columns
+        from loopscope.engines.openclaw import columns
+        from loopscope.engines.table import TableSpec
+
+        return TableSpec(self.name, self.prepare_key(version), columns.SCHEMA,
+                         columns.table_columns, columns.decode_row, columns.check)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
@@ -445,8 +459,17 @@ def _json5_value(value: Any, indent: int) -> str:
 ENGINE: Final = OpenClawEngine()
 
 
-def _pack(prepared: Sequence[Any]) -> fast.Pack | None:
-    """The arrays of ``prepared``, when every session is this module's prepared data."""
+def _pack(prepared: Sequence[Any]) -> Any:
+    """The arrays of ``prepared`` (a table of this engine's configurable releases, or this
+    module's prepared objects), or None."""
+    from loopscope.engines.openclaw import columns
+    from loopscope.engines.table import PreparedTable
+
+    if isinstance(prepared, PreparedTable):
+        ok = prepared.engine == ENGINE.name and prepared.key == ENGINE.prepare_key(None)
+        return columns.Pack(prepared) if ok else None
     if not all(type(p) is PreparedSession for p in prepared):
         return None
-    return fast.Pack(prepared)
+    spec = ENGINE.table_spec()
+    assert spec is not None
+    return columns.Pack(spec.table(prepared))

@@ -1029,8 +1029,8 @@ def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str 
 
 
 # --------------------------------------------------------------------------------------------
-# Prepared data as plain columns (the on-disk cache and the worker processes), and a whole
-# corpus as arrays (one vectorised pass per configuration).
+# Prepared data as plain JSON columns (the on-disk cache's entry of one file); a whole corpus
+# as arrays is the columns module's.
 
 CODEC_VERSION = 1
 """Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
@@ -1161,132 +1161,10 @@ _DETECTOR_CODES = (UNKNOWN_TOOL_REPEAT, GLOBAL_CIRCUIT_BREAKER, KNOWN_POLL_NO_PR
                    PING_PONG, GENERIC_REPEAT)
 
 
-class Pack:
-    """A corpus's prepared sessions as arrays (one entry per call, sessions one after the
-    other), for :func:`run_columns`: a threshold change is a few vectorised passes, never
-    Python work per session. The per-``historySize`` counts are gathered from each session's
-    :meth:`PreparedSession.counters` once per window."""
-
-    def __init__(self, prepared: Sequence[PreparedSession]) -> None:
-        import numpy as np
-
-        self.prepared = prepared
-        sizes = [p.n for p in prepared]
-        self.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.offsets[1:])
-        self.turn = _column(np.int64, (p.turn for p in prepared), int(self.offsets[-1]))
-        self.call = _column(np.int64, (p.call for p in prepared), int(self.offsets[-1]))
-        self.poll = _column(np.bool_, (p.poll for p in prepared), int(self.offsets[-1]))
-        self.with_ops = np.array([bool(p.ops) for p in prepared], dtype=np.bool_)
-        self._windows: dict[int, tuple[Any, ...]] = {}
-
-    def __len__(self) -> int:
-        return len(self.prepared)
-
-    def window(self, history_size: int) -> tuple[Any, ...]:
-        """``(no_progress, recent, unknown_streak, ping_pong, evidence, peak)`` of every call."""
-        found = self._windows.get(history_size)
-        if found is None:
-            import numpy as np
-
-            total = int(self.offsets[-1])
-            ctrs = [p.counters(history_size) for p in self.prepared]
-            found = (
-                _column(np.int32, (c.no_progress for c in ctrs), total),
-                _column(np.int32, (c.recent for c in ctrs), total),
-                _column(np.int32, (c.unknown_streak for c in ctrs), total),
-                _column(np.int32, (c.ping_pong for c in ctrs), total),
-                _column(np.bool_, (c.ping_pong_evidence for c in ctrs), total),
-                _column(np.int32, (c.peak for c in ctrs), total),
-            )
-            if len(self._windows) >= 4:
-                self._windows.pop(next(iter(self._windows)))
-            self._windows[history_size] = found
-        return found
-
-
-def _column(dtype: Any, parts: Any, total: int) -> Any:
-    import numpy as np
-
-    out = np.empty(total, dtype=dtype)
-    at = 0
-    for part in parts:
-        k = len(part)
-        out[at:at + k] = part
-        at += k
-    return out
-
-
-def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
-    """Every session's first refusal, refusal and warning counts under ``config``, as arrays
-    (see :class:`loopscope.engines.base.RunColumns`): :func:`_evaluate`'s precedence applied to
-    every call at once. Sessions the post-compaction guard may act on (with a compaction,
-    guard on) are run one by one through :func:`run`."""
-    import numpy as np
-
-    r = config.resolved
-    n_sessions = len(pack)
-    offsets = pack.offsets
-    total = int(offsets[-1])
-    refuse = np.zeros(total, dtype=np.bool_)
-    warn = np.zeros(total, dtype=np.bool_)
-    detector = np.full(total, -1, dtype=np.int8)
-    if r.detection_on:
-        streak, recent, unknown, ping, evidence, peak = pack.window(r.history_size)
-        warning, critical = r.warning_threshold, r.critical_threshold
-        poll = pack.poll
-        not_poll = ~poll
-        poll_on = poll if r.known_poll_no_progress_on else np.zeros(total, dtype=np.bool_)
-        ping_on, generic_on = r.ping_pong_on, r.generic_repeat_on
-        floor = warning if warning < r.unknown_tool_threshold else r.unknown_tool_threshold
-        decided = ~(peak >= floor)  # below the lowest threshold: passes, never evaluated
-        # (condition, refuses?, detector code) in _evaluate's order: the first that holds wins.
-        chain: list[tuple[Any, bool, int]] = [
-            (unknown >= r.unknown_tool_threshold, True, 0),
-            (streak >= r.global_circuit_breaker_threshold, True, 1),
-            (poll_on & (streak >= critical), True, 2),
-            (poll_on & (streak >= warning), False, 2),
-        ]
-        if ping_on:
-            chain += [((ping >= critical) & evidence, True, 3), (ping >= warning, False, 3)]
-        if generic_on:
-            chain += [(not_poll & (streak >= critical), True, 4),
-                      (not_poll & (recent >= warning), False, 4)]
-        for cond, refuses, code in chain:
-            hit = cond & ~decided
-            (refuse if refuses else warn)[hit] = True
-            detector[hit] = code
-            decided |= cond
-    # Per session: counts by prefix sums, the first refusal by the first flagged position.
-    sums = np.zeros(total + 1, dtype=np.int64)
-    np.cumsum(refuse, out=sums[1:])
-    refusals = sums[offsets[1:]] - sums[offsets[:-1]]
-    np.cumsum(warn, out=sums[1:])
-    warnings = sums[offsets[1:]] - sums[offsets[:-1]]
-    first = np.full(n_sessions, -1, dtype=np.int64)
-    at = np.flatnonzero(refuse)
-    if at.size:
-        owner = np.searchsorted(offsets, at, side="right") - 1
-        owners, where = np.unique(owner, return_index=True)
-        first[owners] = at[where]
-    out = {"refusals": refusals, "warnings": warnings, "first": first, "detector": detector,
-           "turn": pack.turn, "call": pack.call, "offsets": offsets}
-    if r.guard_enabled and pack.with_ops.any():
-        for s in np.flatnonzero(pack.with_ops):
-            one = run(pack.prepared[int(s)], config)
-            refusals[s], warnings[s] = one.refusal_count, one.warning_count
-            f = one.first_refusal
-            first[s] = -1 if f is None else int(offsets[s]) + _position_of(pack.prepared[int(s)], f)
-            if f is not None:
-                detector[first[s]] = _DETECTOR_CODES.index(f.detector) if (
-                    f.detector in _DETECTOR_CODES) else len(_DETECTOR_CODES)
-    return out
-
-
 def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
     """The call position of a first refusal (calls are numbered in order)."""
     return p.call.index(first.call) if first.call is not None else 0
 
 
 DETECTORS = (*_DETECTOR_CODES, POST_COMPACTION_GUARD)
-"""Detector names by the codes of :func:`run_columns`."""
+"""Detector names by the codes of :func:`loopscope.engines.openclaw.columns.run_columns`."""

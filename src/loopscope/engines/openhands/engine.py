@@ -17,6 +17,7 @@ from loopscope.engines.contract import (
     GuideExample,
     SettingSpec,
 )
+from loopscope.engines.openhands import fast
 from loopscope.engines.openhands.config import (
     ACTION_ERROR,
     ACTION_OBSERVATION,
@@ -154,6 +155,12 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
 
     def run(self, prepared: PreparedSession, config: OpenHandsConfig) -> SessionReplay:
         return run(prepared, config)
+
+    def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
+        return fast.encode(prepared) if type(prepared) is PreparedSession else None
+
+    def decode_prepared(self, data: Any) -> PreparedSession:
+        return fast.decode(data)
 
     def replay(self, session: Session, config: OpenHandsConfig) -> SessionReplay:
         return replay_session(session, config)

@@ -1,0 +1,275 @@
+"""Prepared sessions as one table of columns (``engine.table_spec``): every session decoded
+from a table is the session prepared (its JSON codec writing, and every replay), tables joined
+from parts equal the table of the whole, the vectorised counts of a new window equal the
+per-session counts, and damaged columns are refused."""
+
+from __future__ import annotations
+
+import random
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.engines.gglib.test_gglib_properties import config as gglib_config
+from tests.engines.gglib.test_gglib_properties import session as gglib_messages
+from tests.engines.openclaw._openclaw_gen import random_session
+from tests.engines.test_run_many import _low_block
+
+from loopscope.engines import get_engine
+from loopscope.engines.gglib import columns as gglib_columns
+from loopscope.engines.openclaw import OpenClawConfig
+from loopscope.engines.openclaw import columns as openclaw_columns
+from loopscope.engines.openclaw.config import DEFAULT_HISTORY_SIZE
+from loopscope.engines.openclaw.fast import _compute_counters
+from loopscope.engines.table import PreparedTable, TableError, concat, validate
+
+OPENCLAW = get_engine("openclaw")
+GGLIB = get_engine("gglib")
+
+
+def _openclaw_prepared(seed: int, n: int) -> tuple[list[Any], list[Any]]:
+    rng = random.Random(seed)
+    sessions = [random_session(rng, calls=rng.randint(0, 60)) for _ in range(n)]
+    return sessions, [OPENCLAW.prepare(s) for s in sessions]
+
+
+def _same_columns(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert set(a) == set(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype, name
+        assert np.array_equal(a[name], b[name]), name
+
+
+def test_openclaw_table_rows_are_the_prepared_sessions() -> None:
+    rng = random.Random(3)
+    sessions, prepared = _openclaw_prepared(21, 40)
+    spec = OPENCLAW.table_spec()
+    assert spec is not None
+    table = spec.table(prepared)
+    assert len(table) == len(prepared)
+    for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
+        back = table[i]
+        assert OPENCLAW.encode_prepared(back) == OPENCLAW.encode_prepared(p), i
+        for _ in range(3):
+            config = OpenClawConfig.from_block(_low_block(rng))
+            assert OPENCLAW.run(back, config) == OPENCLAW.replay(session, config), i
+    # A table read back from its columns (as the on-disk cache does) is validated and equal.
+    again = spec.open({k: v.copy() for k, v in table.columns.items()})
+    assert [OPENCLAW.encode_prepared(again[i]) for i in range(len(again))] == [
+        OPENCLAW.encode_prepared(p) for p in prepared]
+
+
+def test_openclaw_joined_parts_equal_the_whole() -> None:
+    _, prepared = _openclaw_prepared(22, 30)
+    spec = OPENCLAW.table_spec()
+    assert spec is not None
+    whole = spec.table(prepared)
+    cuts = [0, 1, 1, 7, 19, 30]  # an empty part included
+    parts = [dict(spec.encode(prepared[a:b])) for a, b in pairwise(cuts)]
+    joined = spec.join(parts)
+    for i, p in enumerate(prepared):
+        assert OPENCLAW.encode_prepared(joined[i]) == OPENCLAW.encode_prepared(p)
+    # Same columns up to the string pool (each part had its own): compare the decoded strings.
+    for name, col in spec.schema.items():
+        if col.ref == "string" or name.startswith("string_"):
+            continue
+        assert np.array_equal(joined.columns[name], whole.columns[name]), name
+    spec.open(joined.columns)  # and it validates
+
+
+def _ping_pong_with_an_empty_name(rng: random.Random) -> Any:
+    """A/B alternation where one side's tool name is empty (it never counts as the pair)."""
+    from loopscope.formats.builder import SessionBuilder
+
+    b = SessionBuilder()
+    b.user("go")
+    for k in range(rng.randint(4, 30)):
+        turn = b.assistant("")
+        name = "" if k % 2 else "read"
+        b.call(turn, name, {"path": "/a"}, "value", id=f"c{k}")
+        text = "same" if rng.random() < 0.8 else f"new {k}"
+        b.result(f"c{k}", [{"type": "text", "text": text}], text, details={})
+    return b.build(id="pp", source="pp", format="openclaw_session")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_openclaw_window_counters_equal_the_per_session_counts(seed: int) -> None:
+    rng = random.Random(seed)
+    _, prepared = _openclaw_prepared(100 + seed, 25)
+    prepared.insert(3, OPENCLAW.prepare(_ping_pong_with_an_empty_name(rng)))
+    spec = OPENCLAW.table_spec()
+    assert spec is not None
+    pack = openclaw_columns.Pack(spec.table(prepared))
+    c = pack.table.columns
+    for history_size in (1, 2, 3, rng.randint(4, 12), DEFAULT_HISTORY_SIZE, 200):
+        got = openclaw_columns.window_counters(
+            pack.owner, pack.position, c["args_code"], c["result_code"], c["unknown_code"],
+            c["tool_code"], c["run_start"], pack.tool_empty(), history_size)
+        for s, p in enumerate(prepared):
+            a, b = int(pack.offsets[s]), int(pack.offsets[s + 1])
+            want = _compute_counters(p, history_size)
+            for field in openclaw_columns._COUNTER_FIELDS:
+                assert got[field][a:b].tolist() == list(getattr(want, field)), (
+                    history_size, s, field)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(gglib_messages(), min_size=1, max_size=6),
+       st.lists(gglib_config(), min_size=1, max_size=3), st.integers(0, 5))
+def test_gglib_table_rows_and_stagnation(corpus: list[list[Any]], configs: list[Any],
+                                        cut: int) -> None:
+    prepared = [GGLIB.prepare_messages(m, source=f"s{i}") for i, m in enumerate(corpus)]
+    spec = GGLIB.table_spec()
+    assert spec is not None
+    cut = min(cut, len(prepared))
+    table = spec.join([dict(spec.encode(prepared[:cut])), dict(spec.encode(prepared[cut:]))])
+    spec.open(table.columns)
+    for i, p in enumerate(prepared):
+        back = table[i]
+        assert GGLIB.encode_prepared(back) == GGLIB.encode_prepared(p)
+        for config in configs:
+            assert GGLIB.run(back, config) == GGLIB.run(p, config)
+    pack = gglib_columns.Pack(table)
+    for max_steps in (0, 1, 2, 3, 5, 9):
+        want = [n for p in prepared for n in p.messages.stagnation(max_steps)[0]]
+        assert pack.stagnation(max_steps).tolist() == want, max_steps
+
+
+def test_damaged_columns_are_refused() -> None:
+    _, prepared = _openclaw_prepared(23, 6)
+    spec = OPENCLAW.table_spec()
+    assert spec is not None
+    good = dict(spec.table(prepared).columns)
+    assert good["args_code"].size > 0
+    damages: list[tuple[str, Any]] = [
+        ("args_code", good["args_code"] + 1000),  # a code beyond its session's hashes
+        ("args_code", good["args_code"].astype(np.int64)),  # another dtype
+        ("turn", good["turn"][:-1]),  # a column of the wrong length
+        ("call_start", good["call_start"][::-1].copy()),  # ranges out of order
+        ("tool", good["tool"] + 10**6),  # outside the string pool
+        ("op", np.full(len(good["op"]) or 1, -7, dtype=np.int32)),
+        ("w_ping_pong_last", good["w_ping_pong_last"] + 10**4),
+    ]
+    for name, value in damages:
+        with pytest.raises(TableError):
+            spec.open({**good, name: value})
+    with pytest.raises(TableError):
+        spec.open({k: v for k, v in good.items() if k != "turn"})
+    with pytest.raises(TableError):
+        spec.open({**good, "extra": np.zeros(1)})
+    g_spec = GGLIB.table_spec()
+    assert g_spec is not None
+    g_good = dict(g_spec.table([GGLIB.prepare_messages(
+        [{"role": "assistant", "content": "A"}, {"role": "assistant", "content": "A"}])]).columns)
+    for name, value in (("outcome", g_good["outcome"] + 9),
+                        ("prose_step", g_good["prose_step"] + 5),
+                        ("stagnation", g_good["stagnation"] * 0)):
+        with pytest.raises(TableError):
+            g_spec.open({**g_good, name: value})
+
+
+def test_concat_shifts_positions_and_keeps_nones() -> None:
+    from loopscope.engines.table import Column
+
+    schema = {"start": Column("int64", "session", "item", starts=True),
+              "item": Column("int32", "item", "thing", nullable=True),
+              "thing": Column("int8", "thing")}
+    a = {"start": np.array([0, 1], dtype=np.int64), "item": np.array([0, -1], dtype=np.int32),
+         "thing": np.array([5], dtype=np.int8)}
+    b = {"start": np.array([0], dtype=np.int64), "item": np.array([1, -1, 0], dtype=np.int32),
+         "thing": np.array([6, 7], dtype=np.int8)}
+    joined = validate(schema, concat(schema, [a, b]))
+    assert joined["start"].tolist() == [0, 1, 2]
+    assert joined["item"].tolist() == [0, -1, 2, -1, 1]
+    assert joined["thing"].tolist() == [5, 6, 7]
+    table = PreparedTable("x", "k", schema, joined, lambda t, i: t.span("start", i))
+    assert [table[i] for i in range(3)] == [(0, 1), (1, 2), (2, 5)]
+
+
+def test_openhands_and_gemini_cli_round_trip_through_their_json_tables() -> None:
+    """Engines that run session by session write one JSON text per session: every session
+    read back replays as the session itself, and a table keeps what it decoded."""
+    from tests.engines.gemini_cli._gemini_gen import random_config as gemini_config
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
+    from tests.engines.openhands._openhands_gen import random_config as openhands_config
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    rng = random.Random(41)
+    for name, make, configure in (("openhands", openhands_session, openhands_config),
+                                  ("gemini-cli", gemini_session, gemini_config)):
+        eng = get_engine(name)
+        sessions = [make(rng) for _ in range(40)]
+        prepared = [eng.prepare(s) for s in sessions]
+        spec = eng.table_spec()
+        assert spec is not None and spec.keep_all
+        cut = len(prepared) // 3
+        table = spec.open(spec.join([dict(spec.encode(prepared[:cut])),
+                                     dict(spec.encode(prepared[cut:]))]).columns)
+        for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
+            back = table[i]
+            assert table[i] is back  # kept
+            assert eng.encode_prepared(back) == eng.encode_prepared(p), (name, i)
+            for _ in range(3):
+                config = configure(rng)
+                assert eng.run(back, config) == eng.replay(session, config), (name, i)
+                assert eng.counters(back, eng.run(back, config), config) == eng.counters(
+                    p, eng.run(p, config), config)
+
+
+@pytest.mark.parametrize("name", ["openhands", "gemini-cli"])
+def test_json_codecs_refuse_damaged_data(name: str) -> None:
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    eng = get_engine(name)
+    rng = random.Random(5)
+    make = openhands_session if name == "openhands" else gemini_session
+    good = None
+    while good is None or not good["turn"]:
+        good = eng.encode_prepared(eng.prepare(make(rng)))
+    assert good is not None
+    damages: list[dict[str, Any]] = [{"turn": "x"}, {"session": 3}, {"call": [-9] * len(
+        good["turn"])}, {"turn": good["turn"] + [1]}]
+    if name == "openhands":
+        damages += [{"base": [10**6] * len(good["turn"])}, {"tools": [99] * len(good["turn"])}]
+    else:
+        damages += [{"repeats": [[10**6, 1]]}, {"stretches": [["x", [5], [0]]]},
+                    {"content": [[[0, "d", 10**6, []]], []]}]
+    for damage in damages:
+        with pytest.raises(ValueError):
+            eng.decode_prepared({**good, **damage})
+    for bad in (None, [], "x"):
+        with pytest.raises(ValueError):
+            eng.decode_prepared(bad)
+
+
+@pytest.mark.parametrize("engine", ["openclaw", "gglib", "openhands"])
+def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
+    """Picking sessions out of a table (in any order, some dropped) and shrinking its string
+    pool gives the table of exactly those sessions."""
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    from loopscope.engines.table import compact_pool, gather
+
+    rng = random.Random(9)
+    eng = get_engine(engine)
+    if engine == "openclaw":
+        prepared = _openclaw_prepared(77, 20)[1]
+    elif engine == "gglib":
+        prepared = [eng.prepare(s) for s in _openclaw_prepared(78, 20)[0]]
+    else:
+        prepared = [eng.prepare(openhands_session(rng)) for _ in range(20)]
+    spec = eng.table_spec()
+    assert spec is not None
+    whole = spec.table(prepared)
+    order = [7, 3, 19, 0, 12, 13, 5]
+    picked = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, order)))
+    assert len(picked) == len(order)
+    for k, i in enumerate(order):
+        assert eng.encode_prepared(picked[k]) == eng.encode_prepared(prepared[i])
+    assert picked.columns["string_bytes"].size < whole.columns["string_bytes"].size
+    empty = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, [])))
+    assert len(empty) == 0
