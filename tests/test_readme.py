@@ -56,3 +56,12 @@ def test_the_plug_in_example_is_a_working_engine(tmp_path: Path) -> None:
         assert relaxed.first_refusal is None
     finally:
         sys.modules.pop("readme_guard", None)
+
+
+def test_every_local_link_and_image_exists() -> None:
+    """A moved file or a screenshot never committed shows as a broken picture on the front page."""
+    targets = re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", README)
+    local = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert "docs/overview.png" in local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
