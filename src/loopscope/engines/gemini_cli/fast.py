@@ -41,6 +41,7 @@ from loopscope.engines.base import (
     Step,
     new_step,
 )
+from loopscope.engines.codec import CodecError, int_list, require_strings
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.detector import (
     CONTENT_LOOP,
@@ -503,10 +504,6 @@ CODEC_VERSION = 1
 read differently."""
 
 
-class CodecError(ValueError):
-    """Columns that :func:`decode` cannot turn into a prepared session."""
-
-
 def encode(p: PreparedSession) -> dict[str, Any]:
     """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Texts kept
     in UTF-16 code units are written as text (:func:`from_units`, which :func:`to_units`
@@ -525,19 +522,10 @@ def encode(p: PreparedSession) -> dict[str, Any]:
     }
 
 
-def _ints(value: Any, what: str, n: int | None, lo: int, hi: int | None) -> list[int]:
-    if type(value) is not list or (n is not None and len(value) != n):
-        raise CodecError(f"{what}: expected a list of {n} integers")
-    if value and (set(map(type, value)) != {int} or min(value) < lo
-                  or (hi is not None and max(value) > hi)):
-        raise CodecError(f"{what}: expected integers from {lo} to {hi}")
-    return value
-
-
 def _pairs(value: Any, what: str, n: int) -> list[tuple[int, Any]]:
     if type(value) is not list or any(type(v) is not list or len(v) < 2 for v in value):
         raise CodecError(f"{what}: expected pairs")
-    keys = _ints([v[0] for v in value], what, None, 0, n - 1)
+    keys = int_list([v[0] for v in value], what, None, 0, n - 1)
     if len(set(keys)) != len(keys):
         raise CodecError(f"{what}: a step twice")
     return [(k, v[1:]) for k, v in zip(keys, value, strict=True)]
@@ -546,12 +534,8 @@ def _pairs(value: Any, what: str, n: int) -> list[tuple[int, Any]]:
 def decode(doc: Any) -> PreparedSession:
     """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
     anything else (damaged or foreign data is never trusted)."""
-    if type(doc) is not dict:
-        raise CodecError("expected an object")
-    for key in ("session", "source", "format"):
-        if type(doc.get(key)) is not str:
-            raise CodecError(f"{key}: expected a string")
-    turn = _ints(doc.get("turn"), "turn", None, 0, None)
+    require_strings(doc, ("session", "source", "format"))
+    turn = int_list(doc.get("turn"), "turn", None, 0, None)
     n = len(turn)
     tools_in, signature = doc.get("tools"), doc.get("signature")
     if type(tools_in) is not list or len(tools_in) != n or any(
@@ -560,8 +544,8 @@ def decode(doc: Any) -> PreparedSession:
     if type(signature) is not list or len(signature) != n or any(
             s is not None and type(s) is not str for s in signature):
         raise CodecError("signature: expected a text or null per step")
-    call = [None if c < 0 else c for c in _ints(doc.get("call"), "call", n, -1, None)]
-    pieces = [None if k < 0 else k for k in _ints(doc.get("pieces"), "pieces", n, -1, None)]
+    call = [None if c < 0 else c for c in int_list(doc.get("call"), "call", n, -1, None)]
+    pieces = [None if k < 0 else k for k in int_list(doc.get("pieces"), "pieces", n, -1, None)]
     call_text: dict[int, tuple[str, str]] = {}
     for k, rest in _pairs(doc.get("call_text"), "call_text", n):
         if len(rest) != 2 or type(rest[0]) is not str or type(rest[1]) is not str:
@@ -580,8 +564,8 @@ def decode(doc: Any) -> PreparedSession:
         if type(item) is not list or len(item) != 3 or type(item[0]) is not str:
             raise CodecError("stretches: expected a text, its ends and positions")
         units = to_units(item[0])
-        ends = _ints(item[1], "stretch ends", None, 0, len(units))
-        stretches.append(Stretch(units, ends, _ints(item[2], "stretch positions", len(ends),
+        ends = int_list(item[1], "stretch ends", None, 0, len(units))
+        stretches.append(Stretch(units, ends, int_list(item[2], "stretch positions", len(ends),
                                                     0, n - 1)))
     content = doc.get("content")
     if type(content) is not list or len(content) != 2 or type(content[0]) is not list:
@@ -592,7 +576,7 @@ def decode(doc: Any) -> PreparedSession:
                 or type(h[1]) is not str or type(h[2]) is not int
                 or not 0 <= h[2] < len(stretches)):
             raise CodecError("content: a detection out of range")
-        detections.append(ContentHit(h[0], h[1], h[2], tuple(_ints(h[3], "recent", None, 0,
+        detections.append(ContentHit(h[0], h[1], h[2], tuple(int_list(h[3], "recent", None, 0,
                                                                     None))))
     occurrences: dict[int, int] = {}
     for k, rest in _pairs(content[1], "occurrences", n):
@@ -603,7 +587,7 @@ def decode(doc: Any) -> PreparedSession:
     by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
     prepared = PreparedSession(
         doc["session"], doc["source"], doc["format"], turn, call, tools, signature,
-        _ints(doc.get("prompt"), "prompt", n, 0, None), pieces, call_text, repeats, by_repeats,
+        int_list(doc.get("prompt"), "prompt", n, 0, None), pieces, call_text, repeats, by_repeats,
         [-repeats[p] for p in by_repeats], stretches)
     prepared._content[_GEMINI_CONSTANTS] = ContentRun(detections, occurrences)
     return prepared

@@ -32,6 +32,7 @@ from loopscope.engines.base import (
     Step,
     new_step,
 )
+from loopscope.engines.codec import CodecError, ints_at
 from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.core import (
@@ -906,7 +907,6 @@ def run_prepared(
     return _Detail(prepared, config, first).steps(), prepared.first_refusal_at(first)
 
 
-
 # --------------------------------------------------------------------------------------------
 # Prepared data as plain JSON columns (the on-disk cache's entry of one file); a whole corpus
 # as arrays is the columns module's.
@@ -916,10 +916,6 @@ CODEC_VERSION = 1
 read differently (the cache key carries it)."""
 
 _OUTCOMES = (None, _OUTCOME_CHANGED, _OUTCOME_REPEATED, _OUTCOME_NC)
-
-
-class CodecError(ValueError):
-    """Columns that :func:`decode` cannot turn into prepared messages."""
 
 
 def encode(p: PreparedMessages) -> dict[str, Any]:
@@ -952,17 +948,6 @@ def encode(p: PreparedMessages) -> dict[str, Any]:
     }
 
 
-def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
-    value = doc.get(key)
-    if type(value) is not list or (n is not None and len(value) != n):
-        raise CodecError(f"{key}: expected a list of {n} integers")
-    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
-    if value and (set(map(type, value)) != {int} or min(value) < lo
-                  or (hi is not None and max(value) > hi)):
-        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
-    return value
-
-
 def _str_lists(doc: dict[str, Any], key: str) -> list[tuple[str, ...]]:
     value = doc.get(key)
     if type(value) is not list or any(
@@ -979,7 +964,7 @@ def decode(doc: Any) -> PreparedMessages:
     n_messages = doc.get("n_messages")
     if type(n_messages) is not int or n_messages < 0:
         raise CodecError("n_messages: expected a count")
-    batch = _ints(doc, "batch", None, 0, 1)
+    batch = ints_at(doc, "batch", None, 0, 1)
     n = len(batch)
     tool_sets, name_sets = _str_lists(doc, "tool_sets"), _str_lists(doc, "name_sets")
     signatures = doc.get("signatures")
@@ -989,7 +974,7 @@ def decode(doc: Any) -> PreparedMessages:
     if type(text_hash) is not list or len(text_hash) != n or any(
             h is not None and type(h) is not str for h in text_hash):
         raise CodecError("text_hash: expected strings or nulls")
-    prose_steps = _ints(doc, "prose_steps", None, 0, max(n - 1, 0))
+    prose_steps = ints_at(doc, "prose_steps", None, 0, max(n - 1, 0))
     m = len(prose_steps)
     windows = doc.get("stagnation", {})
     if type(windows) is not dict:
@@ -998,25 +983,25 @@ def decode(doc: Any) -> PreparedMessages:
     for size, value in windows.items():
         if not size.isdigit() or type(value) is not list or len(value) != 2:
             raise CodecError("stagnation: expected counts by window")
-        counts = _ints({"c": value[0]}, "c", m, 1, None)
+        counts = ints_at({"c": value[0]}, "c", m, 1, None)
         first = value[1]
         if type(first) is not int or not (first == NO_REFUSAL or 0 <= first < n):
             raise CodecError("stagnation: first step out of range")
         stagnation[int(size)] = (counts, first)
     prepared = PreparedMessages(
-        n_messages, [b == 1 for b in batch], _ints(doc, "call", n, 0, None),
-        [tool_sets[k] for k in _ints(doc, "tools", n, 0, len(tool_sets) - 1)],
+        n_messages, [b == 1 for b in batch], ints_at(doc, "call", n, 0, None),
+        [tool_sets[k] for k in ints_at(doc, "tools", n, 0, len(tool_sets) - 1)],
         [None if k < 0 else signatures[k]
-         for k in _ints(doc, "signature", n, -1, len(signatures) - 1)],
-        [b == 1 for b in _ints(doc, "identical", n, 0, 1)],
-        [b == 1 for b in _ints(doc, "not_evaluated", n, 0, 1)],
-        [b == 1 for b in _ints(doc, "joined", n, 0, 1)],
-        [b == 1 for b in _ints(doc, "costly", n, 0, 1)],
-        [name_sets[k] for k in _ints(doc, "names", n, 0, len(name_sets) - 1)],
-        _ints(doc, "count", n, 0, None), _ints(doc, "total", n, 0, None),
-        [_OUTCOMES[k] for k in _ints(doc, "outcome", n, 0, len(_OUTCOMES) - 1)],
-        _ints(doc, "run", n, -1, None), text_hash, prose_steps,
-        _ints(doc, "prose_text", m, 0, None), _ints(doc, "prose_segment", m, 0, None),
+         for k in ints_at(doc, "signature", n, -1, len(signatures) - 1)],
+        [b == 1 for b in ints_at(doc, "identical", n, 0, 1)],
+        [b == 1 for b in ints_at(doc, "not_evaluated", n, 0, 1)],
+        [b == 1 for b in ints_at(doc, "joined", n, 0, 1)],
+        [b == 1 for b in ints_at(doc, "costly", n, 0, 1)],
+        [name_sets[k] for k in ints_at(doc, "names", n, 0, len(name_sets) - 1)],
+        ints_at(doc, "count", n, 0, None), ints_at(doc, "total", n, 0, None),
+        [_OUTCOMES[k] for k in ints_at(doc, "outcome", n, 0, len(_OUTCOMES) - 1)],
+        ints_at(doc, "run", n, -1, None), text_hash, prose_steps,
+        ints_at(doc, "prose_text", m, 0, None), ints_at(doc, "prose_segment", m, 0, None),
     )
     prepared._stagnation.update(stagnation)
     return prepared

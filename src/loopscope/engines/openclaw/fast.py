@@ -43,6 +43,7 @@ from loopscope.engines.base import (
     Step,
     new_step,
 )
+from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.openclaw.config import OpenClawConfig
 from loopscope.engines.openclaw.detection import (
     GENERIC_REPEAT,
@@ -1074,7 +1075,7 @@ def _encode_counters(c: Counters) -> dict[str, list[int]]:
 def _decode_counters(doc: Any, n: int, n_results: int, n_unknown: int) -> Counters:
     if type(doc) is not dict:
         raise CodecError("counters: expected an object")
-    columns = {name: _ints(doc, name, n, -1, None) for name in _COUNTER_FIELDS}
+    columns = {name: ints_at(doc, name, n, -1, None) for name in _COUNTER_FIELDS}
     if columns["ping_pong_last"] and max(columns["ping_pong_last"]) >= n:
         raise CodecError("counters: ping_pong_last out of range")
     if columns["latest_result"] and max(columns["latest_result"]) > n_results:
@@ -1087,50 +1088,24 @@ def _decode_counters(doc: Any, n: int, n_results: int, n_unknown: int) -> Counte
                     columns["peak"])
 
 
-class CodecError(ValueError):
-    """Columns that :func:`decode` cannot turn into a prepared session."""
-
-
-def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
-    value = doc.get(key)
-    if type(value) is not list or (n is not None and len(value) != n):
-        raise CodecError(f"{key}: expected a list of {n} integers")
-    # (type, min and max run in C: validating a cache entry must cost little next to reading it)
-    if value and (set(map(type, value)) != {int} or min(value) < lo
-                  or (hi is not None and max(value) > hi)):
-        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
-    return value
-
-
-def _strs(doc: dict[str, Any], key: str) -> list[str]:
-    value = doc.get(key)
-    if type(value) is not list or any(type(v) is not str for v in value):
-        raise CodecError(f"{key}: expected a list of strings")
-    return value
-
-
 def decode(doc: Any) -> PreparedSession:
     """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
     anything else (a damaged or foreign cache entry is never trusted)."""
-    if type(doc) is not dict:
-        raise CodecError("expected an object")
-    for key in ("session", "source", "format"):
-        if type(doc.get(key)) is not str:
-            raise CodecError(f"{key}: expected a string")
-    tools, args = _strs(doc, "tools"), _strs(doc, "args")
-    hashes, unknown_names = _strs(doc, "result_hashes"), _strs(doc, "unknown_names")
-    tool_code = _ints(doc, "tool_code", None, 1, len(tools))
+    require_strings(doc, ("session", "source", "format"))
+    tools, args = strs_at(doc, "tools"), strs_at(doc, "args")
+    hashes, unknown_names = strs_at(doc, "result_hashes"), strs_at(doc, "unknown_names")
+    tool_code = ints_at(doc, "tool_code", None, 1, len(tools))
     n = len(tool_code)
-    turn = _ints(doc, "turn", n, 0, None)
-    call = _ints(doc, "call", n, 0, None)
-    run_of = _ints(doc, "run", n, 0, None)
-    blocked = _ints(doc, "blocked", n, 0, 1)
-    poll = _ints(doc, "poll", n, 0, 1)
-    args_code = _ints(doc, "args_code", n, 1, len(args))
-    result_code = _ints(doc, "result_code", n, 0, len(hashes))
-    unknown_code = _ints(doc, "unknown_code", n, 0, len(unknown_names))
-    run_start = _ints(doc, "run_start", n, 0, n)
-    ops = _ints(doc, "ops", None, _COMPACTION_OP, max(n - 1, 0))
+    turn = ints_at(doc, "turn", n, 0, None)
+    call = ints_at(doc, "call", n, 0, None)
+    run_of = ints_at(doc, "run", n, 0, None)
+    blocked = ints_at(doc, "blocked", n, 0, 1)
+    poll = ints_at(doc, "poll", n, 0, 1)
+    args_code = ints_at(doc, "args_code", n, 1, len(args))
+    result_code = ints_at(doc, "result_code", n, 0, len(hashes))
+    unknown_code = ints_at(doc, "unknown_code", n, 0, len(unknown_names))
+    run_start = ints_at(doc, "run_start", n, 0, n)
+    ops = ints_at(doc, "ops", None, _COMPACTION_OP, max(n - 1, 0))
     for i, start in enumerate(run_start):
         if start > i:
             raise CodecError("run_start: a run starts after its call")

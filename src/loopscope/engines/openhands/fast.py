@@ -38,6 +38,7 @@ from loopscope.engines.base import (
     Step,
     new_step,
 )
+from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.contract import CounterSeries
 from loopscope.engines.openhands.canon import canonical
 from loopscope.engines.openhands.config import OpenHandsConfig
@@ -277,10 +278,6 @@ _INT_FIELDS = ("turn", "calls_before", "base", "user", "ra", "ro", "re", "ka", "
 _PREFIX_FIELDS = ("pre_actions", "pre_observations", "pre_agent")
 
 
-class CodecError(ValueError):
-    """Columns that :func:`decode` cannot turn into a prepared session."""
-
-
 def encode(p: PreparedSession) -> dict[str, Any]:
     """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test)."""
     tool_sets: dict[tuple[str, ...], int] = {}
@@ -296,60 +293,38 @@ def encode(p: PreparedSession) -> dict[str, Any]:
     }
 
 
-def _ints(doc: dict[str, Any], key: str, n: int | None, lo: int, hi: int | None) -> list[int]:
-    value = doc.get(key)
-    if type(value) is not list or (n is not None and len(value) != n):
-        raise CodecError(f"{key}: expected a list of {n} integers")
-    if value and (set(map(type, value)) != {int} or min(value) < lo
-                  or (hi is not None and max(value) > hi)):
-        raise CodecError(f"{key}: expected integers from {lo} to {hi}")
-    return value
-
-
-def _strs(doc: dict[str, Any], key: str, n: int | None) -> list[str]:
-    value = doc.get(key)
-    if type(value) is not list or (n is not None and len(value) != n) or any(
-            type(v) is not str for v in value):
-        raise CodecError(f"{key}: expected a list of strings")
-    return value
-
-
 def decode(doc: Any) -> PreparedSession:
     """The :class:`PreparedSession` that :func:`encode` wrote; :class:`CodecError` for
     anything else (damaged or foreign data is never trusted)."""
-    if type(doc) is not dict:
-        raise CodecError("expected an object")
-    for key in ("session", "source", "format"):
-        if type(doc.get(key)) is not str:
-            raise CodecError(f"{key}: expected a string")
-    pre_a = _ints(doc, "pre_actions", None, 0, None)
+    require_strings(doc, ("session", "source", "format"))
+    pre_a = ints_at(doc, "pre_actions", None, 0, None)
     events = len(pre_a) - 1
     if events < 0:
         raise CodecError("pre_actions: expected at least one count")
-    pre_o = _ints(doc, "pre_observations", events + 1, 0, None)
-    pre_g = _ints(doc, "pre_agent", events + 1, 0, None)
-    turn = _ints(doc, "turn", None, 0, None)
+    pre_o = ints_at(doc, "pre_observations", events + 1, 0, None)
+    pre_g = ints_at(doc, "pre_agent", events + 1, 0, None)
+    turn = ints_at(doc, "turn", None, 0, None)
     n = len(turn)
     # Log positions: a check reads the first ``base`` events; ``user`` and ``newest_obs`` are
     # events before it (-1: none); the monologue walk starts at or before ``base``.
-    base = _ints(doc, "base", n, 0, events)
-    user = _ints(doc, "user", n, -1, max(events - 1, -1))
-    newest_obs = _ints(doc, "newest_obs", n, -1, max(events - 1, -1))
-    mono = _ints(doc, "mono_start", n, 0, events)
-    counts = {name: _ints(doc, name, n, 0, None)
+    base = ints_at(doc, "base", n, 0, events)
+    user = ints_at(doc, "user", n, -1, max(events - 1, -1))
+    newest_obs = ints_at(doc, "newest_obs", n, -1, max(events - 1, -1))
+    mono = ints_at(doc, "mono_start", n, 0, events)
+    counts = {name: ints_at(doc, name, n, 0, None)
               for name in ("calls_before", "ra", "ro", "re", "ka", "ko")}
     tool_sets = doc.get("tool_sets")
     if type(tool_sets) is not list or any(
             type(t) is not list or any(type(x) is not str for x in t) for t in tool_sets):
         raise CodecError("tool_sets: expected lists of strings")
     sets = [tuple(t) for t in tool_sets]
-    tools = [sets[k] for k in _ints(doc, "tools", n, 0, len(sets) - 1)]
-    call = [None if c < 0 else c for c in _ints(doc, "call", n, -1, None)]
+    tools = [sets[k] for k in ints_at(doc, "tools", n, 0, len(sets) - 1)]
+    call = [None if c < 0 else c for c in ints_at(doc, "call", n, -1, None)]
     return PreparedSession(
         doc["session"], doc["source"], doc["format"], n, turn, call, tools,
         counts["calls_before"], base, user, counts["ra"], counts["ro"], counts["re"],
-        counts["ka"], counts["ko"], mono, newest_obs, _strs(doc, "nudge_tool", n),
-        _strs(doc, "nudge_error", n), pre_a, pre_o, pre_g,
+        counts["ka"], counts["ko"], mono, newest_obs, strs_at(doc, "nudge_tool", n),
+        strs_at(doc, "nudge_error", n), pre_a, pre_o, pre_g,
         _reach(n, base, user, counts["ra"], counts["ro"], counts["re"], counts["ka"],
                counts["ko"], mono, pre_a, pre_o, pre_g))
 
