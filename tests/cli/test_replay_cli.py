@@ -218,3 +218,19 @@ def test_openclaw_enabled_default_is_stated() -> None:
     _, _, stderr = run_cli(["replay", str(SAMPLES), "--engine", "openclaw", "--json",
                             "--set", "enabled=false"])
     assert "replays with enabled: true" not in stderr
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [path]
+    for name, command in getattr(group, "commands", {}).items():
+        found += _commands(command, (*path, name))
+    return found
+
+
+@pytest.mark.parametrize("command", _commands(main), ids=lambda c: " ".join(c) or "loopscope")
+def test_every_help_text_is_plain_text(command: tuple[str, ...]) -> None:
+    """Help is read in a terminal: docstring markup (``code``, :func:`x`) must not leak into it."""
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    for markup in ("``", ":func:", ":class:", ":meth:"):
+        assert markup not in result.output, f"{' '.join(command)} --help shows {markup!r}"

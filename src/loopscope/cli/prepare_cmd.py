@@ -26,10 +26,10 @@ from loopscope import cache
                    "paths. Needs pip install 'loopscope[dask]'.")
 def prepare(paths: tuple[str, ...], workers: int | None, dask_address: str | None) -> None:
     """Import every session file under each PATH (a folder, or one file) and prepare it for
-    every guard, keeping the result in the on-disk cache (``loopscope cache info``).
+    every guard, keeping the result in the on-disk cache (`loopscope cache info`).
 
     The dashboard opening the same folder afterwards reads the prepared sessions back instead
-    of importing them, and a later ``prepare`` of a changed folder imports only the files
+    of importing them, and a later `prepare` of a changed folder imports only the files
     added or changed since.
 
     \b
