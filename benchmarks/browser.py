@@ -51,25 +51,28 @@ MOVES = [
     ("Block after this many repeats", "ArrowLeft"),
 ]
 
+# The overview's timeline (the legend above it is a Plotly figure too, one that never changes).
+CHART_SELECTOR = "[class*=st-key-overview_chart] .js-plotly-plot"
+
 # A fingerprint of what the overview chart shows: every marker trace's name, length and the
 # sum of its x values (Plotly's full data holds the decoded arrays).
-CHART_SIGNATURE_JS = """() => {
-    const gd = document.querySelector('.js-plotly-plot');
+CHART_SIGNATURE_JS = f"""() => {{
+    const gd = document.querySelector('{CHART_SELECTOR}');
     if (!gd || !gd._fullData) return null;
-    return gd._fullData.map(t => {
+    return gd._fullData.map(t => {{
         const x = t.x || [];
         let s = 0;
         for (let i = 0; i < x.length; i++) s += +x[i] || 0;
-        return `${t.name}:${t._length || 0}:${s}`;
-    }).join('|');
-}"""
+        return `${{t.name}}:${{t._length || 0}}:${{s}}`;
+    }}).join('|');
+}}"""
 
 # The chart shows a replay other than ``before`` and its element is not stale (Streamlit fades
 # the elements of the previous run until the new run has redrawn them).
 CHART_UPDATED_JS = f"""(before) => {{
     const sig = ({CHART_SIGNATURE_JS})();
     if (sig === null || sig === before) return false;
-    const box = document.querySelector('.js-plotly-plot').closest('[data-stale]');
+    const box = document.querySelector('{CHART_SELECTOR}').closest('[data-stale]');
     return !box || box.getAttribute('data-stale') !== 'true';
 }}"""
 
@@ -143,10 +146,11 @@ def _start_server(folder: Path, log: Path, cache_dir: Path | None = None
 
 
 def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
-                    cache_dir: Path | None = None) -> dict[str, Any]:
+                    cache_dir: Path | None = None, timeout_s: float = 300) -> dict[str, Any]:
     """``{"slider_to_chart_ms" (median), "slider_to_chart_max_ms", "app_load_s",
     "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder`` (a fresh server, using
-    ``cache_dir`` as its on-disk cache of prepared sessions when given)."""
+    ``cache_dir`` as its on-disk cache of prepared sessions when given). Every wait gives up
+    after ``timeout_s`` (loading a large corpus cold included)."""
     from playwright.sync_api import sync_playwright
 
     folder = Path(corpus_folder).resolve()
@@ -160,7 +164,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
-            page.set_default_timeout(300_000)
+            page.set_default_timeout(timeout_s * 1000)
             started = time.perf_counter()
             page.goto(f"{url}/?source=folder&folder={quote(str(folder))}")
             page.wait_for_function(f"() => ({CHART_SIGNATURE_JS})() !== null")
