@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.browser.conftest import ROOT, _require_browser
 
 
@@ -16,8 +15,9 @@ from tests.browser.conftest import ROOT, _require_browser
 def bench_modules() -> object:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        import browser
         import corpus
+
+        import browser
 
         yield browser, corpus
     finally:
@@ -31,7 +31,7 @@ def test_the_benchmark_times_slider_moves_on_the_overview_timeline(
     folder = tmp_path / "corpus"
     corpus.generate(folder, sessions=60)  # type: ignore[attr-defined]
     figures = browser.slider_to_chart(  # type: ignore[attr-defined]
-        folder, moves=3, cache_dir=tmp_path / "cache", )
+        folder, moves=3, cache_dir=tmp_path / "cache", timeout_s=90)
     assert len(figures["slider_to_chart_all_ms"]) == 3, figures
     assert 0 < figures["slider_to_chart_ms"] <= figures["slider_to_chart_max_ms"]
     assert figures["app_peak_rss_mb"] > 0
