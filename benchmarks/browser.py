@@ -146,11 +146,13 @@ def _start_server(folder: Path, log: Path, cache_dir: Path | None = None
 
 
 def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
-                    cache_dir: Path | None = None, timeout_s: float = 300) -> dict[str, Any]:
+                    cache_dir: Path | None = None, timeout_s: float = 300,
+                    query: str = "") -> dict[str, Any]:
     """``{"slider_to_chart_ms" (median), "slider_to_chart_max_ms", "app_load_s",
     "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder`` (a fresh server, using
     ``cache_dir`` as its on-disk cache of prepared sessions when given). Every wait gives up
-    after ``timeout_s`` (loading a large corpus cold included)."""
+    after ``timeout_s`` (loading a large corpus cold included). ``query`` is added to the
+    page's URL (``&engines=gglib&engines=OpenClaw``: only those guards shown)."""
     from playwright.sync_api import sync_playwright
 
     folder = Path(corpus_folder).resolve()
@@ -166,7 +168,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
             page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
             page.set_default_timeout(timeout_s * 1000)
             started = time.perf_counter()
-            page.goto(f"{url}/?source=folder&folder={quote(str(folder))}")
+            page.goto(f"{url}/?source=folder&folder={quote(str(folder))}{query}")
             page.wait_for_function(f"() => ({CHART_SIGNATURE_JS})() !== null")
             page.wait_for_function(IDLE_JS)
             load_s = time.perf_counter() - started
@@ -220,8 +222,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--moves", type=int, default=len(MOVES))
+    parser.add_argument("--query", default="",
+                        help="added to the page's URL, e.g. '&engines=gglib&engines=OpenClaw'")
     args = parser.parse_args()
-    print(json.dumps(slider_to_chart(args.folder, args.moves), indent=2))
+    print(json.dumps(slider_to_chart(args.folder, args.moves, query=args.query), indent=2))
 
 
 if __name__ == "__main__":
