@@ -7,7 +7,6 @@ and good sessions refused, with the guard's notes beside it (what cannot be repl
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,26 +53,34 @@ def guard_rows(replays: Mapping[str, Sequence[SessionReplay]], labels: Mapping[s
                sources: Sequence[str], turns: Sequence[int]) -> list[GuardRow]:
     """One row per guard (``replays``: guard → its replays, aligned with ``sources``, and
     ``turns`` each session's assistant turns; ``labels``: session source → label object).
-    Read from a batch run's columns when there are some: no session or replay is built."""
+    Read from a batch run's columns when there are some: no session or replay is built, and
+    only the labelled sessions are visited one by one (the page redraws this table on every
+    slider move, over every loaded session)."""
+    import numpy as np
+
     from loopscope.engines.base import RunColumns
     from loopscope.experiments.metrics import Outcome, metrics_from_outcomes
 
     loops = sum(1 for v in labels.values() if getattr(v, "label", None) == "loop")
     good = sum(1 for v in labels.values() if getattr(v, "label", None) == "ok")
+    labelled = [i for i, src in enumerate(sources) if src in labels] if labels else []
     out = []
     for name, reps in replays.items():
         engine = get_engine(name)
         if isinstance(reps, RunColumns):
-            firsts, warned = reps.first_refusals(), [bool(w) for w in reps.warned]
+            first_turn = reps.first_refusal_columns()[0]
+            warned = np.asarray(reps.warned, dtype=bool)
         else:
-            firsts, warned = [r.first_refusal for r in reps], [r.warned for r in reps]
-        refused_turns = [f.turn + 1 for f in firsts if f is not None]
+            first_turn = np.array([-1 if r.first_refusal is None else r.first_refusal.turn
+                                   for r in reps], dtype=np.int64)
+            warned = np.array([r.warned for r in reps], dtype=bool)
+        refused_turns = first_turn[first_turn >= 0] + 1
         metrics = metrics_from_outcomes(
-            (Outcome(src, None if f is None else f.turn, w, t)
-             for src, f, w, t in zip(sources, firsts, warned, turns, strict=True)), labels)
+            (Outcome(sources[i], None if first_turn[i] < 0 else int(first_turn[i]),
+                     bool(warned[i]), turns[i]) for i in labelled), labels)
         out.append(GuardRow(
-            engine.title, len(firsts), len(refused_turns), sum(warned),
-            statistics.median(refused_turns) if refused_turns else None,
-            min(refused_turns) if refused_turns else None,
+            engine.title, len(first_turn), len(refused_turns), int(warned.sum()),
+            float(np.median(refused_turns)) if len(refused_turns) else None,
+            int(refused_turns.min()) if len(refused_turns) else None,
             loops, metrics.loops_caught, good, metrics.false_refusals, " ".join(engine.notes)))
     return out

@@ -35,8 +35,10 @@ ENGINE_TITLES = state.ENGINE_TITLES
 def label_of(corpus: Corpus, source: str) -> str | None:
     """``loop``, ``ok`` or None for a session source, whatever shape the label objects have."""
     value: Any = corpus.labels.get(source) if corpus.labels else None
-    if value is None:
-        return None
+    return None if value is None else _label_text(value)
+
+
+def _label_text(value: Any) -> str | None:
     if isinstance(value, str):
         text = value
     else:
@@ -85,7 +87,12 @@ def overview_order(
 def session_labels(corpus: Corpus) -> list[str | None]:
     """:func:`label_of` every session, aligned with ``corpus.sessions`` (labels can change
     while the corpus is loaded: asked afresh)."""
-    return [label_of(corpus, source) for source in corpus.sources]
+    labels = corpus.labels
+    if not labels:  # (the usual case, and every slider move asks: no call per session)
+        return [None] * len(corpus.sources)
+    get = labels.get
+    return [None if (value := get(source)) is None else _label_text(value)
+            for source in corpus.sources]
 
 
 def session_params(source: str, turn: int | None = None) -> dict[str, str]:
