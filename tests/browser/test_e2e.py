@@ -383,3 +383,30 @@ def test_the_report_opens_without_loopscope_or_a_network(page: Any, server: Any,
     text = page.inner_text("body")
     assert "false refusal" in text and "Settings used" in text
     assert fetched == []
+
+
+def test_a_click_anywhere_on_a_sweep_tile_applies_that_tile(page: Any, server: Any) -> None:
+    """Tiles narrower than a marker once overlapped, and a click applied a neighbour's values:
+    each click here lands off-centre inside a tile and must apply exactly that tile."""
+    open_app(page, server.url + "/sweep")
+    page.get_by_role("button", name="Run sweep").click()
+    chart = "[class*=st-key-sweep] .js-plotly-plot"
+    page.wait_for_selector(chart + " .main-svg")
+    wait_idle(page)
+    for index in (2, 13, 30):
+        first = page.locator(chart).first
+        first.scroll_into_view_if_needed()
+        wait_idle(page)
+        x, y = page.evaluate(
+            "([sel, i]) => { const gd = document.querySelector(sel); "
+            "return [gd.data[0].x[i], gd.data[0].y[i]]; }", [chart, index])
+        point = first.locator(".scatterlayer .trace").first.locator("path.point").nth(index)
+        box = point.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2 + 3, box["y"] + box["height"] / 2 + 8)
+        page.wait_for_function(
+            "(v) => document.body.innerText.includes(v)", arg=f"read-only tools” = {x}")
+        wait_idle(page)
+        no_exception(page)
+        applied = page.get_by_test_id("stAlert").filter(has_text="Applied").inner_text()
+        assert f"change things” = {y}" in applied and f"read-only tools” = {x}" in applied, (
+            index, x, y, applied)

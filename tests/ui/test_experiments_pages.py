@@ -361,3 +361,22 @@ def test_an_upgrade_that_changes_nothing_says_so(corpus: Path) -> None:
     at = _upgrade({"upgrade.b": "2026.7.35"})
     assert "changes nothing for these" in at.code[0].value
     assert any("at the same point under" in s.value for s in at.success)
+
+
+def test_heatmap_tiles_are_a_heatmap_under_small_click_targets(corpus: Path) -> None:
+    from loopscope.ui.pages import sweep as page
+
+    at = run_page_sweep(open_page(SWEEP))
+    result = at.session_state["_sweep_result"]
+    current = dict(result.cells[5].values)
+    fig = page.heatmap(result, "loops_missed", "Loops missed", True, current)
+    targets, tiles = fig.data[0], fig.data[1]
+    assert tiles.type == "heatmap" and targets.type == "scatter"
+    assert list(tiles.z) == [float(c.metrics.loops_missed) for c in result]
+    assert (list(tiles.x), list(tiles.y)) == (list(targets.x), list(targets.y))
+    assert targets.marker.size <= 8 and fig.layout.hoverdistance == -1
+    (outline,) = fig.layout.shapes
+    xa, ya = result.axes[1], result.axes[0]
+    col, row = list(xa.values).index(current[xa.key]), list(ya.values).index(current[ya.key])
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (col - 0.5, col + 0.5,
+                                                                row - 0.5, row + 0.5)

@@ -7,13 +7,13 @@ import random
 import statistics
 
 import pytest
+from tests.conftest import SAMPLES
 
 from loopscope.engines import engine_names, get_engine
 from loopscope.engines.base import run_many
 from loopscope.formats import load_paths
 from loopscope.labels import Label
 from loopscope.ui.summaries import guard_rows
-from tests.conftest import SAMPLES
 
 SESSIONS = load_paths([SAMPLES]).sessions
 

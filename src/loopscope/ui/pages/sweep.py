@@ -175,8 +175,9 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
             current: Mapping[str, Any] | None = None) -> go.Figure:
     """One metric over the grid, drawn as clickable tiles (rows: first axis; columns: second).
 
-    Tiles are scatter markers rather than a ``go.Heatmap`` because Streamlit reports clicks
-    (selections) on scatter points only.
+    The colour is a ``go.Heatmap`` (its tiles fill the plot at any width); the values and the
+    clicks are a scatter trace on top (``fig.data[0]``), whose markers are transparent,
+    because Streamlit reports clicks (selections) on scatter points.
     """
     ya, xa = result.axes[0], result.axes[1]
     xs, ys, zs, texts, custom = [], [], [], [], []
@@ -189,7 +190,6 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
         texts.append(shown + ("*" if cell.warnings else ""))
         custom.append([cell.values[ya.key], cell.values[xa.key]])
     n = max(len(xa.values), len(ya.values))
-    size = max(14, min(56, 520 // max(n, 1)))
     colorscale = "Blues" if lower_better else "Greens"
     finite = [z for z in zs if z == z]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
@@ -203,12 +203,10 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
             x=xs, y=ys, mode="markers+text", text=texts, textposition="middle center",
             textfont={"size": 11 if n <= 6 else (9 if n <= 12 else 7), "color": text_colors},
             customdata=custom,
-            marker={
-                "symbol": "square", "size": size, "color": zs, "colorscale": colorscale,
-                "cmin": lo, "cmax": hi if hi > lo else lo + 1,
-                "showscale": True, "colorbar": {"thickness": 10, "len": 0.8},
-                "line": {"width": 0},
-            },
+            # (the click targets, clear over the heatmap: small, so that a click anywhere picks
+            # the nearest tile's centre — hoverdistance -1 below — not an overlapping marker)
+            marker={"symbol": "square", "size": 4, "color": "rgba(0,0,0,0)",
+                    "line": {"width": 0}},
             hovertemplate=(
                 f"{_axis_labels(result)[ya.key]} = %{{y}}<br>{_axis_labels(result)[xa.key]} = "
                 f"%{{x}}<br>{title}: %{{text}}<extra>click to apply</extra>"
@@ -217,13 +215,19 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
             unselected={"marker": {"opacity": 1}},
         )
     )
+    fig.add_trace(go.Heatmap(
+        x=xs, y=ys, z=zs, colorscale=colorscale, zmin=lo, zmax=hi if hi > lo else lo + 1,
+        xgap=1, ygap=1, showscale=True, colorbar={"thickness": 10, "len": 0.8},
+        hoverinfo="skip",
+    ))
     if current is not None and current.get(xa.key) in xa.values and current.get(ya.key) in ya.values:
-        fig.add_trace(go.Scatter(
-            x=[str(current[xa.key])], y=[str(current[ya.key])], mode="markers",
-            marker={"symbol": "square-open", "size": size + 4, "color": "#d62728",
-                    "line": {"width": 3}},
-            hoverinfo="skip", showlegend=False, name="current",
-        ))
+        # The current cell's outline, in the axes' category positions (it fits the tile at any
+        # width).
+        col = list(xa.values).index(current[xa.key])
+        row = list(ya.values).index(current[ya.key])
+        fig.add_shape(type="rect", xref="x", yref="y", x0=col - 0.5, x1=col + 0.5,
+                      y0=row - 0.5, y1=row + 0.5, line={"color": "#d62728", "width": 3},
+                      name="current")
     labels = _axis_labels(result)
     # The axis titles get room of their own (automargin) so they never cover the tick labels.
     fig.update_layout(
@@ -236,7 +240,7 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
         yaxis={"title": {"text": _wrap(labels[ya.key]), "standoff": 14}, "type": "category",
                "categoryorder": "array", "categoryarray": [str(v) for v in ya.values],
                "automargin": True},
-        clickmode="event+select", dragmode=False, showlegend=False,
+        clickmode="event+select", dragmode=False, showlegend=False, hoverdistance=-1,
         plot_bgcolor="rgba(0,0,0,0)",
     )
     return fig
