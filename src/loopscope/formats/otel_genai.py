@@ -20,12 +20,11 @@ One session per trace (``path#n`` when a file holds several), ordered by start t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, parse_json_text
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.model import AgentInfo, Origin, Session
@@ -79,15 +78,6 @@ def attributes(items: Any, depth: int = 0) -> dict[str, Any]:
     elif isinstance(items, dict):  # some exporters write a plain object
         out.update(items)
     return out
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
 
 
 def _nanos(value: Any) -> int | None:
@@ -189,17 +179,17 @@ class _Reader:
                 kind="tool", name=attrs.get("gen_ai.tool.name") or span.get("name"),
                 call_id=call_id if isinstance(call_id, str) else None,
                 arguments=attrs.get("gen_ai.tool.call.arguments"),
-                output=_json(attrs.get("gen_ai.tool.call.result")) if has_result else None,
+                output=parse_json_text(attrs.get("gen_ai.tool.call.result")) if has_result else None,
                 has_output=has_result, is_error=failed,
                 error=message if isinstance(message, str) and message
                 else attrs.get("error.type") if failed else None, **common))
         elif operation in _MODEL_OPERATIONS:
-            text, calls = _output_calls(_json(attrs.get("gen_ai.output.messages")))
+            text, calls = _output_calls(parse_json_text(attrs.get("gen_ai.output.messages")))
             model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
             self.steps.append(Step(kind="model", text=text, calls=calls,
                                    model=model if isinstance(model, str) else None, **common))
         elif operation == "invoke_agent" and "gen_ai.input.messages" in attrs:
-            self.steps.append(Step(kind="input", text=_task(_json(attrs["gen_ai.input.messages"])),
+            self.steps.append(Step(kind="input", text=_task(parse_json_text(attrs["gen_ai.input.messages"])),
                                    **common))
 
     def sessions(self) -> Iterator[Session | None]:

@@ -25,6 +25,7 @@ from loopscope.engines.openclaw.fast import (
     HashesByCall,
     PreparedSession,
     _position_of,
+    code_tables,
     run,
 )
 from loopscope.engines.table import (
@@ -96,13 +97,7 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
     unknown_col: list[int] = []
     op_col: list[int] = []
     for p in prepared:
-        hashes = [p.result_hashes[k] for k in range(len(p.result_hashes))]
-        tools: dict[int, str] = {}
-        for tc, name in zip(p.tool_code, p.tool_name, strict=True):
-            tools.setdefault(tc, name)
-        first_args: dict[int, str] = {}
-        for ac, h in zip(p.args_code, p.args_hash, strict=True):
-            first_args.setdefault(ac, h)
+        tools, first_args, hashes = code_tables(p)
         per_session["id"].append(code(p.session))
         per_session["source"].append(code(p.source))
         per_session["format"].append(code(p.format))
@@ -112,8 +107,8 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
         per_session["results"].append(len(hashes))
         per_session["unknowns"].append(len(p.unknown_names))
         per_session["ops"].append(len(p.ops))
-        tool_col += codes(tools[k] for k in range(1, len(tools) + 1))
-        args_col += codes(first_args[k] for k in range(1, len(first_args) + 1))
+        tool_col += codes(tools)
+        args_col += codes(first_args)
         result_col += codes(hashes)
         unknown_col += codes(p.unknown_names)
         op_col += p.ops

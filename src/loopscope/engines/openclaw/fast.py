@@ -1038,22 +1038,30 @@ CODEC_VERSION = 1
 read differently (the cache key carries it)."""
 
 
-def encode(p: PreparedSession) -> dict[str, Any]:
-    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Every
-    result hash is written out (the session's texts are not kept)."""
-    hashes = [p.result_hashes[k] for k in range(len(p.result_hashes))]
+def code_tables(p: PreparedSession) -> tuple[list[str], list[str], list[str]]:
+    """What ``p``'s integer codes stand for, in code order (codes count from 1): each tool
+    name, each argument hash and each result hash — what a writer keeps of a session instead
+    of its per-call texts (:func:`encode`, the corpus table)."""
     tools: dict[int, str] = {}
     for code, name in zip(p.tool_code, p.tool_name, strict=True):
         tools.setdefault(code, name)
     first_args: dict[int, str] = {}
     for code, h in zip(p.args_code, p.args_hash, strict=True):
         first_args.setdefault(code, h)
+    return ([tools[k] for k in range(1, len(tools) + 1)],
+            [first_args[k] for k in range(1, len(first_args) + 1)],
+            [p.result_hashes[k] for k in range(len(p.result_hashes))])
+
+
+def encode(p: PreparedSession) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test). Every
+    result hash is written out (the session's texts are not kept)."""
+    tools, args, hashes = code_tables(p)
     return {
         "session": p.session, "source": p.source, "format": p.format,
         "turn": p.turn, "call": p.call, "run": p.run,
         "blocked": [int(b) for b in p.recorded_block], "poll": [int(b) for b in p.poll],
-        "tools": [tools[k] for k in range(1, len(tools) + 1)], "tool_code": p.tool_code,
-        "args": [first_args[k] for k in range(1, len(first_args) + 1)],
+        "tools": tools, "tool_code": p.tool_code, "args": args,
         "args_code": p.args_code, "result_code": p.result_code, "result_hashes": hashes,
         "unknown_names": p.unknown_names, "unknown_code": p.unknown_code,
         "run_start": p.run_start, "ops": p.ops,
