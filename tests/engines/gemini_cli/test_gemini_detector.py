@@ -8,6 +8,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopscope.engines.base import SessionReplay
 from loopscope.engines.gemini_cli.config import GeminiConfig
@@ -22,9 +24,11 @@ from loopscope.engines.gemini_cli.detector import (
 from loopscope.engines.gemini_cli.engine import ENGINE
 from loopscope.engines.gemini_cli.events import split_pieces
 from loopscope.engines.gemini_cli.jsjson import (
+    _fast_stringify,
     from_units,
     json_parse,
     json_stringify,
+    json_stringify_reference,
     node_utf8,
     to_units,
 )
@@ -279,3 +283,42 @@ def test_reset_keeps_the_code_block_flag() -> None:
     assert service.in_code_block is True
     service.add_and_check(Content(CHANT * 12))
     assert service.stream_content_history == ""
+
+
+# --------------------------------------------------------------------------- the fast printer
+
+_TRICKY_KEYS = st.sampled_from(["0", "1", "01", "-1", "4294967294", "4294967295", "true",
+                                "false", "null", "NaN", "Infinity", "-Infinity", "a", "", "é"])
+_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF,
+                                       blacklist_categories=()), max_size=12)
+_SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+            | st.integers(min_value=-(2**53) - 3, max_value=2**53 + 3)
+            | st.floats(allow_nan=True, allow_infinity=True) | _TEXT)
+_KEYS = (_TRICKY_KEYS | _TEXT | st.integers(-3, 3) | st.booleans() | st.none()
+         | st.floats(allow_nan=True, allow_infinity=True))
+_VALUES = st.recursive(_SCALARS, lambda inner: (
+    st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_VALUES)
+def test_the_fast_json_stringify_equals_the_javascript_printer(value: Any) -> None:
+    assert json_stringify(value) == json_stringify_reference(value)
+
+
+@pytest.mark.parametrize("value", [
+    {"path": "src/a.py", "line": 12, "recursive": True, "glob": None, "note": 'a "b"\n\t\\'},
+    ["x", -3, {"nested": ["é", "\u2028", "\x7f", "\x01"]}], "plain", 900719925474099, {},
+])
+def test_common_arguments_take_the_fast_printer(value: Any) -> None:
+    """The fast printer is used (not only correct): it must not fall back on plain arguments."""
+    assert _fast_stringify(value) == json_stringify_reference(value)
+
+
+@pytest.mark.parametrize("value", [
+    [1.5], {"1": 1}, {True: 1}, {None: 1}, ["\ud800"], 2**53 + 1, [1e16], {1: "a"}, 1.0,
+    json_parse("[" * 300 + "]" * 300)[1],
+])
+def test_the_fast_printer_declines_what_python_writes_differently(value: Any) -> None:
+    assert _fast_stringify(value) is None

@@ -32,6 +32,7 @@ __all__ = [
     "CallItem",
     "ContentItem",
     "PromptItem",
+    "args_of",
     "call_args",
     "call_name",
     "session_items",
@@ -56,11 +57,16 @@ def call_name(call: ToolCall) -> str:
 
 def call_args(call: ToolCall) -> Any:
     """``fnCall.args || {}`` for the recorded arguments."""
-    raw = call.raw_arguments
+    return args_of(call.arguments_kind, call.raw_arguments)
+
+
+def args_of(arguments_kind: str, raw: Any) -> Any:
+    """``fnCall.args || {}`` for arguments recorded as ``raw`` (:attr:`ToolCall.arguments_kind`
+    says how)."""
     if raw is None:
         return {}
     value = raw
-    if call.arguments_kind == "json_text" and isinstance(raw, str):
+    if arguments_kind == "json_text" and isinstance(raw, str):
         ok, parsed = json_parse(raw)
         value = parsed if ok else raw
     return value if js_truthy(value) else {}
@@ -88,7 +94,13 @@ class CallItem:
     turn: int
     call: int
     name: str
-    args: Any
+    recorded: ToolCall
+
+    @property
+    def args(self) -> Any:
+        """``fnCall.args || {}`` (parsed on every read: the fast path memoises the printed
+        text per recorded arguments instead)."""
+        return call_args(self.recorded)
 
 
 Item = PromptItem | ContentItem | CallItem
@@ -105,4 +117,4 @@ def session_items(session: Session) -> Iterator[Item]:
             if event.text or not event.tool_calls:
                 yield ContentItem(event.turn, tuple(split_pieces(event.text)))
             for call in event.tool_calls:
-                yield CallItem(event.turn, call.index, call_name(call), call_args(call))
+                yield CallItem(event.turn, call.index, call_name(call), call)

@@ -33,6 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
+from loopscope.bulk import memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -51,7 +52,13 @@ from loopscope.engines.gemini_cli.detector import (
     structure,
     tool_call_detail_text,
 )
-from loopscope.engines.gemini_cli.events import CallItem, ContentItem, PromptItem, session_items
+from loopscope.engines.gemini_cli.events import (
+    CallItem,
+    ContentItem,
+    PromptItem,
+    args_of,
+    session_items,
+)
 from loopscope.engines.gemini_cli.jsjson import (
     from_units,
     has_surrogates,
@@ -170,6 +177,7 @@ def prepare(session: Session) -> PreparedSession:
     stretches: list[Stretch] = []
 
     prompt = 0
+    printed: dict[bytes, tuple[Any, tuple[str, str]]] = {}  # this session's calls, printed
     keys: list[int] = []  # the current prompt's call keys, as small integers
     key_ids: dict[str, int] = {}
     runs: list[list[int]] = [[] for _ in range(MAX_CYCLE + 1)]  # runs[k][j]: key j equals key j-k, back to back
@@ -219,8 +227,11 @@ def prepare(session: Session) -> PreparedSession:
             continue
         assert isinstance(item, CallItem)
         close_stretch()  # a tool call resets the content tracking
-        args_text = json_stringify(item.args)
-        key = node_sha256(f"{item.name}:{args_text}")  # (tool_call_key, the text kept)
+        recorded = item.recorded
+        args_text, key = memoised_by_json(
+            (item.name, recorded.arguments_kind, recorded.raw_arguments), _printed_key, printed,
+            _SHARED_PRINTED, max_shared_key=_SHARED_PRINTED_MAX_KEY,
+            max_shared=_SHARED_PRINTED_MAX)
         turn.append(item.turn)
         call.append(item.call)
         tools.append((item.name,))
@@ -234,9 +245,13 @@ def prepare(session: Session) -> PreparedSession:
         for k in range(1, MAX_CYCLE + 1):
             run_k = runs[k]
             # run: how many keys in a row, ending here, equal the key k places before them.
-            run_k.append(run_k[j - 1] + 1 if j >= k and keys[j - k] == code else 0)
+            run = run_k[j - 1] + 1 if j >= k and keys[j - k] == code else 0
+            run_k.append(run)
             # The stretch with period k ending here is ``run + k`` keys long (at most all).
-            best = max(best, min(run_k[j] + k, j + 1) // k)
+            # (Comparisons, not min/max: this loop runs five times per call.)
+            span = run + k if run + k <= j else j + 1
+            if span // k > best:
+                best = span // k
         repeats[position] = best
     close_stretch()
 
@@ -247,6 +262,20 @@ def prepare(session: Session) -> PreparedSession:
     # Gemini CLI's own constants never change: their window walk belongs to preparing.
     prepared.content_run(*_GEMINI_CONSTANTS)
     return prepared
+
+
+_SHARED_PRINTED: Final[dict[bytes, tuple[Any, tuple[str, str]]]] = {}
+_SHARED_PRINTED_MAX: Final = 50_000
+_SHARED_PRINTED_MAX_KEY: Final = 512
+
+
+def _printed_key(call: tuple[str, str, Any]) -> tuple[str, str]:
+    """``(JSON.stringify(args), tool_call_key)`` of a call ``(name, how its arguments were
+    recorded, the recorded arguments)``. Memoised per session and across sessions: a looping
+    agent repeats its calls, so most are parsed, printed and hashed once."""
+    name, arguments_kind, raw = call
+    args_text = json_stringify(args_of(arguments_kind, raw))
+    return args_text, node_sha256(f"{name}:{args_text}")
 
 
 # --------------------------------------------------------------------------- content walk
