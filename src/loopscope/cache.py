@@ -47,6 +47,7 @@ __all__ = [
     "clear",
     "corpus_key",
     "file_stamp",
+    "has_corpora",
     "last_corpus",
     "pointer_name",
     "read_corpus",
@@ -290,6 +291,16 @@ def read_corpus(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     except Exception:  # a damaged zip raises many kinds of errors: never trusted
         forget_corpus(key)
         return None
+
+
+def has_corpora() -> bool:
+    """Whether any corpus snapshot is kept (a cheap test before naming one, which needs every
+    engine's table code and numpy)."""
+    try:
+        with os.scandir(os.path.join(cache_dir(), _CORPUS)) as entries:
+            return any(entry.name.endswith(".npz") for entry in entries)
+    except OSError:
+        return False
 
 
 def forget_corpus(key: str) -> None:

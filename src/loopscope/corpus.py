@@ -25,8 +25,8 @@ from loopscope.engines.base import PreparedSessions, RunColumns, run_many
 from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
-__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "Progress",
-           "build_corpus", "ingest"]
+__all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "PreparedFile",
+           "PreparedFolder", "Progress", "build_corpus", "ingest", "read_prepared"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -471,6 +471,99 @@ def ingest_file(path: str, explicit: bool,
                       [head_of(s) for s in imported.sessions], prepared,
                       tally=(imported.calls_seen, imported.calls_imported,
                              dict(imported.calls_set_aside)))
+
+
+# --------------------------------------------------------------------------- read back
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFile:
+    """One file of a folder read back from the on-disk cache (see :func:`read_prepared`)."""
+
+    path: str
+    """The path as the caller reached it (``expand_paths`` of the path it gave)."""
+    scanned: bool
+    result: FileResult
+    """Its import outcome (problems, detection, call tally, session heads)."""
+    rows: range
+    """Its sessions' positions in :attr:`PreparedFolder.prepared`."""
+    reached_as: str
+    """The path the snapshot names it by (the resolved folder's); a session's ``source``
+    starts with it."""
+
+    def source(self, recorded: str) -> str:
+        """A session's or problem's ``source`` as if the file had been imported by
+        :attr:`path`."""
+        if recorded.startswith(self.reached_as):
+            return self.path + recorded[len(self.reached_as):]
+        return recorded
+
+    def problems(self) -> list[Problem]:
+        """The file's import problems, named as if imported by :attr:`path`."""
+        return [p if self.source(p.source) == p.source else replace(p, source=self.source(p.source))
+                for p in self.result.problems]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedFolder:
+    """A folder's sessions prepared for one engine, read back from the on-disk cache."""
+
+    files: list[PreparedFile]
+    prepared: Sequence[Any]
+    """The engine's prepared sessions, file after file (indexable: a table decodes a row
+    when it is read)."""
+
+
+def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder | None:
+    """The sessions under ``path`` prepared for ``engine`` at ``version``, when the on-disk
+    cache holds them for exactly these files as they are now: the snapshot that ``loopscope
+    prepare`` or the dashboard wrote for the folder (every engine at its default version).
+    ``None`` otherwise — the cache is off, a file changed, was added or removed, the engine
+    or version was not prepared, or the snapshot is damaged — and the caller imports.
+
+    Read-only: a cold command line pays nothing for the cache. What the files give is what an
+    import gives (the snapshot is keyed by every file's stamp, and checked when read).
+    """
+    from loopscope.engines import engine_names
+    from loopscope.formats import expand_paths
+
+    if not cache.active() or not cache.has_corpora():
+        return None
+    target = Path(path).resolve()
+    if not target.exists():
+        return None
+    given, _ = expand_paths([path])
+    found, _ = expand_paths([str(target)])
+    # The files as the dashboard and ``loopscope prepare`` list them (the resolved folder),
+    # one for one with the files as reached through ``path``.
+    given_root, found_root = os.fspath(path), str(target)
+    if len(given) != len(found) or any(
+            g_scanned != f_scanned or not g.startswith(given_root) or not f.startswith(found_root)
+            or g[len(given_root):].lstrip("/\\") != f[len(found_root):].lstrip("/\\")
+            for (g, g_scanned), (f, f_scanned) in zip(given, found, strict=True)):
+        return None
+    wanted: list[tuple[str, str | None]] = [(name, None) for name in engine_names()]
+    key = (engine, get_engine(engine).prepare_key(version))
+    files = [(p, not scanned) for p, scanned in found]
+    names = _snapshot_names(files, wanted, str(target if target.is_dir() else target.parent))
+    if names is None:
+        return None
+    snapshot = _read_snapshot(names.key, wanted)
+    if snapshot is None or snapshot.files != [
+            (p, explicit, stamp) for (p, explicit), stamp in zip(files, names.stamps,
+                                                                 strict=True)]:
+        return None
+    prepared = snapshot.ingested.prepared.get(key)
+    if prepared is None:
+        return None
+    out: list[PreparedFile] = []
+    at = 0
+    for (reached, scanned), (resolved, _), result in zip(given, found, snapshot.ingested.files,
+                                                         strict=True):
+        out.append(PreparedFile(reached, scanned, result, range(at, at + len(result.heads)),
+                                resolved))
+        at += len(result.heads)
+    return PreparedFolder(out, prepared)
 
 
 # --------------------------------------------------------------------------- snapshots

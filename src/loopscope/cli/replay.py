@@ -27,10 +27,12 @@ from loopscope.cli.common import (
     progress,
     resolve_engine_config,
 )
+from loopscope.corpus import PreparedFolder, read_prepared
 from loopscope.engines import Engine, SessionReplay, get_engine
 from loopscope.formats import expand_paths
+from loopscope.formats.base import FileImport
 from loopscope.labels import Label, labels_for_sessions
-from loopscope.model import Problem, Session, escape_for_display
+from loopscope.model import Problem, escape_for_display
 
 
 @click.command(cls=EngineCommand)
@@ -65,6 +67,9 @@ def replay(
 
     PATH is a session file or a folder (searched recursively). The format is detected.
     In the JSON output, turn and call numbers count from 0.
+
+    When "loopscope prepare PATH" (or the dashboard) prepared exactly these files as they are
+    now, they are read back from the on-disk cache instead of imported: the same output.
     """
     version = chosen_version(engine_name, engine_version)
     engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent,
@@ -78,11 +83,17 @@ def replay(
     job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
                as_json)
     targets, _ignored = expand_paths(list(paths))
-    workers = _workers(workers_option, len(targets))
+    folder = None
+    if len(paths) == 1 and format_id is None and not import_limits:
+        # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as
+        # they are now: read back instead of imported (the same output, byte for byte).
+        folder = read_prepared(paths[0], engine_name, prepare_version)
     out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     import_lines: list[str] = []
-    for part in _file_parts(job, targets, workers):
+    parts = (_prepared_parts(job, folder) if folder is not None
+             else _file_parts(job, targets, _workers(workers_option, len(targets))))
+    for part in parts:
         status.problems.extend(part.problems)
         status.refused = status.refused or part.refused
         status.false_refused = status.false_refused or part.false_refused
@@ -110,10 +121,10 @@ def replay(
 # imported), so a file whose calls did not all reach the replay stands out.
 
 
-def _file_summary_line(f: Any) -> str:
+def _file_summary_line(f: FileImport, sessions: int) -> str:
     seen = "–" if f.calls_seen is None else str(f.calls_seen)
     line = (f"  {escape_for_display(f.path)}: {f.detection.format or 'not imported'}, "
-            f"{len(f.sessions)} session(s), {seen} / {f.calls_imported} tool call(s)")
+            f"{sessions} session(s), {seen} / {f.calls_imported} tool call(s)")
     if f.calls_set_aside:
         reasons = ", ".join(f"{n} {reason}" for reason, n in f.calls_set_aside.items())
         line += f" ({reasons}: set aside)"
@@ -204,24 +215,52 @@ def _replay_file(target: tuple[str, bool], job: _Job | None = None) -> _Part:
     with CollectorPaused():
         file_import = load_file(path, job.limits, job.format_id, scanned=scanned)
         part.problems = list(file_import.problems)
-        part.import_line = _file_summary_line(file_import)
+        part.import_line = _file_summary_line(file_import, len(file_import.sessions))
         for session in file_import.sessions:
             # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
             prepared = engine.prepare(session, job.version)
-            result = engine.run(prepared, job.config)
-            label = job.labels.get(session.source)
-            false_refusal = result.refused and label is not None and label.label == "ok"
-            part.refused = part.refused or result.refused
-            part.false_refused = part.false_refused or false_refusal
-            part.summary.add(result, false_refusal)
-            if job.as_json:
-                lines.append(orjson.dumps(result.to_json()))
-                lines.append(b"\n")
-            else:
-                part.texts.append(_describe(session, result, engine, prepared, job.config,
-                                            label))
+            counts = session.counts()
+            _add_session(part, lines, job, engine, prepared, engine.run(prepared, job.config),
+                         counts["turns"], counts["calls"])
     part.output = b"".join(lines)
     return part
+
+
+def _prepared_parts(job: _Job, folder: PreparedFolder) -> Iterator[_Part]:
+    """:func:`_file_parts` for files read back from the on-disk cache (one process: there is
+    nothing to import)."""
+    engine = get_engine(job.engine)
+    with CollectorPaused():
+        for f in folder.files:
+            r = f.result
+            seen, imported, aside = r.tally
+            part = _Part(problems=f.problems(), import_line=_file_summary_line(
+                FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
+                           calls_set_aside=dict(aside)), len(r.heads)))
+            lines: list[bytes] = []
+            for row, head in zip(f.rows, r.heads, strict=True):
+                prepared = folder.prepared[row]
+                result = engine.run(prepared, job.config)
+                _add_session(part, lines, job, engine, prepared,
+                             result.with_source(f.source(result.source)), head.turns,
+                             head.calls)
+            part.output = b"".join(lines)
+            yield part
+
+
+def _add_session(part: _Part, lines: list[bytes], job: _Job, engine: Engine[Any, Any],
+                 prepared: Any, result: SessionReplay, turns: int, calls: int) -> None:
+    """One session's replay into its file's part: summary, exit status and output."""
+    label = job.labels.get(result.source)
+    false_refusal = result.refused and label is not None and label.label == "ok"
+    part.refused = part.refused or result.refused
+    part.false_refused = part.false_refused or false_refusal
+    part.summary.add(result, false_refusal)
+    if job.as_json:
+        lines.append(orjson.dumps(result.to_json()))
+        lines.append(b"\n")
+    else:
+        part.texts.append(_describe(result, turns, calls, engine, prepared, job.config, label))
 
 
 def _workers(option: int, files: int) -> int:
@@ -274,22 +313,21 @@ def load_labels_for(paths: tuple[str, ...], labels_file: str | None, status: Run
     return loaded.labels
 
 
-def _describe(session: Session, result: SessionReplay, engine: Engine[Any, Any], prepared: Any,
-              config: Any, label: Label | None) -> str:
+def _describe(result: SessionReplay, turns: int, calls: int, engine: Engine[Any, Any],
+              prepared: Any, config: Any, label: Label | None) -> str:
     """A readable block for one session: where it would first be refused, and why (turns and
     calls counted from 1, as people count)."""
     verdicts = {"pass": 0, "warn": 0, "refuse": 0}
     for step in result.steps:
         verdicts[step.verdict] += 1
-    counts = session.counts()
     labelled = ""
     if label is not None:
         labelled = f", labelled {label.label}"
         if label.label == "loop" and label.from_turn is not None:
             labelled += f" from turn {label.from_turn + 1}"
     lines = [
-        f"{escape_for_display(result.source)}  [{result.format}, {counts['turns']} turns, "
-        f"{counts['calls']} tool calls{labelled}]",
+        f"{escape_for_display(result.source)}  [{result.format}, {turns} turns, "
+        f"{calls} tool calls{labelled}]",
         f"  steps: {verdicts['pass']} pass, {verdicts['warn']} warn, {verdicts['refuse']} refuse",
     ]
     first = result.first_refusal

@@ -230,6 +230,16 @@ class SessionReplay:
         _set(self, "_counts", None)
         return self
 
+    def with_source(self, source: str) -> SessionReplay:
+        """This replay with another :attr:`source` (the same file reached by another path)."""
+        if source == self.source:
+            return self
+        copy = SessionReplay.__new__(SessionReplay)
+        for name in SessionReplay.__slots__:
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "source", source)
+        return copy
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 

@@ -1,0 +1,114 @@
+"""``loopscope replay`` reads a folder's sessions back from the on-disk cache when ``loopscope
+prepare`` (or the dashboard) prepared exactly these files: the output, warnings and exit code
+are the same as an import's, byte for byte, and a changed folder is always imported again."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.cli.test_replay_cli import run_cli
+from tests.conftest import SAMPLES
+
+from loopscope.cli import replay as replay_module
+from loopscope.corpus import read_prepared
+from loopscope.engines import engine_names
+
+ENGINES = list(engine_names())
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOPSCOPE_CACHE", raising=False)
+    target = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, target)
+    # A file that does not import: its error must come from the cache as from an import.
+    (target / "broken.json").write_text('{"messages": [', encoding="utf-8")
+    return target
+
+
+def _prepare(folder: Path) -> None:
+    code, _out, err = run_cli(["prepare", str(folder)])
+    assert code == 0, err
+
+
+def _imported(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as m:
+        m.setenv("LOOPSCOPE_CACHE", "off")
+        return run_cli(args, cwd=cwd)
+
+
+def _never(*_args: Any, **_kwargs: Any) -> Any:
+    raise AssertionError("this path must not be taken")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_replay_from_the_cache_equals_an_import(engine: str, folder: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    _prepare(folder)
+    cases = [
+        ["replay", "sessions", "--engine", engine, "--json"],
+        ["replay", str(folder) + "/", "--engine", engine, "--json", "--fail-on-refusal"],
+        ["replay", "sessions", "--engine", engine, "--verbose", "--fail-on-false-refusal"],
+    ]
+    for args in cases:
+        expected = _imported(args, folder.parent, monkeypatch)
+        assert expected[1].strip(), "the import gave no output: nothing is compared"
+        with monkeypatch.context() as m:
+            m.setattr(replay_module, "_file_parts", _never)  # from the cache, or it fails
+            assert run_cli(args, cwd=folder.parent) == expected, args
+
+
+def test_the_sources_are_named_as_the_caller_named_the_folder(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _prepare(folder)
+    monkeypatch.chdir(folder.parent)
+    found = read_prepared("sessions", "gglib", None)
+    assert found is not None
+    assert [f.path for f in found.files][:3] == [
+        "sessions/README.md", "sessions/ab_cycle_escapes_gglib_trips_pingpong.json",
+        "sessions/broken.json"]
+    assert found.files[0].source(found.files[0].reached_as) == found.files[0].path
+    assert len(found.prepared) == sum(len(f.rows) for f in found.files)
+
+
+def test_a_changed_file_is_imported_again(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _prepare(folder)
+    args = ["replay", "sessions", "--engine", "gglib", "--json"]
+    before = run_cli(args, cwd=folder.parent)
+    # Same length, other content, another modification time: the snapshot no longer matches.
+    target = folder / "write_loop_refused_at_third_batch.json"
+    text = target.read_text(encoding="utf-8")
+    target.write_text(text.replace('"write_file"', '"write_fil_"'), encoding="utf-8")
+    assert read_prepared(str(folder), "gglib", None) is None
+    monkeypatch.setattr(replay_module, "_prepared_parts", _never)
+    after = run_cli(args, cwd=folder.parent)
+    assert after == _imported(args, folder.parent, monkeypatch)
+    assert after[1] != before[1]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--format", "openai_chat"],
+    ["--import-limit", "max_file_bytes=1000000"],
+    ["--openclaw-version", "2026.9.6"],  # prepared at the default version only
+])
+def test_options_the_snapshot_was_not_made_with_import(extra: list[str], folder: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    _prepare(folder)
+    args = ["replay", "sessions", "--engine", "openclaw", "--json", *extra]
+    monkeypatch.setattr(replay_module, "_prepared_parts", _never)
+    expected = _imported(args, folder.parent, monkeypatch)
+    assert '"session"' in expected[1], expected  # (exit 2: the broken file)
+    assert run_cli(args, cwd=folder.parent) == expected
+
+
+def test_nothing_is_read_back_when_the_cache_is_off_or_empty(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert read_prepared(str(folder), "gglib", None) is None  # never prepared
+    _prepare(folder)
+    assert read_prepared(str(folder), "gglib", None) is not None
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    assert read_prepared(str(folder), "gglib", None) is None
