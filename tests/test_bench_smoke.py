@@ -23,5 +23,6 @@ def test_benchmark_runs_at_small_scale(tmp_path: Path) -> None:
     figures = json.loads(line[len("BENCH "):])
     assert figures["sessions"] == 24
     for key in ("warm_rerun_both_batch_ms", "warm_rerun_both_ms", "cold_ingest_mb_s",
-                "cli_gglib_s", "cli_openclaw_s"):
+                "cli_gglib_s", "cli_openclaw_s", "cli_prepare_s", "cli_gglib_prepared_s",
+                "cli_openclaw_prepared_s"):
         assert figures[key] > 0, key
