@@ -16,6 +16,7 @@ from tests.engines.openhands._openhands_gen import random_config, random_session
 
 from loopscope.engines.base import SessionReplay
 from loopscope.engines.openhands import ENGINE, OpenHandsConfig, canonical
+from loopscope.formats.builder import SessionBuilder
 
 THRESHOLD = st.one_of(st.integers(1, 3), st.integers(1, 12), st.integers(13, 45))
 CONFIGS = st.builds(
@@ -150,6 +151,58 @@ def test_canonical_edge_cases() -> None:
     assert not same('{"a": [1, 2]}', '{"a": [2, 1]}')
     deep = '{"a": ' + "[" * 900 + "]" * 900 + "}"
     assert same(deep, deep)  # nesting as deep as the parser allows: no recursion
+
+
+class _Name(str):
+    """A ``str`` subclass: its values are not plain scalars to the fast path."""
+
+
+RECORDED_VALUES: list[Any] = [
+    {"n": 1}, {"n": 1.0}, {"n": True}, {"n": 2}, {"n": "1"}, {"n": 1, "z": None},
+    {"a": 0}, {"a": -0.0}, {"a": False}, {"a": 0.0},
+    {"x": math.nan}, {"x": math.nan, "y": None}, {"x": math.inf}, {"x": -math.inf},
+    {"n": 10**5000}, {"n": 10**5000 + 1}, {"n": 2**53 + 1}, {"n": 2.0**53},
+    {"a": 1, "b": 2}, {"b": 2, "a": 1}, {1: "a"}, {"1": "a"}, {True: "a"}, {"true": "a"},
+    {"security_rort": "low", "q": 1}, {"security_risk": "low", "q": 1},
+    {"a": [1]}, {"a": [1.0]}, {"a": {"b": None}}, {"a": {}}, {}, {"s": _Name("x")},
+    {"s": "x"}, {"s": "\ud800"}, {"t": (1, 2)}, {"t": [1, 2]}, {"o": object()}, None, [1],
+]
+"""Arguments recorded as values (not texts): equal ones written differently, and values that
+``json.dumps`` rewrites (NaN, tuples, non-string keys), refuses (an integer too long, an
+object) or that are not plain."""
+
+
+def test_recorded_argument_values_agree_with_the_reference() -> None:
+    """The fast path remembers flat recorded objects by their entries; every pair of values
+    still compares as the reference's actions do. Each session calls ``a`` then ``b`` with the
+    same result, so the second check refuses (two identical pairs) exactly when the actions are
+    equal; ``b`` is also a fresh copy of ``a`` (a new NaN object)."""
+    config = OpenHandsConfig(action_observation=2, action_error=9, monologue=9,
+                             alternating_pattern=9)
+    refused = 0
+    for i, a in enumerate(RECORDED_VALUES):
+        for j, b in enumerate([*RECORDED_VALUES, _fresh(a)]):
+            builder = SessionBuilder()
+            builder.user("go")
+            for k, value in enumerate((a, b)):
+                turn = builder.assistant("", "")
+                builder.call(turn, "read", value, "value", id=f"c{k}")
+                builder.result(f"c{k}", "ok", "ok")
+            session = builder.build(id=f"values-{i}-{j}", source="gen.json",
+                                    format="anthropic_messages")
+            plain = ENGINE.replay(session, config)
+            assert_same(ENGINE.run(ENGINE.prepare(session), config), plain, session.id)
+            refused += plain.first_refusal is not None
+    assert refused > 2 * len(RECORDED_VALUES)
+
+
+def _fresh(value: Any) -> Any:
+    """An equal copy (a new NaN object where ``value`` holds one)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, float) and value != value:
+        return float("nan")
+    return value
 
 
 # --------------------------------------------------------------------------- monotonicity

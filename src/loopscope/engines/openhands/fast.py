@@ -1,9 +1,10 @@
-"""Prepare once, re-run cheaply: the OpenHands stuck detector over integer-coded events.
+"""Prepare once, re-run cheaply: the OpenHands stuck detector over counts read off the log.
 
-``prepare(session)`` does everything that does not depend on the thresholds: it builds the
-event log of :mod:`.events` once, codes every action and observation by its equality class
-(:mod:`.canon`: two events get the same code exactly when OpenHands' ``_event_eq`` says they are
-equal), and records, for every check (after each assistant turn), what the four patterns read:
+``prepare(session)`` does everything that does not depend on the thresholds: it walks the
+event log of :mod:`.events` once, gives every action and observation a key (two keys are equal
+exactly when OpenHands' ``_event_eq`` says the events are: the tool, thought and parsed
+arguments, nested ones by their :mod:`.canon` text), and records, for every check (after each
+assistant turn), what the four patterns read:
 
 * ``ra``: how many of the newest actions in a row equal the newest one;
 * ``ro``: the same for observations; ``re``: how many of the newest observations in a row are
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any, Final
 
 from loopscope.engines.base import (
@@ -43,14 +46,8 @@ from loopscope.engines.contract import CounterSeries
 from loopscope.engines.openhands.canon import canonical
 from loopscope.engines.openhands.config import OpenHandsConfig
 from loopscope.engines.openhands.events import (
-    ActionEvent,
-    AgentErrorEvent,
-    Check,
-    Condensation,
-    MessageEvent,
-    ObservationEvent,
-    ParsedArguments,
-    build_items,
+    argument_text,
+    malformed_error,
     parse_arguments,
 )
 from loopscope.engines.openhands.reference import (
@@ -62,12 +59,33 @@ from loopscope.engines.openhands.reference import (
     nudge_text,
     step_extra,
 )
-from loopscope.model import Session
+from loopscope.model import (
+    AssistantTurn,
+    Compaction,
+    Event,
+    Session,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 
 __all__ = ["PreparedSession", "counters", "prepare", "run"]
 
 _MALFORMED: Final = ("malformed",)
-"""The equality key of ``action=None`` (canonical keys of parsed arguments are strings)."""
+"""The equality key of ``action=None`` (the keys of parsed arguments are objects or texts)."""
+
+_OTHER, _ACTION, _OBSERVATION, _AGENT = range(4)
+"""What a log event is, as far as the prefix counts go (one byte per event)."""
+
+_OBSERVATION_BYTE: Final = bytes([_OBSERVATION])
+
+_NO_EVENT: Final = object()
+"""Stands for a missing newest (or second newest) event: equal to no key."""
+
+_CHECK_FIELDS: Final = 15
+"""Fields of a check's row in :func:`prepare`."""
+
+_NAME: Final = attrgetter("name")
 
 
 @dataclass(slots=True)
@@ -127,143 +145,252 @@ class PreparedSession:
 
 
 def prepare(session: Session) -> PreparedSession:
-    """Build the log once and record what every check reads."""
-    parsed: dict[str, ParsedArguments] = {}
+    """Walk the session once and record what every check reads.
 
-    def parse(text: str) -> ParsedArguments:
-        found = parsed.get(text)
-        if found is None:
-            found = parsed[text] = parse_arguments(text)
-        return found
-
-    canon_of_data: dict[int, Any] = {}  # id(parsed data) → canonical key (data kept alive)
-    codes: dict[Any, int] = {}
-
-    turn: list[int] = []
-    call: list[int | None] = []
-    tools: list[tuple[str, ...]] = []
-    calls_before: list[int] = []
-    base: list[int] = []
-    user: list[int] = []
-    ra_l: list[int] = []
-    ro_l: list[int] = []
-    re_l: list[int] = []
-    ka_l: list[int] = []
-    ko_l: list[int] = []
-    mono_l: list[int] = []
-    newest_obs_l: list[int] = []
-    tool_l: list[str] = []
-    error_l: list[str] = []
-    pre_a = [0]
-    pre_o = [0]
-    pre_g = [0]
-
-    actions: list[int] = []  # codes, oldest first
-    observations: list[int] = []
+    This writes the same log as :func:`.events.build_items` (the readable reference, which the
+    plain replay and the explanations use) without building its event objects: each event is
+    one byte of ``kinds`` (for the prefix counts), and actions and observations are compared by
+    their equality keys as they are written. The property tests prove the two equal.
+    """
+    events = session.events
+    argument_keys = _ArgumentKeys()
+    kinds = bytearray()  # per log event: _ACTION, _OBSERVATION, _AGENT or _OTHER
+    rows: list[tuple[Any, ...]] = []  # per check: the fields of _CHECK_FIELDS
+    # Equality keys (``_event_eq`` as ``==``) of the two newest actions and observations.
+    newest_action: Any = _NO_EVENT
+    older_action: Any = _NO_EVENT
+    newest_observation: Any = _NO_EVENT
+    older_observation: Any = _NO_EVENT
     ra = ro = re = ka = ko = 0
     last_user = -1
     stopper = -1  # newest event that stops the monologue walk
     newest_obs = -1
     newest_tool = ""
     newest_error = ""
-    n_events = 0
     n_calls = 0
 
-    for item in build_items(session, parse):
-        if isinstance(item, Check):
-            turn.append(item.turn)
-            call.append(item.call)
-            tools.append(item.tools)
-            calls_before.append(n_calls)
-            n_calls += len(item.tools)
-            base.append(n_events)
-            user.append(last_user)
-            ra_l.append(ra)
-            ro_l.append(ro)
-            re_l.append(re)
-            ka_l.append(ka)
-            ko_l.append(ko)
-            mono_l.append(stopper + 1)
-            newest_obs_l.append(newest_obs)
-            tool_l.append(newest_tool)
-            error_l.append(newest_error)
-            continue
-        index = n_events
-        n_events += 1
-        a = pre_a[-1]
-        o = pre_o[-1]
-        g = pre_g[-1]
-        if isinstance(item, ActionEvent):
-            data = item.action
-            if data is None:
-                key: Any = _MALFORMED
-            else:
-                key = canon_of_data.get(id(data))
-                if key is None:
-                    key = canon_of_data[id(data)] = canonical(data)
-            code = codes.setdefault(("a", item.tool_name, item.thought, key), len(codes))
-            ra = ra + 1 if actions and actions[-1] == code else 1
-            ka = ka + 1 if len(actions) >= 2 and actions[-2] == code else 0
-            actions.append(code)
-            newest_tool = item.tool_name
-            stopper = index
-            a += 1
-        elif isinstance(item, ObservationEvent | AgentErrorEvent):
-            if isinstance(item, ObservationEvent):
-                code = codes.setdefault(("o", item.tool_name, item.text), len(codes))
-                re = 0
-                newest_error = ""
-            else:
-                code = codes.setdefault(("e", item.error), len(codes))
-                re += 1
-                newest_error = item.error
-            ro = ro + 1 if observations and observations[-1] == code else 1
-            ko = ko + 1 if len(observations) >= 2 and observations[-2] == code else 0
-            observations.append(code)
-            newest_obs = index
-            stopper = index
-            o += 1
-        elif isinstance(item, MessageEvent):
-            if item.source == "user":
-                last_user = index
-                stopper = index
-            elif item.source == "agent":
-                g += 1
-            # environment messages are skipped by the monologue walk
-        else:
-            assert isinstance(item, Condensation)
-            stopper = index
-        pre_a.append(a)
-        pre_o.append(o)
-        pre_g.append(g)
+    for event in events:
+        if isinstance(event, AssistantTurn):
+            calls = event.tool_calls
+            if not calls:
+                kinds.append(_AGENT)
+                if event.text.strip() == "":
+                    kinds.append(_OTHER)  # OpenHands' corrective message
+                rows.append((event.turn, None, (), n_calls, len(kinds), last_user, ra, ro, re,
+                             ka, ko, stopper + 1, newest_obs, newest_tool, newest_error))
+                continue
+            # The keys of the turn's observations in log order (the errors of calls that did
+            # not parse come before every result): an error's is its text, a result's
+            # (tool, text).
+            observed: list[Any] = []
+            executed: list[ToolCall] = []
+            thought = event.text  # the reply text, on the first call only ("": none)
+            for tool_call in calls:
+                key, parse_error = argument_keys.of(tool_call)
+                name = tool_call.name
+                action = (name, thought, key)
+                thought = ""
+                ra = ra + 1 if action == newest_action else 1
+                ka = ka + 1 if action == older_action else 0
+                older_action, newest_action = newest_action, action
+                kinds.append(_ACTION)
+                if parse_error is None:
+                    executed.append(tool_call)
+                else:
+                    newest_obs = len(kinds)
+                    kinds.append(_OBSERVATION)
+                    newest_error = malformed_error(name, parse_error)
+                    observed.append(newest_error)
+                    re += 1
+            if executed:
+                answers = _answers(events, event.index, executed)
+                if answers:
+                    for name_of_call, result in answers:
+                        if result.is_error:
+                            newest_error = result.text
+                            observed.append(newest_error)
+                            re += 1
+                        else:
+                            newest_error = ""
+                            observed.append((name_of_call, result.text))
+                            re = 0
+                    kinds.extend(_OBSERVATION_BYTE * len(answers))
+                    newest_obs = len(kinds) - 1
+            for observation in observed:
+                ro = ro + 1 if observation == newest_observation else 1
+                ko = ko + 1 if observation == older_observation else 0
+                older_observation, newest_observation = newest_observation, observation
+            newest_tool = name
+            stopper = len(kinds) - 1  # every event of the turn is an action or observation
+            rows.append((event.turn, calls[0].index, tuple(map(_NAME, calls)), n_calls,
+                         len(kinds), last_user, ra, ro, re, ka, ko, stopper + 1, newest_obs,
+                         newest_tool, newest_error))
+            n_calls += len(calls)
+        elif isinstance(event, ToolResult):
+            continue  # read with its turn
+        elif isinstance(event, UserMessage):
+            last_user = stopper = len(kinds)
+            kinds.append(_OTHER)
+        elif isinstance(event, Compaction):
+            stopper = len(kinds)
+            kinds.append(_OTHER)
+        # System and other messages: no event.
 
+    (turn, call, tools, calls_before, base, user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l,
+     newest_obs_l, tool_l, error_l) = _columns(rows)
+    pre_a, pre_o, pre_g = (_prefix_counts(kinds, kind) for kind in (_ACTION, _OBSERVATION, _AGENT))
     n = len(turn)
     return PreparedSession(
         session.id, session.source, session.format, n, turn, call, tools, calls_before, base,
         user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l, newest_obs_l, tool_l, error_l, pre_a, pre_o,
-        pre_g, _reach(n, base, user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l, pre_a, pre_o, pre_g))
+        pre_g, _reach(base, user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l, pre_a, pre_o, pre_g))
 
 
-def _reach(n: int, base: list[int], user: list[int], ra_l: list[int], ro_l: list[int],
-           re_l: list[int], ka_l: list[int], ko_l: list[int], mono_l: list[int],
-           pre_a: list[int], pre_o: list[int], pre_g: list[int]
-           ) -> tuple[tuple[list[int], list[int]], ...]:
+_ArgumentKey = tuple[Any, Exception | None]
+"""What a call's argument text parses to, for comparing actions: the parsed object, or its
+canonical text when it nests objects or arrays; or ``_MALFORMED`` and the parse error."""
+
+
+def _argument_key(text: str) -> _ArgumentKey:
+    parsed = parse_arguments(text)
+    data = parsed.data
+    if data is None:
+        return _MALFORMED, parsed.error
+    # OpenHands compares actions with ``==``, and so does the walk, on the parsed object itself
+    # when it is flat (most arguments): cheaper than writing its canonical text. A nested one
+    # is compared by its canonical text (:mod:`.canon`): ``==`` of objects nested as deeply as
+    # the parser allows would exhaust the stack. An object never equals a text, and a flat
+    # object never equals a nested one either.
+    for value in data.values():
+        if isinstance(value, dict | list):
+            return canonical(data), None
+    return data, None
+
+
+class _ArgumentKeys:
+    """One session's argument keys, each argument text parsed once.
+
+    A recorded value (not a text) is written as JSON first, as OpenHands would receive it; a
+    flat object of plain scalars is also remembered by its entries, which spares writing equal
+    ones again (most recorded arguments are such objects, and many repeat).
+    """
+
+    __slots__ = ("_by_entries", "_by_text")
+
+    def __init__(self) -> None:
+        self._by_text: dict[str, _ArgumentKey] = {}
+        self._by_entries: dict[tuple[tuple[str, Any], ...], _ArgumentKey] = {}
+
+    def of(self, call: ToolCall) -> _ArgumentKey:
+        raw = call.raw_arguments
+        if isinstance(raw, str):
+            return self._of_text(raw)
+        entries = _plain_entries(raw)
+        if entries is None:
+            return self._of_text(argument_text(call))
+        found = self._by_entries.get(entries)
+        if found is None:
+            found = self._by_entries[entries] = self._of_text(argument_text(call))
+        return found
+
+    def _of_text(self, text: str) -> _ArgumentKey:
+        found = self._by_text.get(text)
+        if found is None:
+            found = self._by_text[text] = _argument_key(text)
+        return found
+
+
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_entries(raw: Any) -> tuple[tuple[str, Any], ...] | None:
+    """The entries of a ``dict`` whose keys are ``str`` and whose values are plain scalars
+    (exactly these types), in order; ``None`` for anything else.
+
+    Two such objects with equal entries (``==``, item by item, in order) have the same key: the
+    JSON texts differ at most in how equal numbers are written (``1``, ``1.0``, ``true``), which
+    parse to equal values again, and an integer too long for ``json.dumps`` is too long for both
+    (no float equals it). A NaN is equal only to itself here (tuples compare identity first).
+    """
+    if type(raw) is not dict:
+        return None
+    entries = tuple(raw.items())
+    for key, value in entries:
+        if type(key) is not str or type(value) not in _PLAIN_SCALARS:
+            return None
+    return entries
+
+
+def _answers(events: tuple[Event, ...], turn_index: int, executed: list[ToolCall]
+             ) -> list[tuple[str, ToolResult]]:
+    """``(tool name, result)`` for each executed call, in call order: the first result not yet
+    taken, among those recorded right after the turn, whose id is the call's
+    (:func:`.events.turn_events`)."""
+    out: list[tuple[str, ToolResult]] = []
+    taken: list[int] = []  # event indices (a turn has few results: a list beats a set)
+    end = len(events)
+    for call in executed:
+        call_id = call.id
+        if call_id is None:
+            continue
+        for k in range(turn_index + 1, end):
+            result = events[k]
+            if not isinstance(result, ToolResult):
+                break
+            if result.call_id == call_id and k not in taken:
+                taken.append(k)
+                out.append((call.name, result))
+                break
+    return out
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows of :func:`prepare`'s checks as one list per field."""
+    if not rows:
+        return [[] for _ in range(_CHECK_FIELDS)]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+_ONLY: Final = tuple(bytes(int(byte == kind) for byte in range(256)) for kind in range(4))
+"""Per kind, a ``bytes.translate`` table: 1 for that kind, 0 for any other."""
+
+
+def _prefix_counts(kinds: bytearray, kind: int) -> list[int]:
+    """Element ``i``: events of ``kind`` among the first ``i`` (summed in C)."""
+    return list(accumulate(kinds.translate(_ONLY[kind]), initial=0))
+
+
+def _reach(base: list[int], user: list[int], ra_l: list[int], ro_l: list[int], re_l: list[int],
+           ka_l: list[int], ko_l: list[int], mono_l: list[int], pre_a: list[int],
+           pre_o: list[int], pre_g: list[int]) -> tuple[tuple[list[int], list[int]], ...]:
     """:attr:`PreparedSession.reach` of the other fields."""
-    bounds: tuple[list[int], ...] = ([], [], [], [])
-    for i in range(n):
-        b, u = base[i], user[i]
+    streak: list[int] = []
+    same_pair: list[int] = []
+    talk: list[int] = []
+    alternation: list[int] = []
+    # Conditional expressions rather than min(): this runs for every check of every session,
+    # and a call of min() on a few ints costs about as much as the rest of the loop.
+    for b, u, ra, ro, re, ka, ko, mono in zip(base, user, ra_l, ro_l, re_l, ka_l, ko_l, mono_l,
+                                              strict=True):
         seg_a = pre_a[b] - pre_a[u + 1]
         seg_o = pre_o[b] - pre_o[u + 1]
-        pair = min(seg_a, seg_o)
-        bounds[0].append(min(ra_l[i], re_l[i], pair))
-        bounds[1].append(min(ra_l[i], ro_l[i], pair))
-        bounds[2].append(pre_g[b] - pre_g[mono_l[i]])
-        bounds[3].append(min(pair, ka_l[i] + 2, ko_l[i] + 2))
-    reach = []
-    for values in bounds:
-        order = sorted((i for i in range(n) if values[i] > 0), key=lambda i: -values[i])
-        reach.append((order, [-values[i] for i in order]))
-    return tuple(reach)
+        pair = seg_a if seg_a < seg_o else seg_o
+        least = ra if ra < re else re
+        streak.append(least if least < pair else pair)  # min(ra, re, pair)
+        least = ra if ra < ro else ro
+        same_pair.append(least if least < pair else pair)  # min(ra, ro, pair)
+        talk.append(pre_g[b] - pre_g[mono])
+        least = (ka if ka < ko else ko) + 2
+        alternation.append(least if least < pair else pair)  # min(pair, ka + 2, ko + 2)
+    return tuple(_by_decreasing(values) for values in (streak, same_pair, talk, alternation))
+
+
+def _by_decreasing(values: list[int]) -> tuple[list[int], list[int]]:
+    """The indices of the positive values by decreasing value (equal ones in index order:
+    ``reverse`` keeps a sort stable), and their negated values in that order."""
+    order = [i for i, value in enumerate(values) if value > 0]
+    order.sort(key=values.__getitem__, reverse=True)
+    return order, [-values[i] for i in order]
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,8 +452,8 @@ def decode(doc: Any) -> PreparedSession:
         counts["calls_before"], base, user, counts["ra"], counts["ro"], counts["re"],
         counts["ka"], counts["ko"], mono, newest_obs, strs_at(doc, "nudge_tool", n),
         strs_at(doc, "nudge_error", n), pre_a, pre_o, pre_g,
-        _reach(n, base, user, counts["ra"], counts["ro"], counts["re"], counts["ka"],
-               counts["ko"], mono, pre_a, pre_o, pre_g))
+        _reach(base, user, counts["ra"], counts["ro"], counts["re"], counts["ka"], counts["ko"],
+               mono, pre_a, pre_o, pre_g))
 
 
 # --------------------------------------------------------------------------- run
