@@ -338,3 +338,25 @@ def test_a_session_without_turns_has_no_steps() -> None:
 def test_config_defaults_are_openhands_defaults() -> None:
     config = ENGINE.default_config()
     assert config == OpenHandsConfig(True, 4, 3, 3, 6, 20)
+
+
+def test_an_integer_too_long_to_convert_is_an_argument_error() -> None:
+    """``json.loads`` raises a plain ValueError (not a JSONDecodeError) for an integer of more
+    than 4,300 digits. OpenHands 1.58.2 crashes on it (``Agent._emit_tool_error`` catches only
+    JSONDecodeError); loopscope replays the call as one whose arguments did not parse, as it
+    does for nesting too deep, instead of stopping the whole replay."""
+    from loopscope.formats.builder import SessionBuilder
+
+    builder = SessionBuilder()
+    builder.user("go")
+    for k in range(4):
+        turn = builder.assistant("", "")
+        builder.call(turn, "read", '{"n": ' + "7" * 5000 + "}", "json_text", id=f"c{k}")
+        builder.result(f"c{k}", "same", "same")
+    session = builder.build(id="huge", source="huge.json", format="openai_chat")
+    errors = [e for e in build_items(session) if isinstance(e, AgentErrorEvent)]
+    assert len(errors) == 4
+    assert "Exceeds the limit (4300 digits)" in errors[0].error
+    assert errors[0].error.endswith("Arguments: unparseable JSON")
+    result = replay(session)
+    assert len(result.steps) == 4

@@ -204,9 +204,12 @@ class ParsedArguments:
 def parse_arguments(text: str) -> ParsedArguments:
     try:
         return ParsedArguments(parse_tool_call_arguments(text), None)
-    except (json.JSONDecodeError, RecursionError) as e:
-        # RecursionError: nesting deeper than Python's parser allows. OpenHands would crash on
-        # it; loopscope treats the call as one whose arguments did not parse.
+    except (ValueError, RecursionError) as e:
+        # Beyond json.JSONDecodeError (a ValueError): nesting deeper than Python's parser
+        # allows, and an integer of more than 4,300 digits (the plain ValueError json.loads
+        # raises for it). OpenHands 1.58.2 crashes on both (the second one inside
+        # Agent._emit_tool_error, which catches only JSONDecodeError); loopscope treats the
+        # call as one whose arguments did not parse.
         return ParsedArguments(None, e)
 
 
