@@ -55,14 +55,16 @@ def slider(page: Any, label: str) -> Any:
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 
 
-# Refused steps drawn in the overview chart: the vertices of the refusal run lines (NaN
-# separates runs). Plotly's full data holds the decoded arrays (the figure itself ships numeric
-# arrays base64-encoded).
+# Refused steps drawn in the overview chart: the steps of every refusal run, as the hover of
+# each run's start marker counts them (its fourth custom value). A trace's ``meta`` says what
+# it draws: "engine/role/verdict/detector".
 COUNT_REFUSALS_JS = """() => {
     const gd = document.querySelector('[class*=st-key-overview_chart] .js-plotly-plot');
     if (!gd || !gd._fullData) return -1;
-    return gd._fullData.filter(t => t.meta && t.meta.verdict === 'refuse' && t.meta.role === 'run')
-                       .reduce((n, t) => n + Array.from(t.x || []).filter(Number.isFinite).length, 0);
+    return gd._fullData.filter(t => typeof t.meta === 'string' && t.meta.split('/')[1] === 'start'
+                                    && t.meta.split('/')[2] === 'refuse')
+                       .reduce((n, t) => n + Array.from(t.customdata || [])
+                                                 .reduce((m, c) => m + Number(c[3]), 0), 0);
 }"""
 
 
@@ -106,6 +108,52 @@ def test_moving_a_threshold_slider_changes_the_refusals_shown(page: Any, server:
     assert refused_steps_drawn(page) < refused_before
     # The URL now carries the setting, so the view can be shared.
     assert "gglib.max_repeated_batch_steps=3" in page.url
+
+
+# Streamlit mounts a new chart element for each new figure, Plotly draws it, then the element
+# hands Plotly a copy of the figure (Plotly.react). Counts, for every such update of the overview
+# chart, the changes Plotly made to the drawn traces: none when it found nothing to redraw.
+WATCH_REDRAWS_JS = """() => {
+    window.__redraws = [];
+    const P = window.Plotly;
+    if (P.__watched) return;
+    P.__watched = true;
+    const react = P.react;
+    P.react = function (gd, ...rest) {
+        const chart = gd && gd.closest && gd.closest('[class*=st-key-overview_chart]');
+        if (!chart || !gd._fullData) return react.call(this, gd, ...rest);  // a first draw
+        const changed = [];
+        const watch = new MutationObserver((m) => changed.push(...m));
+        gd.querySelectorAll('.scatterlayer, .barlayer').forEach(
+            (layer) => watch.observe(layer, {subtree: true, childList: true, attributes: true}));
+        const done = () => setTimeout(() => {
+            watch.disconnect();
+            window.__redraws.push(changed.length);
+        }, 50);
+        const result = react.call(this, gd, ...rest);
+        Promise.resolve(result).then(done, done);
+        return result;
+    };
+}"""
+
+
+def test_a_slider_move_draws_the_timeline_once(page: Any, server: Any) -> None:
+    open_app(page, server.url)
+    page.wait_for_selector("[class*=st-key-overview_chart] .scatterlayer path.point")
+    page.wait_for_function("() => !!window.Plotly")
+    page.evaluate(WATCH_REDRAWS_JS)
+    before = refused_steps_drawn(page)
+    s = slider(page, "Repeats allowed for tools that change things")
+    s.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"(n) => ({COUNT_REFUSALS_JS})() !== n", arg=before)
+    wait_idle(page)
+    page.wait_for_timeout(500)
+    redraws = page.evaluate("() => window.__redraws")
+    # Each update after the first draw left the chart's traces as they were (Streamlit 1.67
+    # makes one; it redrew the whole chart, ~270 changes here, before the figure was built for it).
+    assert all(n == 0 for n in redraws), redraws
+    no_exception(page)
 
 
 def test_a_url_with_settings_reproduces_them(page: Any, server: Any) -> None:
@@ -216,7 +264,7 @@ BANDS_JS = """() => {
     const ticks = Array.from(gd.querySelectorAll('.yaxislayer-above .ytick, .ytick'))
         .map(t => { const b = t.getBoundingClientRect(); return b.top + b.height / 2; })
         .filter(y => y > 0).sort((a, b) => a - b);
-    const refused = gd._fullData.filter(t => t.meta && t.meta.role === 'divergence')
+    const refused = gd._fullData.filter(t => typeof t.meta === 'string' && t.meta.endsWith('/divergence'))
         .reduce((n, t) => n + Array.from(t.y || []).length, 0);
     return {bars, ticks: Array.from(new Set(ticks.map(y => Math.round(y * 10) / 10))), refused};
 }"""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from typing import Any
@@ -31,14 +30,50 @@ def replay(engine: str, steps: list[Step], name: str = "s") -> SessionReplay:
     return SessionReplay(name, f"/x/{name}", "openai_chat", engine, tuple(steps), first_refusal_of(steps))
 
 
+def info(trace: Any) -> charts.TraceInfo:
+    """What an overview trace draws (engine, role, verdict, detector)."""
+    found = charts.trace_info(trace)
+    assert found is not None, trace
+    return found
+
+
+def role(fig: Any, name: str) -> list[Any]:
+    return [t for t in fig.data if (charts.trace_info(t) or info_none).role == name]
+
+
+info_none = charts.TraceInfo("", "")
+
+
 def markers(fig: Any) -> list[Any]:
     """The shaped markers: one per run of consecutive flagged steps."""
-    return [t for t in fig.data if (t.meta or {}).get("role") == "start"]
+    return role(fig, "start")
 
 
 def runs(fig: Any) -> list[Any]:
-    """The run lines: every flagged step is a vertex; NaN separates runs."""
-    return [t for t in fig.data if (t.meta or {}).get("role") == "run"]
+    """The runs of consecutive flagged steps longer than one step, one trace per detector ×
+    verdict: a dotted line per run of warnings, a filled band per run of refusals (None
+    separates runs)."""
+    return role(fig, "run")
+
+
+def segments(trace: Any) -> list[tuple[float, float, float]]:
+    """A run trace's runs: (first x, last x, row), from a line's two ends or a band's four
+    corners (a band is centred on its row)."""
+    out: list[tuple[float, float, float]] = []
+    seg: list[tuple[float, float]] = []
+    for x, y in zip([*trace.x, None], [*trace.y, None], strict=True):
+        if x is None:
+            if seg:
+                xs, ys = [p[0] for p in seg], [p[1] for p in seg]
+                if trace.fill == "toself":
+                    assert len(seg) == 4 and len(set(xs)) == 2 and len(set(ys)) == 2, seg
+                else:
+                    assert len(seg) == 2 and len(set(ys)) == 1, seg
+                out.append((min(xs), max(xs), (min(ys) + max(ys)) / 2))
+            seg = []
+        else:
+            seg.append((float(x), float(y)))
+    return out
 
 
 def detector_traces(fig: Any) -> list[Any]:
@@ -47,8 +82,8 @@ def detector_traces(fig: Any) -> list[Any]:
             if t.type in ("scatter", "scattergl") and (t.meta or {}).get("detector") is not None]
 
 
-def vertices(trace: Any) -> list[tuple[float, int]]:
-    return [(float(x), int(y)) for x, y in zip(trace.x, trace.y, strict=True) if not math.isnan(x)]
+def vertices(trace: Any) -> list[tuple[float, float]]:
+    return [(float(x), float(y)) for x, y in zip(trace.x, trace.y, strict=True) if x is not None]
 
 
 # --------------------------------------------------------------------------- positions
@@ -87,15 +122,9 @@ def _rows() -> list[charts.OverviewRow]:
 
 def test_overview_has_a_run_line_and_a_start_marker_per_detector_and_verdict() -> None:
     fig = charts.overview_figure(_rows())
-    key = lambda t: (t.meta["engine"], t.meta["detector"], t.meta["verdict"])  # noqa: E731
-    # Every flagged step is a vertex of its detector's run line ...
-    assert {key(t): vertices(t) for t in runs(fig)} == {
-        ("gglib", "loop", "refuse"): [(2.0, 0), (3.0, 0)],
-        ("gglib", "stagnation", "refuse"): [(-0.5, 1)],
-        ("openclaw", "generic_repeat", "warn"): [(0.0, 0)],
-        ("openclaw", "ping_pong", "warn"): [(1.0, 0)],
-        ("openclaw", "ping_pong", "refuse"): [(2.0, 0)],
-    }
+    key = lambda t: (info(t).engine, info(t).detector, info(t).verdict)  # noqa: E731
+    # A run longer than one step goes from its first flagged step to its last ...
+    assert {key(t): segments(t) for t in runs(fig)} == {("gglib", "loop", "refuse"): [(2.0, 3.0, 0)]}
     # ... and each run of consecutive steps gets one shaped marker where it starts, whose
     # hover says how many steps the run has.
     starts = {key(t): (list(t.x), [list(c) for c in t.customdata]) for t in markers(fig)}
@@ -103,8 +132,8 @@ def test_overview_has_a_run_line_and_a_start_marker_per_detector_and_verdict() -
     assert starts[("gglib", "loop", "refuse")] == ([2.0], [[3, 3, 3, 2, 4, 4]])
     assert starts[("openclaw", "ping_pong", "refuse")] == ([2.0], [[3, 3, 20, 1, 3, 20]])
     assert len(starts) == 5
-    # Only the markers answer hovers and clicks: a lines-only trace cannot be selected, and
-    # would win the hover at a run's first step.
+    # Only the markers answer hovers and clicks: a run cannot be selected, and would win the
+    # hover at its first step.
     assert {t.hoverinfo for t in runs(fig)} == {"skip"}
     assert all("customdata[5]" in t.hovertemplate for t in markers(fig))
 
@@ -118,13 +147,20 @@ def test_a_run_breaks_at_a_pass_step_and_at_another_detector_or_verdict() -> Non
           step(2, 2, "refuse", "generic_repeat", 21)]
     row = charts.OverviewRow("r", {"gglib": replay("gglib", steps), "openclaw": replay("openclaw", oc)}, 6)
     fig = charts.overview_figure([row])
-    loop = next(t for t in markers(fig) if t.meta["detector"] == "loop")
+    loop = next(t for t in markers(fig) if info(t).detector == "loop")
     assert list(loop.x) == [0.0, 3.0, 5.0]
     assert [int(c[3]) for c in loop.customdata] == [2, 1, 1]
-    line = next(t for t in runs(fig) if t.meta["detector"] == "loop")
-    # Two points of the first run, then a gap, then single points (each followed by a gap).
-    assert [None if math.isnan(x) else x for x in line.x] == [0.0, 1.0, None, 3.0, None, 5.0, None]
-    refused = next(t for t in markers(fig) if t.meta["engine"] == "openclaw" and t.meta["verdict"] == "refuse")
+    line = next(t for t in runs(fig) if info(t).detector == "loop")
+    # The first run's band, from call 0 to call 1; the single steps only have their markers.
+    assert segments(line) == [(0.0, 1.0, 0)]
+    # A refused run is a band as thick as a 5 px line.
+    height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    top, bottom = fig.layout.yaxis.range  # rows top down
+    thickness = max(y for _, y in vertices(line)) - min(y for _, y in vertices(line))
+    assert thickness * height / abs(top - bottom) == pytest.approx(charts.REFUSED_RUN_PX, abs=0.05)
+    assert line.fillcolor == charts.DETECTOR_STYLES["loop"].color and line.mode == "none"
+    refused = next(t for t in markers(fig)
+                   if info(t).engine == "openclaw" and info(t).verdict == "refuse")
     assert list(refused.x) == [1.0] and int(refused.customdata[0][3]) == 2
 
 
@@ -137,9 +173,20 @@ def test_runs_and_starts_account_for_every_flagged_step(spec: list[tuple[str, st
              for i, (verdict, detector, has_call) in enumerate(spec)]
     r = replay("openclaw", steps)
     fig = charts.overview_figure([charts.OverviewRow("r", {"openclaw": r}, len(steps))], ["openclaw"])
-    flagged = sorted((m.x, m.detector, m.verdict) for m in r.markers)
-    drawn = sorted((x, t.meta["detector"], t.meta["verdict"]) for t in runs(fig) for x, _ in vertices(t))
-    assert drawn == flagged
+    flagged = r.markers
+    # One line per run of consecutive steps, from the run's first step to its last (none when
+    # those are the same place: a marker says it).
+    expected = []
+    for k, m in enumerate(flagged):
+        if k and (flagged[k - 1].detector, flagged[k - 1].verdict, flagged[k - 1].position + 1) == (
+                m.detector, m.verdict, m.position):
+            expected[-1][1] = m.x
+        else:
+            expected.append([m.x, m.x, m.detector, m.verdict])
+    drawn = [[x0, x1, info(t).detector, info(t).verdict]
+             for t in runs(fig) for x0, x1, _ in segments(t)]
+    assert sorted(drawn) == sorted(e for e in expected if e[0] != e[1])
+    assert all(x0 < x1 for x0, x1, _, _ in drawn)
     # Run lengths at the starts add up to the flagged steps, one start per run.
     lengths = sum(int(c[3]) for t in markers(fig) for c in t.customdata)
     assert lengths == len(flagged)
@@ -152,7 +199,7 @@ def test_runs_and_starts_account_for_every_flagged_step(spec: list[tuple[str, st
 
 def test_markers_are_shaped_per_detector_and_hollow_for_warnings() -> None:
     fig = charts.overview_figure(_rows())
-    symbols = {(t.meta["detector"], t.meta["verdict"]): t.marker.symbol for t in markers(fig)}
+    symbols = {(info(t).detector, info(t).verdict): t.marker.symbol for t in markers(fig)}
     assert symbols[("loop", "refuse")] == charts.DETECTOR_STYLES["loop"].symbol
     assert symbols[("ping_pong", "refuse")] == charts.DETECTOR_STYLES["ping_pong"].symbol
     assert symbols[("ping_pong", "warn")] == charts.DETECTOR_STYLES["ping_pong"].symbol + "-open"
@@ -165,7 +212,7 @@ def test_markers_are_shaped_per_detector_and_hollow_for_warnings() -> None:
 
 def test_after_divergence_is_shaded_from_the_first_refusal_to_the_end() -> None:
     fig = charts.overview_figure(_rows())
-    div = {t.meta["engine"]: t for t in fig.data if (t.meta or {}).get("role") == "divergence"}
+    div = {info(t).engine: t for t in role(fig, "divergence")}
     g = div["gglib"]
     assert list(g.y) == [0, 1]  # the refused row and the prose row
     assert g.base[0] == pytest.approx(2.5)  # just after the refusal at call 2
@@ -241,9 +288,38 @@ def test_overview_tick_labels_are_not_measured_on_every_draw() -> None:
     assert len(axes) == 4 and all(a.ticklabeloverflow == "allow" for a in axes)
 
 
+def test_the_overview_is_drawn_once_per_change() -> None:
+    """Streamlit hands Plotly a copy of the figure after its first draw: nothing in the figure
+    as sent may look changed in the copy, or Plotly draws every trace again."""
+    import json
+
+    import plotly.io as pio
+
+    fig = charts.overview_figure(_rows())
+    spec = json.loads(pio.to_json(fig.to_dict(), validate=False))  # as Streamlit sends it
+    layout = spec["layout"]
+    assert "template" not in layout  # an object: compared by identity
+    assert layout["datarevision"]  # arrays compared by it, not by identity
+    # The modes Streamlit sets on a chart that selects points, set already.
+    assert (layout["clickmode"], layout["dragmode"], layout["hovermode"]) == (
+        "event+select", "pan", "closest")
+    rows = [layout[k] for k in layout if k.startswith("yaxis")]
+    assert all(a["autorange"] is False and len(a["range"]) == 2 for a in rows)
+    for t in spec["data"]:
+        assert isinstance(t["meta"], str)  # not an object
+        for key in ("x", "y", "base", "text"):  # lists, not typed arrays (never equal)
+            assert key not in t or isinstance(t[key], list), (t["meta"], key)
+    # The revision follows the data.
+    assert charts.overview_figure(_rows()).layout.datarevision == layout["datarevision"]
+    assert charts.overview_figure(_rows()[:2]).layout.datarevision != layout["datarevision"]
+    legend = charts.legend_figure(charts.legend_entries(fig))
+    assert "template" not in json.loads(pio.to_json(legend.to_dict(), validate=False))["layout"]
+    assert legend.layout.datarevision
+
+
 def test_one_engine_overview() -> None:
     fig = charts.overview_figure(_rows(), ["openclaw"])
-    assert {t.meta["engine"] for t in fig.data} == {"openclaw"}
+    assert {info(t).engine for t in fig.data} == {"openclaw"}
 
 
 def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
@@ -258,7 +334,8 @@ def test_overview_of_2000_sessions_stays_a_handful_of_traces() -> None:
     fig = charts.overview_figure(rows)
     elapsed = time.perf_counter() - t0
     assert len(fig.data) <= 10
-    assert sum(len(vertices(t)) for t in runs(fig)) == 2000 * 52  # every flagged step
+    # A run is drawn from its first step to its last, however long the run.
+    assert sum(len(segments(t)) for t in runs(fig)) == 2000 * 2
     assert sum(len(t.x) for t in markers(fig)) == 2000 * 2  # one run per row and engine
     assert elapsed < 5.0
     # So many rows make a chart too tall for a WebGL canvas: SVG markers.

@@ -9,6 +9,7 @@ sessions.
 from __future__ import annotations
 
 import functools
+import hashlib
 import operator
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -313,6 +315,11 @@ def engine_title(name: str) -> str:
     return get_engine(name).title
 
 
+OVERVIEW_MARGIN_TOP = 30
+OVERVIEW_MARGIN_BOTTOM = 40
+ROW_PAD = 0.3
+"""Room above the first row and below the last, in rows."""
+
 BAR_WIDTH = 0.6
 """Row bars' thickness in rows. Set explicitly: Plotly sizes a bar by the smallest gap between
 the bars of its trace, so the divergence bars of two refused sessions five rows apart were
@@ -329,13 +336,18 @@ def overview_figure(
     every warn/refuse.
 
     Per engine column, the traces are: session extents (bar), after-divergence shading
-    (hatched bar), then per detector × verdict a line through every flagged call (one line per
-    run of consecutive flagged steps) and a shaped marker where each run starts. Rows are
+    (hatched bar), then per detector × verdict its runs of consecutive flagged steps, from a
+    run's first step to its last (a solid band for refusals, a dotted line for warnings), and
+    a shaped marker where each run starts. Rows are
     shared across the columns, so the same session sits on the same line for every engine.
+    Each trace's ``meta`` says what it draws (:func:`trace_info`).
 
     The figure is written as one plain spec and validated once by ``go.Figure``: building it
     trace by trace through ``make_subplots``/``add_trace``/``update_*`` validated every
     property again on each call and cost several times more, on every slider move.
+
+    The browser draws it once per change, not twice (see :func:`_drawn_once`): nothing in it
+    looks changed to Plotly when Streamlit copies it after the first draw.
     """
     if engines is None:  # every engine the rows have a replay of, in registry order
         from loopscope.engines import engine_names
@@ -343,11 +355,15 @@ def overview_figure(
         present = {e for r in rows for e in r.replays}
         engines = [e for e in engine_names() if e in present]
     n = len(rows)
-    ys = np.arange(n, dtype=np.int32)
-    lengths = np.asarray([max(r.calls, 1) for r in rows], dtype=np.int32)
-    bases = np.full(n, -0.5)
+    ys = list(range(n))
+    lengths = [max(r.calls, 1) for r in rows]
+    bases = [-0.5] * n
     height = _overview_height(n, row_height)
-    tickvals, ticktext = call_ticks(int(lengths.max()) if n else 1, target=6)
+    rows_shown = (n - 0.5 + ROW_PAD, -0.5 - ROW_PAD)  # the y range: top row first
+    px_per_row = (height - OVERVIEW_MARGIN_TOP - OVERVIEW_MARGIN_BOTTOM) / (
+        rows_shown[0] - rows_shown[1])
+    longest = max(lengths, default=1)
+    tickvals, ticktext = call_ticks(longest, target=6)
     gap = 0.04
     width = (1 - gap * (len(engines) - 1)) / max(len(engines), 1)
     data: list[dict[str, Any]] = []
@@ -362,13 +378,18 @@ def overview_figure(
         layout[f"xaxis{suffix}"] = {
             "anchor": f"y{suffix}", "domain": [left, left + width],
             "title": {"text": "tool call (from 1)"},
-            "zeroline": False, "gridcolor": "#e6e6e6", "range": [-0.6, float(lengths.max()) if n else 1.0],
+            "zeroline": False, "gridcolor": "#e6e6e6", "range": [-0.6, float(longest)],
             "tickmode": "array", "tickvals": tickvals, "ticktext": ticktext,
             "ticklabeloverflow": "allow",
         }
+        # Rows top down, each one unit tall: a set range rather than ``autorange="reversed"``,
+        # which Plotly recomputes (and redraws every trace for) when Streamlit copies the
+        # figure after its first draw (and which left two rows' height empty above the first
+        # row and below the last).
         layout[f"yaxis{suffix}"] = {
             "anchor": f"x{suffix}", "domain": [0.0, 1.0], "tickmode": "array", "tickvals": ys,
-            "autorange": "reversed", "showgrid": False, "zeroline": False, "automargin": False,
+            "range": list(rows_shown), "autorange": False,
+            "showgrid": False, "zeroline": False, "automargin": False,
             "tickfont": {"color": "#1f1f1f"}, "ticklabeloverflow": "allow",
         }
         if col > 1:  # rows are shared: one set of row names, on the left
@@ -382,7 +403,7 @@ def overview_figure(
             "type": "bar", "name": "session (calls)", "orientation": "h", "y": ys, "x": lengths,
             "base": bases, "width": BAR_WIDTH,
             "marker": {"color": SESSION_BAR, "line": {"width": 0}},
-            "hoverinfo": "skip", "showlegend": False, "meta": {"engine": engine, "role": "extent"},
+            "hoverinfo": "skip", "showlegend": False, "meta": _meta(engine, "extent"),
             **axes,
         })
         div_y: list[int] = []
@@ -400,16 +421,14 @@ def overview_figure(
                 div_len.append(max(row.calls - 1 - first, 0.5))
         data.append({
             "type": "bar", "name": "after divergence (would not have happened)",
-            "orientation": "h", "y": np.asarray(div_y, dtype=np.int32),
-            "x": np.asarray(div_len, dtype=np.float64),
-            "base": np.asarray(div_base, dtype=np.float64), "width": BAR_WIDTH,
+            "orientation": "h", "y": div_y, "x": div_len, "base": div_base, "width": BAR_WIDTH,
             "marker": {
                 "color": DIVERGENCE_FILL,
                 "line": {"color": DIVERGENCE_LINE, "width": 1},
                 "pattern": {"shape": "/", "fgcolor": DIVERGENCE_LINE, "size": 6},
             },
             "hoverinfo": "skip", "legendgroup": "divergence", "showlegend": col == 1,
-            "meta": {"engine": engine, "role": "divergence"}, **axes,
+            "meta": _meta(engine, "divergence"), **axes,
         })
         starts_total = sum(len(g.starts) for g in groups.values())
         # Thousands of SVG markers make the browser the bottleneck; WebGL draws them in one
@@ -420,17 +439,18 @@ def overview_figure(
         for detector, verdict in _ordered_groups(groups):
             g = groups[(detector, verdict)]
             data.extend(_detector_traces(g, detector, verdict, engine, rows, names, marker_type,
-                                         axes))
+                                         axes, px_per_row))
     titles = [row_title(r) for r in rows]
     named: set[str] = set()
     for t in data:  # one legend entry per detector × verdict, whichever column has it first
-        if t.get("meta", {}).get("role") == "start":
+        if t.get("mode") == "markers":
             t["showlegend"] = t["name"] not in named
             named.add(t["name"])
     layout.update(
         barmode="overlay",
         height=height,
-        margin={"l": _row_title_margin(titles), "r": 10, "t": 30, "b": 40},
+        margin={"l": _row_title_margin(titles), "r": 10, "t": OVERVIEW_MARGIN_TOP,
+                "b": OVERVIEW_MARGIN_BOTTOM},
         # The legend is drawn apart, in columns across the page (legend_figure): Plotly's own
         # horizontal legend only spans the plot area, which the row titles narrow, so it put
         # one entry per line — as tall as a short chart.
@@ -442,48 +462,131 @@ def overview_figure(
         plot_bgcolor="white",
         paper_bgcolor="white",
         hoverlabel={"align": "left"},
-        hovermode="closest",
         font={"color": "#1f1f1f", "size": 13},
+        **SELECT_POINTS,
+        **_drawn_once(data, titles),
     )
     layout["yaxis"]["ticktext"] = titles
-    return go.Figure({"data": data, "layout": layout})
+    return _without_template(go.Figure({"data": data, "layout": layout}))
 
 
 _PLAIN: dict[str, Any] = {}
 """An empty template: keeps plotly.py from applying (and validating) its default one."""
 
 
+def _drawn_once(data: Sequence[Mapping[str, Any]], *more: Any) -> dict[str, Any]:
+    """The layout's ``datarevision``, which keeps the browser from drawing a figure twice per
+    change (with no template, set ranges and plain lists: see below): a digest of the
+    figure's arrays (``data``'s and ``more``), so it changes whenever they do.
+
+    Streamlit (1.67) mounts a new chart element whenever the figure changes (the element's id
+    hashes the figure) and Plotly draws it; then the element copies the figure (a JSON round
+    trip), for a chart with ``on_select`` sets the click and drag modes, and hands the copy to
+    ``Plotly.react``. Plotly redraws every trace unless its comparison of the two finds
+    nothing changed, and it does find changes in: 1-D numpy arrays (sent base64-encoded,
+    decoded to typed arrays it never finds equal), any array unless ``datarevision`` is set,
+    objects in ``meta`` and in the template, modes it did not have, and axes it ranges itself.
+    That second draw was as long as the first. So: 1-D arrays are lists (a 2-D numpy array
+    decodes to a list of rows, compared as lists are), traces say what they are in a string
+    (``meta``), the template is dropped (after plotly.py has built the figure with an empty
+    one), axes have set ranges, and the overview sets the modes Streamlit sets for point
+    selection. A browser test counts what Plotly changes in the drawn chart on that copy.
+    """
+    digest = hashlib.blake2b(orjson.dumps(
+        [*more, *([t.get(k) for k in _DATA_KEYS] for t in data)],
+        option=orjson.OPT_SERIALIZE_NUMPY), digest_size=8).hexdigest()
+    return {"datarevision": digest}
+
+
+_DATA_KEYS = ("meta", "x", "y", "base", "customdata", "text")
+
+SELECT_POINTS = {"clickmode": "event+select", "dragmode": "pan", "hovermode": "closest"}
+"""What Streamlit sets on a chart that selects points (``on_select``), unless the figure does:
+set in the figure, so that Streamlit's copy of it changes nothing."""
+
+
+def _without_template(fig: go.Figure) -> go.Figure:
+    """``fig`` with no template at all, not even an empty one (see :func:`_drawn_once`); its
+    look does not change: the empty template set nothing."""
+    fig.layout.template = None
+    return fig
+
+
+def _meta(engine: str, role: str, verdict: str | None = None, detector: str | None = None) -> str:
+    """A trace's ``meta``: what it draws, as one string (see :func:`trace_info`)."""
+    return "/".join([engine, role] + ([verdict, detector or ""] if verdict else []))
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInfo:
+    """What one trace of the overview draws."""
+
+    engine: str
+    role: str
+    """``extent`` (session bars), ``divergence`` (hatched bars), ``run`` (the runs longer than
+    one step: a band per run of refusals, a dotted line per run of warnings) or ``start`` (the
+    shaped markers where runs start)."""
+    verdict: str | None = None
+    detector: str | None = None
+
+
+def trace_info(trace: Any) -> TraceInfo | None:
+    """What an overview trace draws, read from its ``meta``: ``engine/role`` or
+    ``engine/role/verdict/detector`` (None: not an overview trace)."""
+    meta = trace.get("meta") if isinstance(trace, Mapping) else getattr(trace, "meta", None)
+    parts = meta.split("/", 3) if isinstance(meta, str) else []
+    if len(parts) == 2:
+        return TraceInfo(parts[0], parts[1])
+    if len(parts) == 4:
+        return TraceInfo(parts[0], parts[1], parts[2], parts[3])
+    return None
+
+
 def _detector_traces(g: _MarkerGroup, detector: str, verdict: str, engine: str,
                      rows: Sequence[OverviewRow], names: bool, marker_type: str,
-                     axes: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The two traces of one detector × verdict in one engine column."""
+                     axes: Mapping[str, str], px_per_row: float) -> list[dict[str, Any]]:
+    """The traces of one detector × verdict in one engine column: its runs (when a run is
+    longer than one step) and the marker where each run starts."""
     style = style_of(detector)
     title = f"{style.title} — {'refused' if verdict == 'refuse' else 'warned'}"
     refuse = verdict == "refuse"
-    meta = {"engine": engine, "detector": detector, "verdict": verdict}
-    # The run: every flagged call is a vertex of one line per run of consecutive steps (NaN
-    # breaks the line between runs): a single SVG path however many calls.
-    run = {
-        "type": "scatter", "name": title, "mode": "lines", "legendgroup": title,
-        "showlegend": False,
-        "x": np.asarray(g.x, dtype=np.float64), "y": np.asarray(g.y, dtype=np.float64),
-        # Not hoverable: a lines-only trace cannot be selected, and at a run's first step it
-        # would win the hover (and the click that opens the session) from the marker. The
-        # marker's hover tells where the run starts and ends.
-        "hoverinfo": "skip",
-        "line": {"color": style.color, "width": 5 if refuse else 2.5,
-                 "dash": "solid" if refuse else "dot"},
-        "meta": {**meta, "role": "run"}, **axes,
-    }
+    traces = []
+    if g.runs:
+        # The runs, from each run's first step to its last, all in one trace. Not hoverable: a
+        # run cannot be selected, and at its first step it would win the hover (and the click
+        # that opens the session) from the marker, whose hover tells where the run starts and
+        # ends.
+        run: dict[str, Any] = {
+            "type": "scatter", "name": title, "legendgroup": title, "showlegend": False,
+            "hoverinfo": "skip", "meta": _meta(engine, "run", verdict, detector), **axes,
+        }
+        if refuse:
+            # A solid band as thick as a 5 px line, the runs' rectangles filled as one SVG
+            # path. (A line breaks into an SVG path per run, each styled on its own: a fifth
+            # of the chart's drawing time, refusals being most of the runs.)
+            half = REFUSED_RUN_PX / 2 / px_per_row
+            edges = {r: (round(r - half, 4), round(r + half, 4)) for _, _, r in g.runs}
+            run.update(mode="none", fill="toself", fillcolor=style.color,
+                       x=[v for x0, x1, _ in g.runs for v in (x0, x1, x1, x0, None)],
+                       y=[v for _, _, r in g.runs
+                          for v in (edges[r][0], edges[r][0], edges[r][1], edges[r][1], None)])
+        else:  # a dotted line (None breaks it between runs)
+            run.update(mode="lines", line={"color": style.color, "width": 2.5, "dash": "dot"},
+                       x=[v for x0, x1, _ in g.runs for v in (x0, x1, None)],
+                       y=[v for _, _, r in g.runs for v in (r, r, None)])
+        traces.append(run)
     # The shaped marker where each run starts: the shape, not colour alone, says which
     # detector; hollow = warned.
     starts = g.starts
-    start = {
+    traces.append({
         "type": marker_type, "name": title, "mode": "markers", "legendgroup": title,
-        "x": np.asarray([s[0] for s in starts], dtype=np.float64),
-        "y": np.asarray([s[1] for s in starts], dtype=np.int32),  # row numbers
+        "x": [s[0] for s in starts],
+        "y": [s[1] for s in starts],  # row numbers
+        # Numbers, so sent as one base64 array: its rows decode to an array Plotly compares as
+        # it does lists (see _drawn_once), and plotly.py validates it at once, not number by
+        # number as it does lists (a third of the figure's build time).
         "customdata": np.asarray([s[2:] for s in starts], dtype=np.int64).reshape(-1, 6),
-        "text": [_esc(rows[int(s[1])].name, 80) for s in starts] if names else None,
+        "text": [_esc(rows[s[1]].name, 80) for s in starts] if names else None,
         "hovertemplate": _hover(names) + "<extra>%{fullData.name}</extra>",
         "marker": {
             "symbol": marker_symbol(detector, verdict),
@@ -491,9 +594,13 @@ def _detector_traces(g: _MarkerGroup, detector: str, verdict: str, engine: str,
             "size": 11 if refuse else 9,
             "line": {"width": 0.8 if refuse else 1.5, "color": "#ffffff" if refuse else style.color},
         },
-        "meta": {**meta, "role": "start"}, **axes,
-    }
-    return [run, start]
+        "meta": _meta(engine, "start", verdict, detector), **axes,
+    })
+    return traces
+
+
+REFUSED_RUN_PX = 5
+"""The thickness of a run of refusals, in pixels (at the figure's own height)."""
 
 
 # --------------------------------------------------------------------------- legends
@@ -520,9 +627,9 @@ def legend_entries(fig: go.Figure) -> list[LegendEntry]:
         name = getattr(t, "name", None)
         if not name or name in seen or t.showlegend is False:
             continue
-        meta = t.meta or {}
         if t.type == "bar":
-            if meta.get("role") != "divergence":
+            info = trace_info(t)
+            if info is None or info.role != "divergence":
                 continue
             out.append(LegendEntry(name, "square", DIVERGENCE_LINE, fill=DIVERGENCE_FILL))
         elif "markers" in (t.mode or "") and t.marker is not None and t.marker.symbol:
@@ -558,13 +665,13 @@ def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None)
                      "text": [_esc(e.name, 90)], "textposition": "middle right",
                      "textfont": {"size": 12, "color": "#1f1f1f"}, "hoverinfo": "skip"})
     hidden = {"visible": False, "fixedrange": True}
-    return go.Figure({"data": data, "layout": {
+    return _without_template(go.Figure({"data": data, "layout": {
         "height": rows * LEGEND_ROW_PX + 12, "margin": {"l": 4, "r": 4, "t": 6, "b": 6},
         "xaxis": {**hidden, "range": [-0.02, columns]},
         "yaxis": {**hidden, "range": [rows - 0.5, -0.5]},
         "showlegend": False, "template": _PLAIN, "plot_bgcolor": "white",
-        "paper_bgcolor": "white", "dragmode": False,
-    }})
+        "paper_bgcolor": "white", "dragmode": False, **_drawn_once(data),
+    }}))
 
 
 def _overview_height(n_rows: int, row_height: int) -> int:
@@ -572,20 +679,17 @@ def _overview_height(n_rows: int, row_height: int) -> int:
 
 
 class _MarkerGroup:
-    """One detector × verdict of one engine column, gathered row by row: the vertices of the
-    run lines (NaN between runs) and one start per run."""
+    """One detector × verdict of one engine column, gathered row by row: its runs and one
+    start per run."""
 
-    __slots__ = ("starts", "x", "y")
+    __slots__ = ("runs", "starts")
 
     def __init__(self) -> None:
-        self.x: list[float] = []
-        self.y: list[float] = []
-        self.starts: list[list[float]] = []
+        self.runs: list[tuple[float, float, int]] = []
+        """Per run longer than one step: the x of its first and of its last step, its row."""
+        self.starts: list[list[Any]] = []
         """Per run: x, row, turn, call (-1: none), count (-1: none), run length, and the call
         and count of its last step."""
-
-
-_NAN = float("nan")
 
 
 def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[Marker],
@@ -594,12 +698,13 @@ def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[
     and verdict — and return the x of its first refusal (None: never refused).
 
     A loop refused once is usually refused again at every later step, so a session of 40
-    refused calls becomes one line and one marker instead of 40 markers: the browser's cost
-    grows with the number of SVG markers, not with the length of a line."""
+    refused calls becomes one run and one marker instead of 40 markers: the browser's cost
+    grows with the number of SVG markers, not with the length of a line. A run is kept as its
+    ends, not 40 steps: the figure the server validates and sends is that much smaller."""
     first: float | None = None
     previous: tuple[str, str, int] | None = None
     group: _MarkerGroup | None = None
-    start: list[float] = []
+    start: list[Any] = []
     for m in markers:
         x = m.x
         if first is None and m.verdict == "refuse":
@@ -613,22 +718,24 @@ def _add_runs(groups: Mapping[tuple[str, str], _MarkerGroup], markers: Sequence[
             group = groups[key]
             # Shown in the hover: turns and calls counted from 1 (-1: no call).
             start = [x, row, m.turn + 1, call + 1 if call >= 0 else -1, count, 0,
-                     call + 1 if call >= 0 else -1, count]
+                     call + 1 if call >= 0 else -1, count, x]  # (+ the last step's x)
         assert group is not None
         start[5] += 1
-        start[6:] = [call + 1 if call >= 0 else -1, count]
-        group.x.append(x)
-        group.y.append(row)
+        start[6:8] = [call + 1 if call >= 0 else -1, count]
+        start[8] = x
         previous = (*key, m.position)
     if group is not None:
         _close_run(group, start)
     return first
 
 
-def _close_run(group: _MarkerGroup, start: list[float]) -> None:
+def _close_run(group: _MarkerGroup, start: list[Any]) -> None:
+    """A run's steps share a row and follow each other along it: the line through every step
+    is the one from its first step to its last (none for a run of one step: its marker)."""
+    x0, row, x1 = start[0], start[1], start.pop()
     group.starts.append(start)
-    group.x.append(_NAN)  # the line breaks here
-    group.y.append(_NAN)
+    if x1 != x0:
+        group.runs.append((x0, x1, row))
 
 
 def _hover(names: bool) -> str:
