@@ -495,7 +495,7 @@ def main() -> None:
     mixed, chat = workdir / f"mixed-{sessions}", workdir / f"chat-{sessions}"
     if not mixed.is_dir():
         generate(mixed, sessions)
-    if not chat.is_dir():
+    if not chat.is_dir() and not (args.skip_node and args.skip_cli):  # (only they read it)
         generate(chat, sessions, formats=("openai_chat",))
 
     figures = bench_core(mixed, args.repeats, max(args.ingest_runs, 1))
