@@ -1,6 +1,6 @@
 """loopscope's performance figures, measured side by side with the real implementations.
 
-    python benchmarks/bench.py                 # everything, about a minute on 2 cores
+    python benchmarks/bench.py                 # everything, about two minutes on 2 cores
     python benchmarks/bench.py --quick         # 200 sessions, for a smoke run
     python benchmarks/bench.py --skip-browser --skip-node --skip-cli
 
@@ -22,9 +22,9 @@ keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}`
   (``openclaw@2026.6.11`` from ``$LOOPSCOPE_OPENCLAW_DIR``) on the OpenAI-chat corpus, with and
   without loading, and the refused-session counts of both sides on the same configuration (a
   mismatch means one side maps the sessions differently: the run fails loudly);
-- the cold command line (``loopscope replay DIR --engine E --json``, output included) on an
-  OpenAI-chat corpus of the reference size, against the reference implementations' times on
-  this machine;
+- the command line (``loopscope replay DIR --engine E --json``, output included) on an
+  OpenAI-chat corpus of the reference size: cold (the on-disk cache off), and read back after
+  ``loopscope prepare DIR``, against the reference implementations' times on this machine;
 - in a real browser (``benchmarks/browser.py``: Playwright + Debian's Chromium, the app on the
   mixed corpus): slider move → updated chart (and → the whole page settled), and the app's
   peak resident memory.
