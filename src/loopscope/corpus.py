@@ -26,7 +26,8 @@ from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
 __all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "PreparedFile",
-           "PreparedFolder", "Progress", "build_corpus", "ingest", "read_prepared"]
+           "PreparedFolder", "Progress", "build_corpus", "every_engine", "ingest",
+           "prepared_folder_files", "read_prepared"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -228,10 +229,8 @@ def build_corpus(
     ``snapshot_in_background``: write the snapshot in a thread (the dashboard draws its first
     chart meanwhile; the process waits for it before it exits).
     """
-    from loopscope.engines import engine_names
-
     started = time.perf_counter()
-    wanted = list(prepare) if prepare is not None else [(name, None) for name in engine_names()]
+    wanted = list(prepare) if prepare is not None else every_engine()
     names = _snapshot_names(files, wanted, root) if cache.active() else None
     loaded, exact = None, False
     if names is not None:
@@ -282,6 +281,25 @@ def build_corpus(
     corpus._prepared.update(loaded.prepared)
     corpus._runs.update(loaded.runs)
     return corpus
+
+
+def every_engine() -> list[tuple[str, str | None]]:
+    """Every registered engine at its default version: what a corpus is prepared for unless
+    told otherwise (the dashboard, ``loopscope prepare``), and so its snapshot's engines."""
+    from loopscope.engines import engine_names
+
+    return [(name, None) for name in engine_names()]
+
+
+def prepared_folder_files(target: Path) -> tuple[list[tuple[str, bool]], int, str]:
+    """The files of a resolved folder (or one file) as ``loopscope prepare`` and the dashboard
+    open it — ``(path, named explicitly?)`` in sorted order — the number of files the scan
+    ignored, and the corpus root (the folder; a file's own folder)."""
+    from loopscope.formats import expand_paths
+
+    found, ignored = expand_paths([str(target)])
+    return ([(p, not scanned) for p, scanned in found], ignored,
+            str(target if target.is_dir() else target.parent))
 
 
 def _keys(wanted: Sequence[tuple[str, str | None]]) -> list[tuple[str, str]]:
@@ -524,7 +542,6 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
     Read-only: a cold command line pays nothing for the cache. What the files give is what an
     import gives (the snapshot is keyed by every file's stamp, and checked when read).
     """
-    from loopscope.engines import engine_names
     from loopscope.formats import expand_paths
 
     if not cache.active() or not cache.has_corpora():
@@ -533,32 +550,26 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
     if not target.exists():
         return None
     given, _ = expand_paths([path])
-    found, _ = expand_paths([str(target)])
+    files, _, root = prepared_folder_files(target)
     # The files as the dashboard and ``loopscope prepare`` list them (the resolved folder),
     # one for one with the files as reached through ``path``.
     given_root, found_root = os.fspath(path), str(target)
-    if len(given) != len(found) or any(
-            g_scanned != f_scanned or not g.startswith(given_root) or not f.startswith(found_root)
+    if len(given) != len(files) or any(
+            g_scanned == f_explicit or not g.startswith(given_root) or not f.startswith(found_root)
             or g[len(given_root):].lstrip("/\\") != f[len(found_root):].lstrip("/\\")
-            for (g, g_scanned), (f, f_scanned) in zip(given, found, strict=True)):
+            for (g, g_scanned), (f, f_explicit) in zip(given, files, strict=True)):
         return None
-    wanted: list[tuple[str, str | None]] = [(name, None) for name in engine_names()]
-    key = (engine, get_engine(engine).prepare_key(version))
-    files = [(p, not scanned) for p, scanned in found]
-    names = _snapshot_names(files, wanted, str(target if target.is_dir() else target.parent))
-    if names is None:
+    wanted = every_engine()
+    names = _snapshot_names(files, wanted, root)
+    snapshot = _exact_snapshot(names, files, wanted) if names is not None else None
+    if snapshot is None:
         return None
-    snapshot = _read_snapshot(names.key, wanted)
-    if snapshot is None or snapshot.files != [
-            (p, explicit, stamp) for (p, explicit), stamp in zip(files, names.stamps,
-                                                                 strict=True)]:
-        return None
-    prepared = snapshot.ingested.prepared.get(key)
+    prepared = snapshot.ingested.prepared.get((engine, get_engine(engine).prepare_key(version)))
     if prepared is None:
         return None
     out: list[PreparedFile] = []
     at = 0
-    for (reached, scanned), (resolved, _), result in zip(given, found, snapshot.ingested.files,
+    for (reached, scanned), (resolved, _), result in zip(given, files, snapshot.ingested.files,
                                                          strict=True):
         out.append(PreparedFile(reached, scanned, result, range(at, at + len(result.heads)),
                                 resolved))
@@ -607,9 +618,8 @@ def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
     folder's last snapshot and the files that changed since (not exact), else None."""
     if progress:
         progress(0.0, "Reading the prepared sessions kept from the last start")
-    found = _read_snapshot(names.key, wanted)
-    if found is not None and found.files == [(path, explicit, stamp) for (path, explicit), stamp
-                                             in zip(files, names.stamps, strict=True)]:
+    found = _exact_snapshot(names, files, wanted)
+    if found is not None:
         return found.ingested, True
     previous = cache.last_corpus(names.pointer) if names.pointer else None
     if previous is None or previous == names.key:
@@ -618,6 +628,16 @@ def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
     if old is None:
         return None, False
     return _with_changes(old, names, files, wanted, ingest_with, workers, progress), False
+
+
+def _exact_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
+                    wanted: Sequence[tuple[str, str | None]]) -> _Snapshot | None:
+    """The snapshot of exactly ``files`` as they are now (``names.stamps``), if kept."""
+    found = _read_snapshot(names.key, wanted)
+    if found is None or found.files != [(path, explicit, stamp) for (path, explicit), stamp
+                                        in zip(files, names.stamps, strict=True)]:
+        return None
+    return found
 
 
 @dataclass(frozen=True, slots=True)

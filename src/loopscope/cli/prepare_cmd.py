@@ -62,15 +62,13 @@ def prepare(paths: tuple[str, ...], workers: int | None, dask_address: str | Non
 def _prepare_one(path: str, workers: int | None, ingest_with: Any) -> None:
     from tqdm import tqdm
 
-    from loopscope.corpus import build_corpus
-    from loopscope.formats import expand_paths
+    from loopscope.corpus import build_corpus, prepared_folder_files
 
     # The folder as the dashboard opens it (resolved): the same files, the same cache entry.
     target = Path(path).resolve()
     if not target.exists():
         raise click.UsageError(f"{path} does not exist")
-    found, ignored = expand_paths([str(target)])
-    files = [(p, not scanned) for p, scanned in found]
+    files, ignored, root = prepared_folder_files(target)
     started = time.perf_counter()
     with tqdm(total=1000, desc=f"prepare {path}", file=sys.stderr, disable=None, leave=False,
               bar_format="{desc}: {percentage:3.0f}% {postfix}") as bar:
@@ -80,7 +78,7 @@ def _prepare_one(path: str, workers: int | None, ingest_with: Any) -> None:
             bar.set_postfix_str(text, refresh=True)
 
         corpus = build_corpus(files, fingerprint="prepare", origin="folder",
-                              root=str(target if target.is_dir() else target.parent),
+                              root=root,
                               ignored_files=ignored, progress=progress, workers=workers,
                               ingest_with=ingest_with)
     errors, warnings = corpus.import_problem_counts
