@@ -86,9 +86,9 @@ def _stamp(root: str) -> tuple[tuple[str, int, int], ...]:
     renamed, a folder added: the folder's own mtime changes); otherwise the folders and the
     known sidecars are stat'ed. A walk lists every session file — 20,000 of them cost ~35 ms
     per page run, on every slider move."""
-    folders = _FOLDERS.get(root)
-    if folders is not None and all(_mtime(folder) == mtime for folder, mtime in folders):
-        return _sidecars(_KNOWN.get(root, ()))
+    last = _WALKS.get(root)
+    if last is not None and all(_mtime(folder) == mtime for folder, mtime in last[0]):
+        return _sidecars(last[1])
     seen: list[tuple[str, int | None]] = []
     paths: list[str] = []
     # A folder changed in the last seconds may change again within its mtime's resolution
@@ -100,17 +100,12 @@ def _stamp(root: str) -> tuple[tuple[str, int, int], ...]:
         seen.append((folder, mtime if mtime is not None and mtime < settled_before else -1))
         if labels_mod.LABELS_FILE_NAME in files:
             paths.append(os.path.join(folder, labels_mod.LABELS_FILE_NAME))
-    with _WALK_LOCK:
-        _FOLDERS[root] = tuple(seen)
-        _KNOWN[root] = tuple(paths)
+    _WALKS[root] = (tuple(seen), tuple(paths))  # (one assignment: no lock needed)
     return _sidecars(paths)
 
 
-_FOLDERS: dict[str, tuple[tuple[str, int | None], ...]] = {}
-"""Per root: every folder of the last walk, with its mtime then."""
-_KNOWN: dict[str, tuple[str, ...]] = {}
-"""Per root: the sidecars the last walk found."""
-_WALK_LOCK = threading.Lock()
+_WALKS: dict[str, tuple[tuple[tuple[str, int | None], ...], tuple[str, ...]]] = {}
+"""Per root, the last walk: every folder with its mtime then, and the sidecars it found."""
 
 
 def _mtime(path: str) -> int | None:

@@ -26,8 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-import orjson
-
+from loopscope.bulk import json_memo_key
 from loopscope.engines.openclaw.jsvalue import (
     JS_WHITESPACE,
     JS_WHITESPACE_CLASS,
@@ -172,10 +171,6 @@ def json_stringify_reference(value: Any) -> str:
         return _stringify_iterative(value)
 
 
-_PLAIN_JSON_ONLY: Final = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-                           | orjson.OPT_PASSTHROUGH_DATETIME)
-"""orjson refuses what ``JSON.parse`` never returns instead of converting it (subclasses,
-dataclasses, dates)."""
 _JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 _ARRAY_INDEX_KEY: Final = re.compile(r'"(?:0|[1-9][0-9]*)":')
 _NOT_SMALL_INTEGER: Final = re.compile(r"[.E]|[0-9]e|[0-9]{16}")
@@ -192,10 +187,10 @@ def _fast_stringify(value: Any) -> str | None:
     it writes floats and integers beyond 2**53 differently and keeps array-index keys in
     insertion order (JavaScript lists them first): those go to the JavaScript printer.
     """
-    try:
-        text = orjson.dumps(value, option=_PLAIN_JSON_ONLY).decode()
-    except TypeError:  # orjson.JSONEncodeError included
+    written = json_memo_key(value)  # orjson, refusing what JSON.parse never returns
+    if written is None:
         return None
+    text = written.decode()
     if '"' in text:
         if _ARRAY_INDEX_KEY.search(text) is not None:
             return None
