@@ -507,3 +507,36 @@ def test_a_pinned_baseline_is_what_later_changes_are_measured_against() -> None:
     at.button(key="delta.unpin").click()
     at.run()
     assert "These are the shipped defaults" in _delta_text(at)
+
+
+# --------------------------------------------------------------------------- run order
+
+
+def test_the_page_runs_before_the_sidebar_controls_once_their_values_are_known(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slider move sends the page (the chart being watched) before the sidebar's ~50
+    controls; the first run, and a run that adds a guard, draw the controls first because a
+    control reads the URL only when drawn."""
+    from loopscope.ui import settings, views
+
+    order: list[str] = []
+    drawn, opened = settings.render_sidebar_settings, views.open_pending
+    monkeypatch.setattr(settings, "render_sidebar_settings",
+                        lambda: (order.append("controls"), drawn())[1])
+    monkeypatch.setattr(views, "open_pending", lambda: (order.append("page"), opened())[1])
+
+    at = run_app({"engines": ["gglib"], "gglib.max_repeated_batch_steps": "3"})
+    assert order == ["controls", "page"]
+    assert cell(at, WRITE_LOOP, "gglib first refusal") == ""  # the URL's value, on run one
+
+    order.clear()
+    control(at, "gglib.max_repeated_batch_steps").set_value(2)
+    at.run()
+    assert order == ["page", "controls"]
+    assert _matches(cell(at, WRITE_LOOP, "gglib first refusal"), "loop")  # the new value
+
+    order.clear()
+    at.multiselect(key="engines").set_value(["gglib", "openclaw"])
+    at.run()
+    assert order == ["controls", "page"]  # OpenClaw's controls were not in the state yet
+    assert not at.exception, [e.value for e in at.exception]

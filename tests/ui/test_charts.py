@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -521,3 +522,82 @@ def test_stacked_session_charts_share_the_call_axis() -> None:
     b = charts.session_figure(long, calls, x_end=end)
     assert a.layout.xaxis2.range == b.layout.xaxis2.range
     assert a.layout.margin.l == b.layout.margin.l and a.layout.margin.r == b.layout.margin.r
+
+
+# --------------------------------------------------------------------------- unchecked specs
+
+
+def _figures_both_ways(monkeypatch: pytest.MonkeyPatch, build: Any) -> list[tuple[Any, Any]]:
+    """``build()`` run with the figures wrapped as the dashboard wraps them (unchecked) and
+    each spec also validated by plotly.py: (unchecked JSON, validated JSON) per figure."""
+    import copy
+
+    import plotly.io as pio
+
+    made: list[tuple[Any, dict[str, Any]]] = []
+    real = charts._figure_of_spec
+
+    def recording(spec: dict[str, Any], **kwargs: Any) -> Any:
+        kept = copy.deepcopy(spec)
+        fig = real(spec, **kwargs)
+        made.append((fig, kept))
+        return fig
+
+    monkeypatch.setattr(charts, "_figure_of_spec", recording)
+    build()
+    assert made
+    return [(_as_sent(pio.to_json(fig.to_dict(), validate=False)),
+             _as_sent(pio.to_json(real(spec, validate=True).to_dict(), validate=False)))
+            for fig, spec in made]
+
+
+def _as_sent(spec_json: str) -> Any:
+    """A figure's JSON as Plotly reads it: objects compared whatever their key order
+    (plotly.py's checks sort them; JavaScript reads them the same)."""
+    import json
+
+    return json.loads(spec_json)
+
+
+def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overview and its legend skip plotly.py's checks (a third of a slider move): every
+    spec must come out exactly as the checked figure would, as Streamlit sends it."""
+    from loopscope.corpus import build_corpus
+    from loopscope.engines import engine_names
+    from loopscope.formats import expand_paths
+    from loopscope.ui import views
+
+    samples = Path(__file__).resolve().parents[2] / "sample_transcripts"
+    targets, _ = expand_paths([str(samples)])
+    corpus = build_corpus([(p, not s) for p, s in targets], fingerprint="t", origin="folder",
+                          root=str(samples))
+    configs = {n: get_engine(n).default_config() for n in engine_names()}
+    replays = {n: [get_engine(n).replay(s, c) for s in corpus.sessions]
+               for n, c in configs.items()}
+    real_rows = views.overview_rows(corpus, replays)
+    assert any(r.replays[e].first_refusal is not None for r in real_rows for e in replays)
+
+    def build() -> None:
+        for rows, engines in ((_rows(), None), (_rows(), ["openclaw"]),
+                              (real_rows, list(replays)), (real_rows[:1], ["gglib"])):
+            fig = charts.overview_figure(rows, engines)
+            charts.legend_figure(charts.legend_entries(fig))
+            charts.legend_figure(charts.legend_entries(fig), columns=2)
+
+    pairs = _figures_both_ways(monkeypatch, build)
+    assert len(pairs) == 12
+    for unchecked, checked in pairs:
+        assert unchecked == checked
+
+
+def test_a_spec_plotly_would_coerce_is_caught_by_the_comparison(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The comparison above can fail: a number where Plotly wants a string (a name, a text)
+    # is written differently once plotly.py has checked (coerced) it.
+    def build() -> None:
+        charts._figure_of_spec({"data": [{"type": "scatter", "x": [1, 2], "y": [1, 2],
+                                          "name": 5, "text": [1, 2]}], "layout": {}})
+
+    [(unchecked, checked)] = _figures_both_ways(monkeypatch, build)
+    assert unchecked != checked

@@ -1,8 +1,10 @@
 """The dashboard's entry point: page config, the sidebar, and navigation.
 
 ``app.py`` at the repository root calls :func:`main`. The order matters: the sidebar's data
-source decides the corpus, which is loaded (with progress, cached) before any page runs; the
-settings controls are drawn before the page so every page sees the same configuration.
+source decides the corpus, which is loaded (with progress, cached) before any page runs. The
+settings controls have their place in the sidebar from the start but are drawn after the page
+once their values are known (see :func:`loopscope.ui.settings.settings_known`), so a slider
+move's chart reaches the browser before the ~50 controls.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import time
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from loopscope.ui import data, gc_policy, notices, pages, settings, state
 
@@ -37,11 +40,26 @@ def main() -> None:
     state.set_corpus(corpus)
     with st.sidebar:
         settings.render_corpus_status(corpus)
+        settings_slot = st.container()
+    notices.render(corpus, getattr(page, "url_path", None))
+    # A slider move re-runs everything; the browser applies the run's elements in the order
+    # they are sent, so the page (the chart the user is watching) goes before the sidebar's
+    # ~50 controls whenever their values are known without drawing them.
+    page_first = settings.settings_known()
+    if not page_first:
+        _render_settings(settings_slot)
+    try:
+        page.run()
+    finally:  # (the controls stay drawn when a page fails)
+        if page_first:
+            _render_settings(settings_slot)
+    st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
+    gc_policy.after_run()
+
+
+def _render_settings(slot: DeltaGenerator) -> None:
+    with slot:
         settings.render_sidebar_settings()
         last = st.session_state.get(LAST_RUN_KEY)
         if last is not None:
             st.caption(f"Last full re-run on the server: {last:.0f} ms.")
-    notices.render(corpus, getattr(page, "url_path", None))
-    page.run()
-    st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
-    gc_policy.after_run()

@@ -342,9 +342,11 @@ def overview_figure(
     shared across the columns, so the same session sits on the same line for every engine.
     Each trace's ``meta`` says what it draws (:func:`trace_info`).
 
-    The figure is written as one plain spec and validated once by ``go.Figure``: building it
-    trace by trace through ``make_subplots``/``add_trace``/``update_*`` validated every
-    property again on each call and cost several times more, on every slider move.
+    The figure is written as one plain spec and wrapped without plotly.py checking it again
+    (:func:`_figure_of_spec`): building it trace by trace through
+    ``make_subplots``/``add_trace``/``update_*`` validated every property on each call and
+    cost several times more, on every slider move; validating the finished spec once was
+    still half of building it.
 
     The browser draws it once per change, not twice (see :func:`_drawn_once`): nothing in it
     looks changed to Plotly when Streamlit copies it after the first draw.
@@ -467,7 +469,7 @@ def overview_figure(
         **_drawn_once(data, titles),
     )
     layout["yaxis"]["ticktext"] = titles
-    return _without_template(go.Figure({"data": data, "layout": layout}))
+    return _figure_of_spec({"data": data, "layout": layout})
 
 
 _PLAIN: dict[str, Any] = {}
@@ -503,6 +505,26 @@ _DATA_KEYS = ("meta", "x", "y", "base", "customdata", "text")
 SELECT_POINTS = {"clickmode": "event+select", "dragmode": "pan", "hovermode": "closest"}
 """What Streamlit sets on a chart that selects points (``on_select``), unless the figure does:
 set in the figure, so that Streamlit's copy of it changes nothing."""
+
+
+def _figure_of_spec(spec: dict[str, Any], *, validate: bool = False) -> go.Figure:
+    """The figure of a plain spec this module wrote (``{"data": [...], "layout": {...}}``),
+    without a template (see :func:`_drawn_once`).
+
+    plotly.py checks and coerces every property of a figure it is given (``validate``), a
+    third of the overview's cost on each slider move at 50 rows × 4 guards. The specs here
+    are already written as Plotly wants them (plain lists, strings, numbers, known keys), so
+    they are wrapped unchecked (``_validate=False``, the switch plotly.py uses for its own
+    templates). Tests build the figures both ways and require the same JSON, so a spec that
+    would need coercing, or a plotly.py that changes the switch, fails there."""
+    if validate:
+        return _without_template(go.Figure(spec))
+    fig = go.Figure(spec, _validate=False)
+    # The template goes as from a checked figure (its key removed, not left ``null``, which
+    # plotly.py's own HTML export cannot read): the layout alone checked again for it, as
+    # plotly.py itself switches checking on and off around its default template.
+    fig.layout._validate = True
+    return _without_template(fig)
 
 
 def _without_template(fig: go.Figure) -> go.Figure:
@@ -665,13 +687,13 @@ def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None)
                      "text": [_esc(e.name, 90)], "textposition": "middle right",
                      "textfont": {"size": 12, "color": "#1f1f1f"}, "hoverinfo": "skip"})
     hidden = {"visible": False, "fixedrange": True}
-    return _without_template(go.Figure({"data": data, "layout": {
+    return _figure_of_spec({"data": data, "layout": {
         "height": rows * LEGEND_ROW_PX + 12, "margin": {"l": 4, "r": 4, "t": 6, "b": 6},
         "xaxis": {**hidden, "range": [-0.02, columns]},
         "yaxis": {**hidden, "range": [rows - 0.5, -0.5]},
         "showlegend": False, "template": _PLAIN, "plot_bgcolor": "white",
         "paper_bgcolor": "white", "dragmode": False, **_drawn_once(data),
-    }}))
+    }})
 
 
 def _overview_height(n_rows: int, row_height: int) -> int:

@@ -409,6 +409,23 @@ def render_engine_settings() -> dict[str, Any]:
     return resolutions
 
 
+def settings_known() -> bool:
+    """Every value the pages read is already in the session state: the shown guards, their
+    versions and every control of theirs (true from the second run on, unless a guard was just
+    added). Then the page can run before the controls are drawn, so its chart reaches the
+    browser first; otherwise the controls are drawn first, because a control reads its value
+    from the URL only when it is drawn."""
+    known = st.session_state
+    if state.SHOWN_KEY not in known:
+        return False
+    for name in state.shown_engines():
+        if len(get_engine(name).versions) > 1 and state.version_key(name) not in known:
+            return False
+        if any(f.key not in known for f in state.fields_of(name)):
+            return False
+    return True
+
+
 def render_sidebar_settings() -> None:
     st.header("Settings", anchor=False)
     st.caption("Every change re-runs every loaded session. The URL holds the settings: copy it to "

@@ -34,9 +34,15 @@ def render() -> None:
     engines = state.shown_engines()
     results = {name: state.replays(name) for name in engines}
     found = delta.render(engines)
-    _summary(corpus, results)
-    _guards(corpus, results)
+    # The counts and the guards' table keep their place above the timeline but are filled
+    # after it: on a slider move the browser draws the elements in the order they arrive, and
+    # the timeline is what the person moving the slider watches.
+    summary, guards = st.container(), st.container()
     _sessions(corpus, results, found)
+    with summary:
+        _summary(corpus, results)
+    with guards:
+        _guards(corpus, results)
 
 
 def _welcome() -> None:
