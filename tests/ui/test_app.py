@@ -515,8 +515,9 @@ def test_a_pinned_baseline_is_what_later_changes_are_measured_against() -> None:
 def test_the_page_runs_before_the_sidebar_controls_once_their_values_are_known(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A slider move sends the page (the chart being watched) before the sidebar's ~50
-    controls; the first run, and a run that adds a guard, draw the controls first because a
-    control reads the URL only when drawn."""
+    controls; other runs (the first, one that adds a guard, a button's) draw the controls
+    first: a control reads the URL only when drawn, and a page opening another page keeps
+    only the settings of controls drawn by then."""
     from loopscope.ui import settings, views
 
     order: list[str] = []
@@ -539,4 +540,14 @@ def test_the_page_runs_before_the_sidebar_controls_once_their_values_are_known(
     at.multiselect(key="engines").set_value(["gglib", "openclaw"])
     at.run()
     assert order == ["controls", "page"]  # OpenClaw's controls were not in the state yet
+
+    order.clear()
+    control(at, "openclaw.warningThreshold").set_value(3)
+    at.run()
+    assert order == ["page", "controls"]
+    order.clear()
+    at.button(key="_preset_defaults").click()
+    at.run()
+    assert order == ["controls", "page"]  # not a setting moved
+    assert control(at, "openclaw.warningThreshold").value == 10
     assert not at.exception, [e.value for e in at.exception]

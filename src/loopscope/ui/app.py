@@ -2,8 +2,8 @@
 
 ``app.py`` at the repository root calls :func:`main`. The order matters: the sidebar's data
 source decides the corpus, which is loaded (with progress, cached) before any page runs. The
-settings controls have their place in the sidebar from the start but are drawn after the page
-once their values are known (see :func:`loopscope.ui.settings.settings_known`), so a slider
+settings controls have their place in the sidebar from the start but, after a setting is
+moved, are drawn after the page (see :func:`loopscope.ui.settings.page_runs_first`), so a slider
 move's chart reaches the browser before the ~50 controls.
 """
 
@@ -43,9 +43,9 @@ def main() -> None:
         settings_slot = st.container()
     notices.render(corpus, getattr(page, "url_path", None))
     # A slider move re-runs everything; the browser applies the run's elements in the order
-    # they are sent, so the page (the chart the user is watching) goes before the sidebar's
-    # ~50 controls whenever their values are known without drawing them.
-    page_first = settings.settings_known()
+    # they are sent, so after a move the page (the chart the user is watching) goes before the
+    # sidebar's ~50 controls when it can (see settings.page_runs_first).
+    page_first = settings.page_runs_first()
     if not page_first:
         _render_settings(settings_slot)
     try:

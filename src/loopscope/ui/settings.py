@@ -265,31 +265,38 @@ def _typed(f: Field, key: str | None = None) -> bool:
     return False
 
 
+MOVED_KEY = "_loopscope_setting_moved"
+"""Set (by the controls' ``on_change``) when the run was started by moving a sidebar setting."""
+
+
+def _moved() -> None:
+    st.session_state[MOVED_KEY] = True
+
+
 def control(f: Field, key: str | None = None) -> None:
     """The control of one setting, bound to the URL under ``key`` (default: the sidebar's
     ``<engine>.<setting>``; the Compare page draws the same controls under its own keys)."""
     key = key or f.key
+    common: dict[str, Any] = {"key": key, "help": f.help, "bind": "query-params"}
+    if key == f.key:
+        common["on_change"] = _moved
     if f.kind in ("int", "int_or_off") and _typed(f, key):
         if f.kind == "int":
             st.number_input(f.label, min_value=f.lowest, max_value=f.highest, value=f.default,
-                            step=1, key=key, help=f.help, bind="query-params")
+                            step=1, **common)
         else:
-            st.text_input(f"{f.label} (a number, or off)", value=str(f.default), key=key,
-                          help=f.help, bind="query-params")
+            st.text_input(f"{f.label} (a number, or off)", value=str(f.default), **common)
     elif f.kind == "int":
-        st.slider(f.label, min_value=f.min, max_value=f.max, value=f.default, step=1, key=key,
-                  help=f.help, bind="query-params")
+        st.slider(f.label, min_value=f.min, max_value=f.max, value=f.default, step=1, **common)
     elif f.kind == "int_or_off":
         st.select_slider(f.label, options=[OFF, *range(f.min, f.max + 1)], value=f.default,
-                         key=key, help=f.help, bind="query-params")
+                         **common)
     elif f.kind == "bool":
-        st.toggle(f.label, value=f.default, key=key, help=f.help, bind="query-params")
+        st.toggle(f.label, value=f.default, **common)
     elif f.kind == "choice":
-        st.selectbox(f.label, options=list(f.spec.choices), key=key, help=f.help,
-                     bind="query-params")
+        st.selectbox(f.label, options=list(f.spec.choices), **common)
     elif f.kind == "patterns":
-        st.text_area(f"{f.label} (one per line)", value=f.default, key=key, help=f.help,
-                     height=160, bind="query-params")
+        st.text_area(f"{f.label} (one per line)", value=f.default, height=160, **common)
         if key == f.key:
             st.button("Restore the defaults", key=f"_restore_{f.key}",
                       on_click=_restore_default, args=(f,), icon=":material/restart_alt:")
@@ -409,12 +416,19 @@ def render_engine_settings() -> dict[str, Any]:
     return resolutions
 
 
-def settings_known() -> bool:
-    """Every value the pages read is already in the session state: the shown guards, their
-    versions and every control of theirs (true from the second run on, unless a guard was just
-    added). Then the page can run before the controls are drawn, so its chart reaches the
-    browser first; otherwise the controls are drawn first, because a control reads its value
-    from the URL only when it is drawn."""
+def page_runs_first() -> bool:
+    """Whether this run may run the page before the sidebar's settings controls are drawn, so
+    that the page's chart reaches the browser first: only when a setting was moved (the run a
+    person watches the chart in) and every value the page reads is already in the session
+    state — the shown guards, their versions and each of their controls. Otherwise the
+    controls are drawn first: a control reads its value from the URL only when it is drawn,
+    and a page that opens another page keeps the settings in the URL only for controls drawn
+    by then (:func:`loopscope.ui.views.open_session`)."""
+    moved = bool(st.session_state.pop(MOVED_KEY, False))
+    return moved and _settings_known()
+
+
+def _settings_known() -> bool:
     known = st.session_state
     if state.SHOWN_KEY not in known:
         return False
