@@ -676,10 +676,14 @@ ParsedLine = tuple[Any, bool, Sequence[str]]
 
 def _plain_loads(data: bytes, max_depth: int | None = None) -> Any:
     """:func:`parse_line` of a text too short to hold a string over ``max_value_chars`` and to
-    nest deeper than allowed, or (with ``max_depth``) proven not to by :func:`_loads_shallow`:
+    nest deeper than allowed, or (with ``max_depth``) proven not to by its count of opening
+    brackets or by :func:`_loads_shallow`:
     orjson's parse, unless orjson fails or the text may hold the number ``-0`` (see
     :func:`loads`); :data:`_NOT_PARSED` then, for the full path."""
-    if max_depth is None:
+    # Nesting needs an opening bracket per level (brackets inside strings only add to the
+    # count): a line with at most max_depth of them is within the limit. Counting costs a
+    # quarter of writing the value back (a record line holds a few dozen brackets).
+    if max_depth is None or data.count(b"[") + data.count(b"{") <= max_depth:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -787,8 +791,11 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                 if exc.kind == NUMBER and on_number_error is not None:
                     on_number_error(number, exc.detail)
                 continue
-            truncated = truncated_at[:] if truncated_at else _NOT_TRUNCATED
-            truncated_at.clear()
+            if truncated_at:
+                truncated = truncated_at[:]
+                truncated_at.clear()
+            else:
+                truncated = _NOT_TRUNCATED
             if parsed is not None and not report:
                 parsed[number] = (value, bad_utf8, truncated)
         if bad_utf8 and not encoding_reported:
