@@ -157,6 +157,23 @@ def test_shallow_parse_is_the_parse_within_the_depth(pieces: list[bytes], wrap: 
         assert nesting(want) > jsonio._WRITING_LIMIT  # declined only a deeper value
 
 
+@PROFILE
+@given(st.lists(st.sampled_from([b"[", b"]", b",", b"1", b"{}", b'"s"', b'"[{"', b'{"a":', b"}",
+                                 b"-0"]), max_size=14),
+       st.integers(0, 300), st.sampled_from([1, 3, 8, 253, 254, 255, 512]))
+def test_plain_parse_of_a_long_line_is_the_parse_within_the_depth(
+        pieces: list[bytes], wrap: int, max_depth: int) -> None:
+    """A line counted within max_depth opening brackets (or proven by writing it back) is
+    orjson's parse; a deeper one is declined, for the full path to say so."""
+    data = b"[" * wrap + b"".join(pieces) + b"]" * wrap
+    got = jsonio._plain_loads(data, max_depth)
+    want = reference_loads_shallow(data, max_depth)
+    if got is not jsonio._NOT_PARSED:
+        assert want is not jsonio._NOT_PARSED and strict(got) == strict(want)
+    elif want is not jsonio._NOT_PARSED and b"-" not in data:
+        assert max_depth < data.count(b"[") + data.count(b"{")  # declined: not counted within
+
+
 @pytest.mark.parametrize("depth", [253, 254, 255, 511, 512, 513])
 def test_loads_keeps_the_depth_rule_for_long_documents(depth: int) -> None:
     padding = b'"' + b"x" * jsonio._WRAP_WITHOUT_COUNTING + b'"'
@@ -288,7 +305,9 @@ def reference_content_test(messages: list[Any], top_level_system: bool = False) 
 blocks = st.sampled_from([{"type": "tool_use"}, {"type": "text"}, {"type": "input_text"},
                           {"type": "thinking"}, {"type": ["x"]}, "s", None])
 chat_messages = st.lists(st.one_of(
-    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "function"]),
+    # (roles that are no string too: the rest of a decided list is tested with == on each)
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "function",
+                                                    ["tool"], {"r": 1}, None]),
                            "content": st.lists(blocks, max_size=3) | st.just("text")}),
     st.sampled_from([{"tool_calls": []}, {"tool_call_id": "x"}, {"type": "message"},
                      {"type": "function_call"}, {"function_call": {}}, 7, None])), max_size=8)
@@ -298,6 +317,9 @@ chat_messages = st.lists(st.one_of(
 @given(chat_messages, st.booleans())
 def test_content_test_equals_the_full_scan(messages: list[Any], system: bool) -> None:
     assert content_test(messages, system) == reference_content_test(messages, system)
+    # an Anthropic block first: the rest of the list is read by the one-set test
+    decided = [{"role": "assistant", "content": [{"type": "tool_use"}]}, *messages]
+    assert content_test(decided, system) == reference_content_test(decided, system)
 
 
 # ------------------------------------------------------------------------------ text
