@@ -200,6 +200,12 @@ class ResultDraft:
     origin: Origin = NO_ORIGIN
 
 
+# (The drafts are made in every session's hottest loop: see ``_construct`` for why these beat
+# calling the class. Every field is given, ``calls`` included.)
+_new_call_draft = positional_constructor(CallDraft)
+_new_turn_draft = positional_constructor(TurnDraft)
+_new_result_draft = positional_constructor(ResultDraft)
+
 _Note = tuple[str, str, str, Origin]
 """A pairing problem found as results arrive, reported at ``build``: severity, code, message
 and the result's origin."""
@@ -277,8 +283,8 @@ class SessionBuilder:
                   error: str | None = None, synthetic: bool = False,
                   timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> TurnDraft:
         events = self._events
-        turn = TurnDraft(len(events), text, thinking, content, model, stop_reason, error,
-                         synthetic, timestamp, origin)
+        turn = _new_turn_draft(len(events), text, thinking, content, model, stop_reason, error,
+                               synthetic, timestamp, origin, [])
         if len(events) >= self._cap:  # (_admit)
             self.dropped_events += 1
             return turn  # detached: calls added to it are dropped with it
@@ -296,9 +302,9 @@ class SessionBuilder:
         """Add a call to ``turn`` (its position is the number of calls it already has).
         ``element`` places it inside the message at ``origin`` (see ``CallDraft.element``)."""
         calls = turn.calls
-        draft = CallDraft(name if isinstance(name, str) else "", raw_arguments, arguments_kind,
-                          id if isinstance(id, str) else None, id_synthetic, wrapper,
-                          len(calls), None, origin, 0, element)
+        draft = _new_call_draft(name if isinstance(name, str) else "", raw_arguments,
+                                arguments_kind, id if isinstance(id, str) else None,
+                                id_synthetic, wrapper, len(calls), None, origin, 0, element)
         calls.append(draft)
         if self._in_order:
             events = self._events
@@ -333,8 +339,8 @@ class SessionBuilder:
         if not isinstance(call_id, str):
             call_id = None
         if not self._in_order:
-            events.append(ResultDraft(index, call_id, content, text, is_error, details, meta,
-                                      name, structure_call, timestamp, origin))
+            events.append(_new_result_draft(index, call_id, content, text, is_error, details,
+                                            meta, name, structure_call, timestamp, origin))
             return
         match: CallDraft | None = None
         if structure_call is None and call_id is not None:
@@ -498,7 +504,7 @@ class SessionBuilder:
                 n_calls += 1
         for i, item in enumerate(events):
             if isinstance(item, ToolResult):  # frozen on arrival: a draft again
-                events[i] = ResultDraft(
+                events[i] = _new_result_draft(
                     item.index, item.call_id, item.content, item.text, item.is_error,
                     item.details, item.meta, item.name, self._structure.get(item.index),
                     item.timestamp, item.origin)
