@@ -157,23 +157,6 @@ def test_shallow_parse_is_the_parse_within_the_depth(pieces: list[bytes], wrap: 
         assert nesting(want) > jsonio._WRITING_LIMIT  # declined only a deeper value
 
 
-@PROFILE
-@given(st.lists(st.sampled_from([b"[", b"]", b",", b"1", b"{}", b'"s"', b'"[{"', b'{"a":', b"}",
-                                 b"-0"]), max_size=14),
-       st.integers(0, 300), st.sampled_from([1, 3, 8, 253, 254, 255, 512]))
-def test_plain_parse_of_a_long_line_is_the_parse_within_the_depth(
-        pieces: list[bytes], wrap: int, max_depth: int) -> None:
-    """A line counted within max_depth opening brackets (or proven by writing it back) is
-    orjson's parse; a deeper one is declined, for the full path to say so."""
-    data = b"[" * wrap + b"".join(pieces) + b"]" * wrap
-    got = jsonio._plain_loads(data, max_depth)
-    want = reference_loads_shallow(data, max_depth)
-    if got is not jsonio._NOT_PARSED:
-        assert want is not jsonio._NOT_PARSED and strict(got) == strict(want)
-    elif want is not jsonio._NOT_PARSED and b"-" not in data:
-        assert max_depth < data.count(b"[") + data.count(b"{")  # declined: not counted within
-
-
 @pytest.mark.parametrize("depth", [253, 254, 255, 511, 512, 513])
 def test_loads_keeps_the_depth_rule_for_long_documents(depth: int) -> None:
     padding = b'"' + b"x" * jsonio._WRAP_WITHOUT_COUNTING + b'"'

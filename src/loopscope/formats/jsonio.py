@@ -676,14 +676,10 @@ ParsedLine = tuple[Any, bool, Sequence[str]]
 
 def _plain_loads(data: bytes, max_depth: int | None = None) -> Any:
     """:func:`parse_line` of a text too short to hold a string over ``max_value_chars`` and to
-    nest deeper than allowed, or (with ``max_depth``) proven not to by its count of opening
-    brackets or by :func:`_loads_shallow`:
+    nest deeper than allowed, or (with ``max_depth``) proven not to by :func:`_loads_shallow`:
     orjson's parse, unless orjson fails or the text may hold the number ``-0`` (see
     :func:`loads`); :data:`_NOT_PARSED` then, for the full path."""
-    # Nesting needs an opening bracket per level (brackets inside strings only add to the
-    # count): a line with at most max_depth of them is within the limit. Counting costs a
-    # quarter of writing the value back (a record line holds a few dozen brackets).
-    if max_depth is None or data.count(b"[") + data.count(b"{") <= max_depth:
+    if max_depth is None:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
