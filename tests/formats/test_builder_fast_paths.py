@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -26,7 +27,9 @@ from loopscope.formats.builder import (
     call_origin,
     line_origin,
     pointer_origin,
+    pointer_origins,
 )
+from loopscope.formats.loader import _renamed
 from loopscope.model import Origin, Session
 
 
@@ -184,3 +187,37 @@ def test_shared_origins_equal_the_origins_they_stand_for(
         origin = Origin(line, pointer)
         assert _block_origin(origin, index) == Origin(
             line, None if pointer is None else f"{pointer}/content/{index}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "/3", "/messages/1"]),
+                          st.sampled_from([None, "messages", "content"]), st.integers(0, 40)),
+                max_size=20))
+def test_runs_of_shared_origins_equal_one_origin_each(
+        specs: list[tuple[str, str | None, int]]) -> None:
+    """A run of a list's origins is the origin of each element, whatever was asked before."""
+    for pointer, name, count in specs:
+        run = pointer_origins(pointer, name, count)
+        assert run == [pointer_origin(pointer, name, i) for i in range(count)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 40), st.sampled_from([None, 3, 20]),
+       st.booleans())
+def test_stored_views_equal_the_views_computed(seed: int, length: int, cap: int | None,
+                                                at_build: bool) -> None:
+    """The turns and calls a built session holds (``seed_views``) are what ``Session.turns``
+    and ``Session.calls`` compute from its events; the loader's renamed copy keeps them and
+    equals ``dataclasses.replace``."""
+    ops = random_operations(seed, length)
+    session, _ = build((PairingAtBuild if at_build else SessionBuilder)(max_events=cap), ops)
+    fresh = dataclasses.replace(session)  # (a copy computes its views)
+    assert "turns" not in vars(fresh)
+    assert session.turns == fresh.turns and session.calls == fresh.calls
+    assert [id(t) for t in session.turns] == [id(t) for t in fresh.turns]
+    renamed = _renamed(session, "id2", "/s#1", "title", ())
+    assert renamed == dataclasses.replace(session, id="id2", source="/s#1", title="title",
+                                          problems=())
+    assert repr(renamed) == repr(dataclasses.replace(session, id="id2", source="/s#1",
+                                                     title="title", problems=()))
+    assert renamed.calls is session.calls and session.id == "s"

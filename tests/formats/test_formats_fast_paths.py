@@ -288,7 +288,9 @@ def reference_content_test(messages: list[Any], top_level_system: bool = False) 
 blocks = st.sampled_from([{"type": "tool_use"}, {"type": "text"}, {"type": "input_text"},
                           {"type": "thinking"}, {"type": ["x"]}, "s", None])
 chat_messages = st.lists(st.one_of(
-    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "function"]),
+    # (roles that are no string too: the rest of a decided list is tested with == on each)
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool", "function",
+                                                    ["tool"], {"r": 1}, None]),
                            "content": st.lists(blocks, max_size=3) | st.just("text")}),
     st.sampled_from([{"tool_calls": []}, {"tool_call_id": "x"}, {"type": "message"},
                      {"type": "function_call"}, {"function_call": {}}, 7, None])), max_size=8)
@@ -298,6 +300,9 @@ chat_messages = st.lists(st.one_of(
 @given(chat_messages, st.booleans())
 def test_content_test_equals_the_full_scan(messages: list[Any], system: bool) -> None:
     assert content_test(messages, system) == reference_content_test(messages, system)
+    # an Anthropic block first: the rest of the list is read by the one-set test
+    decided = [{"role": "assistant", "content": [{"type": "tool_use"}]}, *messages]
+    assert content_test(decided, system) == reference_content_test(decided, system)
 
 
 # ------------------------------------------------------------------------------ text

@@ -21,6 +21,7 @@ from loopscope.formats.builder import (
     line_origin,
     new_origin,
     pointer_origin,
+    pointer_origins,
 )
 from loopscope.formats.text import TEXT_JOINER, extract_text, type_of
 from loopscope.model import Origin, Session, escape_for_display
@@ -189,9 +190,12 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
                        origin=Origin(pointer=pointer_prefix.rsplit("/", 1)[0] + "/system")
                        if origins is None else Origin(origins[0].line if origins else None))
     unknown: set[str] = set()
+    # Each message's origin: as given (JSON Lines), else its pointer.
+    origin_at = list(origins or ())
+    if len(origin_at) < len(messages):
+        origin_at += pointer_origins(pointer_prefix, None, len(messages))[len(origin_at):]
     for i, message in enumerate(messages):
-        origin = (origins[i] if origins is not None and i < len(origins)
-                  else pointer_origin(pointer_prefix, None, i))
+        origin = origin_at[i]
         role = message.get("role") if isinstance(message, dict) else None
         content = message.get("content") if isinstance(message, dict) else message
         if role == "assistant":

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loopscope.formats._construct import positional_constructor
 from loopscope.formats.tally import CallTally
 from loopscope.model import Problem, Session, Severity, escape_for_display
 
@@ -21,6 +22,9 @@ Layout = Literal["document", "jsonl", "markdown", "zip", "parquet", "unknown"]
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
+
+
+_new_problem = positional_constructor(Problem)  # Problem(...) without its frozen __init__
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,7 @@ class ImportContext:
         count: int = 1,
     ) -> None:
         self.problems.append(
-            (candidate, Problem(self.path, line, pointer, severity, code, message, count))
+            (candidate, _new_problem(self.path, line, pointer, severity, code, message, count))
         )
 
     def skipped_between(self, after_line: int, before_line: int) -> list[int]:

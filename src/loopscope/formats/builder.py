@@ -83,6 +83,28 @@ def pointer_origin(pointer: str, name: str | None, index: int) -> Origin:
     return found
 
 
+_SHARED_RUNS: dict[tuple[str, str | None], list[Origin]] = {}
+_shared_in_runs = 0
+
+
+def pointer_origins(pointer: str, name: str | None, count: int) -> list[Origin]:
+    """``[pointer_origin(pointer, name, i) for i in range(count)]``: the origins of a list's
+    elements (``/messages/0``, ``/messages/1``…), kept as one run per list, so that a document
+    costs a slice instead of a lookup per message; shared (see above)."""
+    global _shared_in_runs
+    run = _SHARED_RUNS.get((pointer, name))
+    if run is None or len(run) < count:
+        if _shared_in_runs + count > _SHARED_ORIGINS_MAX:  # (bounded as the single origins)
+            _SHARED_RUNS.clear()
+            _shared_in_runs = 0
+            run = None
+        if run is None:
+            run = _SHARED_RUNS[(pointer, name)] = []
+        _shared_in_runs += count - len(run)
+        run.extend([pointer_origin(pointer, name, i) for i in range(len(run), count)])
+    return run[:count]
+
+
 def _shared_origin(key: Any, origin: Origin) -> Origin:
     if len(_SHARED_ORIGINS) >= _SHARED_ORIGINS_MAX:  # (bounded: most files look alike)
         _SHARED_ORIGINS.clear()
@@ -97,19 +119,30 @@ TRUNCATIONS: contextvars.ContextVar[list[tuple[int, int]] | None] = contextvars.
 """The loader's sink: each ``build`` of a truncated session appends ``(kept, dropped)``."""
 
 
-_serde_parser: Callable[[str], tuple[bool, Any]] | None = None
+_serde_loads: tuple[Callable[[str], Any], type[Exception]] | None = None
+
+
+def _serde() -> tuple[Callable[[str], Any], type[Exception]]:
+    """The serde-compatible loader the gglib engine uses too, so both read arguments alike, and
+    the exception it raises for a text serde_json rejects."""
+    # Imported on first use (the engines package imports the formats package), then kept: an
+    # import statement per call cost about a microsecond per tool call.
+    global _serde_loads
+    if _serde_loads is None:
+        from loopscope.engines.gglib.serde import SerdeJsonError, parse_json_serde
+
+        _serde_loads = parse_json_serde, SerdeJsonError
+    return _serde_loads
 
 
 def _default_json_text_parser(text: str) -> tuple[bool, Any]:
-    """The serde-compatible loader the gglib engine uses too, so both read arguments alike."""
-    # Imported on first use (the engines package imports the formats package), then kept: an
-    # import statement per call cost about a microsecond per tool call.
-    global _serde_parser
-    if _serde_parser is None:
-        from loopscope.engines.gglib.serde import parse_serde_json
-
-        _serde_parser = parse_serde_json
-    return _serde_parser(text)
+    """``(True, value)``, or ``(False, reason)`` when serde_json rejects ``text`` (as
+    ``parse_serde_json``). ``build`` calls the loader itself when this is the parser."""
+    loads, rejected = _serde()
+    try:
+        return True, loads(text)
+    except rejected as exc:
+        return False, str(exc)
 
 
 # The drafts are mutable and short-lived; ``slots`` makes them cheaper to create and read. A
@@ -166,6 +199,12 @@ class ResultDraft:
     timestamp: str | None = None
     origin: Origin = NO_ORIGIN
 
+
+# (The drafts are made in every session's hottest loop: see ``_construct`` for why these beat
+# calling the class. Every field is given, ``calls`` included.)
+_new_call_draft = positional_constructor(CallDraft)
+_new_turn_draft = positional_constructor(TurnDraft)
+_new_result_draft = positional_constructor(ResultDraft)
 
 _Note = tuple[str, str, str, Origin]
 """A pairing problem found as results arrive, reported at ``build``: severity, code, message
@@ -244,8 +283,8 @@ class SessionBuilder:
                   error: str | None = None, synthetic: bool = False,
                   timestamp: str | None = None, origin: Origin = NO_ORIGIN) -> TurnDraft:
         events = self._events
-        turn = TurnDraft(len(events), text, thinking, content, model, stop_reason, error,
-                         synthetic, timestamp, origin)
+        turn = _new_turn_draft(len(events), text, thinking, content, model, stop_reason, error,
+                               synthetic, timestamp, origin, [])
         if len(events) >= self._cap:  # (_admit)
             self.dropped_events += 1
             return turn  # detached: calls added to it are dropped with it
@@ -263,9 +302,9 @@ class SessionBuilder:
         """Add a call to ``turn`` (its position is the number of calls it already has).
         ``element`` places it inside the message at ``origin`` (see ``CallDraft.element``)."""
         calls = turn.calls
-        draft = CallDraft(name if isinstance(name, str) else "", raw_arguments, arguments_kind,
-                          id if isinstance(id, str) else None, id_synthetic, wrapper,
-                          len(calls), None, origin, 0, element)
+        draft = _new_call_draft(name if isinstance(name, str) else "", raw_arguments,
+                                arguments_kind, id if isinstance(id, str) else None,
+                                id_synthetic, wrapper, len(calls), None, origin, 0, element)
         calls.append(draft)
         if self._in_order:
             events = self._events
@@ -300,8 +339,8 @@ class SessionBuilder:
         if not isinstance(call_id, str):
             call_id = None
         if not self._in_order:
-            events.append(ResultDraft(index, call_id, content, text, is_error, details, meta,
-                                      name, structure_call, timestamp, origin))
+            events.append(_new_result_draft(index, call_id, content, text, is_error, details,
+                                            meta, name, structure_call, timestamp, origin))
             return
         match: CallDraft | None = None
         if structure_call is None and call_id is not None:
@@ -377,10 +416,15 @@ class SessionBuilder:
         for severity, code, message, origin in notes:
             emit(severity, code, message, line=origin.line, pointer=origin.pointer)
         parse = self._parse_json_text
+        # The default parser's loader is called directly: its (ok, value) wrapper cost two
+        # Python calls per tool call.
+        loads, rejected = _serde() if parse is _default_json_text_parser else (None, Exception)
         imported = IMPORTED_CALLS.get()  # the loader's tally of calls that reach a session
         bad_arguments = 0
         unanswered = 0
         first_bad: CallDraft | None = None
+        turns: list[AssistantTurn] = []
+        all_calls: list[ToolCall] = []
         for turn_number, item in enumerate(self._turns):
             calls: list[ToolCall] = []
             for call in item.calls:
@@ -388,11 +432,18 @@ class SessionBuilder:
                 arguments, error = raw, None
                 # A format that promised text but gave something else: used as a value.
                 if call.arguments_kind == "json_text" and isinstance(raw, str):
-                    ok, value = parse(raw)
-                    if ok:
-                        arguments = value
+                    if loads is not None:
+                        try:
+                            arguments = loads(raw)
+                        except rejected as exc:
+                            error = str(exc)
                     else:
-                        error = str(value)
+                        ok, value = parse(raw)
+                        if ok:
+                            arguments = value
+                        else:
+                            error = str(value)
+                    if error is not None:
                         bad_arguments += 1
                         first_bad = first_bad or call
                 if call.result_event is None:
@@ -402,13 +453,16 @@ class SessionBuilder:
                     call.arguments_kind, arguments, error, call.id_synthetic, call.wrapper,
                     call.result_event,
                 ))
-            if imported is not None:
-                imported.extend(item.calls)
-            events[item.event] = _new_turn(
+            if calls:
+                all_calls += calls
+                if imported is not None:
+                    imported.extend(item.calls)
+            turn = events[item.event] = _new_turn(
                 item.event, turn_number, item.text, tuple(calls), item.thinking,
                 item.content, item.model, item.stop_reason, item.error, item.synthetic,
                 item.timestamp, item.origin, "assistant",
             )
+            turns.append(turn)
 
         if bad_arguments and first_bad is not None:
             where = call_origin(first_bad)
@@ -427,7 +481,7 @@ class SessionBuilder:
         for m in list(models) + [t.model for t in self._turns if t.model]:
             if m and m not in distinct_models:
                 distinct_models.append(m)
-        return Session(
+        session = Session(
             id=id, source=source, format=format, events=tuple(events), title=title,
             agent=agent or AgentInfo(), models=tuple(distinct_models),
             started_at=self.timestamps[0] if self.timestamps else None,
@@ -436,6 +490,8 @@ class SessionBuilder:
             chat_messages=None if chat_messages is None else tuple(chat_messages),
             problems=tuple(problems or ()),
         )
+        seed_views(session, tuple(turns), tuple(all_calls))
+        return session
 
     def _pair_at_build(self, events: list[Any]) -> list[_Note]:
         """Number the calls (turn order, then position) and pair every result in event order,
@@ -448,7 +504,7 @@ class SessionBuilder:
                 n_calls += 1
         for i, item in enumerate(events):
             if isinstance(item, ToolResult):  # frozen on arrival: a draft again
-                events[i] = ResultDraft(
+                events[i] = _new_result_draft(
                     item.index, item.call_id, item.content, item.text, item.is_error,
                     item.details, item.meta, item.name, self._structure.get(item.index),
                     item.timestamp, item.origin)
@@ -493,6 +549,19 @@ class SessionBuilder:
                 _details_of(item.details), dict(meta) if meta else _NOTHING, item.timestamp,
                 item.origin, "tool_result")
         return notes
+
+
+def seed_views(session: Session, turns: tuple[AssistantTurn, ...],
+               calls: tuple[ToolCall, ...]) -> None:
+    """Store ``session.turns`` and ``session.calls``, the session's cached views, as the
+    builder made them (the turns of ``events`` in order, and their calls): the loader counts
+    every session's calls, and the engines read both, and each computed them again with a
+    walk over every event. ``functools.cached_property`` keeps its value in the instance's
+    ``__dict__`` under the property's name and looks there first; the values are the ones the
+    properties would compute (``tests/formats/test_builder_fast_paths.py`` checks it)."""
+    views = session.__dict__
+    views["turns"] = turns
+    views["calls"] = calls
 
 
 _NOTHING: dict[str, Any] = {}

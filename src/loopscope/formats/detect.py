@@ -140,20 +140,37 @@ def _messages_of(value: Any) -> Iterable[Any]:
     return ()
 
 
+_OPENAI_CHAT_FIELDS = frozenset({"tool_calls", "tool_call_id", "function_call"})
+
+
+def _openai_chat_fields(messages: Iterable[Any]) -> bool:
+    """Whether a message (an object) has an OpenAI tool field or the role ``tool`` or
+    ``function``: the test of :func:`content_test` on every message, the keys of all gathered
+    in one set (in C) instead of three lookups per message (an Anthropic request body is
+    decided by its ``system`` and read to its end)."""
+    objects = [m for m in messages if isinstance(m, dict)]
+    if not _OPENAI_CHAT_FIELDS.isdisjoint(set().union(*objects)):
+        return True
+    roles = [m.get("role") for m in objects]
+    return "tool" in roles or "function" in roles  # (== on each: a role may be a list)
+
+
 def content_test(messages: Iterable[Any], top_level_system: bool = False) -> str:
     """openai_chat / anthropic_messages / openai_responses for a sample of messages: OpenAI tool
     fields first, then Anthropic blocks, then Responses parts; plain text is openai_chat (it
     gives the same events in all three)."""
     anthropic = top_level_system
     responses = False
-    for message in messages:
+    remaining = iter(messages)
+    for message in remaining:
         if not isinstance(message, dict):
             continue
         if ("tool_calls" in message or "tool_call_id" in message or "function_call" in message
                 or message.get("role") in ("tool", "function")):
             return "openai_chat"
         if anthropic:
-            continue  # decided unless a later message is OpenAI chat: its blocks cannot matter
+            # Decided unless a later message is OpenAI chat: their blocks cannot matter.
+            return "openai_chat" if _openai_chat_fields(remaining) else "anthropic_messages"
         if type_of(message) in RESPONSES_ITEM_TYPES:
             responses = True
         content = message.get("content")

@@ -787,8 +787,11 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                 if exc.kind == NUMBER and on_number_error is not None:
                     on_number_error(number, exc.detail)
                 continue
-            truncated = truncated_at[:] if truncated_at else _NOT_TRUNCATED
-            truncated_at.clear()
+            if truncated_at:
+                truncated = truncated_at[:]
+                truncated_at.clear()
+            else:
+                truncated = _NOT_TRUNCATED
             if parsed is not None and not report:
                 parsed[number] = (value, bad_utf8, truncated)
         if bad_utf8 and not encoding_reported:

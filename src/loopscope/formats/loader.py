@@ -22,6 +22,7 @@ from typing import Any
 
 from loopscope.bulk import CollectorPaused
 from loopscope.formats import jsonio
+from loopscope.formats._construct import positional_constructor
 from loopscope.formats.base import (
     Detection,
     FileImport,
@@ -429,7 +430,10 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
             return path
         return f"{path}#{candidate}"
 
-    problems = [dataclasses.replace(p, source=source_of(c)) for c, p in ctx.problems]
+    # (ctx.problem wrote the path as every problem's source: most need no copy)
+    problems = [p if (where := source_of(c)) == p.source else
+                _new_problem(where, p.line, p.pointer, p.severity, p.code, p.message, p.count)
+                for c, p in ctx.problems]
     problems = _aggregate(problems, path, limits.max_warnings_per_code)
     by_source: dict[str, list[Problem]] = {}  # (one pass, not one per session)
     for p in problems:
@@ -441,11 +445,35 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
             f"{stem}#{n}" if several else stem)
         title = session.title or sid
         mine = tuple(by_source.get(source, ()))
-        sessions.append(dataclasses.replace(session, id=sid, source=source, title=title,
-                                            problems=mine))
+        sessions.append(_renamed(session, sid, source, title, mine))
     return FileImport(path, detection, sessions, problems,
                       calls_seen=tally.seen_count, calls_imported=calls_imported,
                       calls_set_aside=tally.reasons())
+
+
+_new_problem = positional_constructor(Problem)  # Problem(source, line, …, count)
+
+
+def _renamed(session: Session, sid: str, source: str, title: str,
+             problems: tuple[Problem, ...]) -> Session:
+    """``dataclasses.replace(session, id=sid, source=source, title=title, problems=problems)``
+    that keeps the session's cached views (``turns``, ``calls``: the builder stores them, see
+    ``builder.seed_views``), which ``replace`` would drop for the engines to compute again.
+
+    A ``Session`` holds its fields and cached views in its ``__dict__`` (no ``__post_init__``,
+    no slots): a copy of it with the four fields changed is the replaced session. A subclass
+    of ``Session`` (no importer makes one) takes ``replace`` itself."""
+    if type(session) is not Session:
+        return dataclasses.replace(session, id=sid, source=source, title=title,
+                                   problems=problems)
+    renamed = object.__new__(Session)
+    fields = renamed.__dict__
+    fields.update(session.__dict__)
+    fields["id"] = sid
+    fields["source"] = source
+    fields["title"] = title
+    fields["problems"] = problems
+    return renamed
 
 
 def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:

@@ -28,6 +28,7 @@ from loopscope.formats.builder import (
     call_origin,
     line_origin,
     pointer_origin,
+    pointer_origins,
 )
 from loopscope.formats.text import (
     TEXT_JOINER,
@@ -122,8 +123,12 @@ def session_from_messages(
     actions = _text_actions(messages)
     pending: tuple[CallDraft, str] | None = None  # a text action waiting for its answer
     n = len(messages)
-    origin_at = (origins if origins is not None and len(origins) >= n
-                 else [origin_of(i) for i in range(n)])
+    if origins is not None and len(origins) >= n:
+        origin_at: Sequence[Origin] = origins
+    elif origins is None and pointer_prefix is not None:
+        origin_at = pointer_origins(pointer_prefix, None, n)
+    else:
+        origin_at = [origin_of(i) for i in range(n)]
     time_at = ([None] * n if timestamps is None
                else [timestamps[i] if i < len(timestamps) else None for i in range(n)])
     for i, message in enumerate(messages):
@@ -314,7 +319,7 @@ def _body_session(body: dict[str, Any], ctx: ImportContext, *, candidate: int | 
     if line is not None:
         origins = [Origin(line=line)] * len(messages)
     else:
-        origins = [pointer_origin(prefix, "messages", i) for i in range(len(messages))]
+        origins = pointer_origins(prefix, "messages", len(messages))
     timestamps: list[str | None] | None = None
     metadata: dict[str, Any] = {}
     models: list[str] = []

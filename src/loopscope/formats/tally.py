@@ -28,6 +28,7 @@ __all__ = [
     "IMPORTED_CALLS",
     "Anchor",
     "CallTally",
+    "ElementAnchor",
     "count_document",
     "count_records",
     "count_text",
@@ -37,6 +38,11 @@ __all__ = [
 Anchor = int | str | None
 """Where a call was recorded: the 1-based line (JSON Lines, Markdown), a JSON Pointer
 (documents), or ``None`` when unknown."""
+ElementAnchor = tuple[str | None, int, str, int]
+"""``(prefix, i, name, k)``: the pointer ``f"{prefix}/{i}/{name}/{k}"`` (element ``k`` of list
+``name`` of message ``i``), written only when the counts disagree (see :func:`lost_calls`): the
+counters of the largest documents meet a call per message, and writing a pointer for each cost
+more than the rest of their walk."""
 
 IMPORTED_CALLS: contextvars.ContextVar[list[Any] | None] = \
     contextvars.ContextVar("loopscope_imported_calls", default=None)
@@ -48,7 +54,7 @@ IMPORTED_CALLS: contextvars.ContextVar[list[Any] | None] = \
 class CallTally:
     """Tool calls of one file: seen in the file, imported, set aside on purpose."""
 
-    seen: list[tuple[Anchor, Any]] = field(default_factory=list)
+    seen: list[tuple[Anchor | ElementAnchor, Any]] = field(default_factory=list)
     """One ``(anchor, tool name)`` per call-shaped record the counter found, in file order."""
     counted: bool = False
     """Whether a counter ran (``False``: this layout is not counted, e.g. a zip archive)."""
@@ -79,7 +85,7 @@ def _name(value: Any) -> str:
 # ``saw((anchor, name))``; a document counter takes the whole parsed document. Anchors match the
 # origins the importers give their calls, so that a lost call can be named.
 
-Saw = Callable[[tuple[Anchor, Any]], None]
+Saw = Callable[[tuple[Anchor | ElementAnchor, Any]], None]
 """``CallTally.seen.append``: each counter adds ``(anchor, tool name)`` per call it finds."""
 
 
@@ -116,7 +122,7 @@ def _chat_messages(messages: Any, prefix: str | None, saw: Saw, line: int | None
         if type(calls) is list and calls and message.get("role") == "assistant":
             for k, element in enumerate(calls):
                 function = element.get("function") if type(element) is dict else None
-                saw((line if line is not None else f"{prefix}/{i}/tool_calls/{k}",
+                saw((line if line is not None else (prefix, i, "tool_calls", k),
                      function.get("name") if type(function) is dict else ""))
 
 
@@ -219,7 +225,7 @@ def _anthropic_messages(messages: Any, prefix: str, saw: Saw, line: int | None) 
         if type(content) is list:
             for k, block in enumerate(content):
                 if type(block) is dict and block.get("type") in calls:
-                    saw((line if line is not None else f"{prefix}/{i}/content/{k}",
+                    saw((line if line is not None else (prefix, i, "content", k),
                          block.get("name")))
 
 
@@ -558,6 +564,14 @@ def count_text(format_id: str, text: str, tally: CallTally) -> None:
 # ----------------------------------------------------------------------------- the check
 
 
+def _written(anchor: Anchor | ElementAnchor) -> Anchor:
+    """An anchor, its pointer written out (see :data:`ElementAnchor`)."""
+    if type(anchor) is tuple:
+        prefix, i, name, k = anchor
+        return f"{prefix}/{i}/{name}/{k}"
+    return anchor  # type: ignore[return-value]
+
+
 def _anchor_of(call: Any) -> Anchor:
     origin, element = call.origin, call.element
     if origin is None:
@@ -579,10 +593,11 @@ def lost_calls(tally: CallTally, imported: list[Any],
     missing = len(tally.seen) - imported_count - len(tally.set_aside)
     if missing <= 0:
         return 0, None, None
-    left = Counter(anchor for anchor, _ in tally.seen)
+    seen = [(_written(anchor), name) for anchor, name in tally.seen]
+    left = Counter(anchor for anchor, _ in seen)
     left.subtract(_anchor_of(call) for call in imported)
     left.subtract(anchor for _, anchor in tally.set_aside)
-    for anchor, name in tally.seen:
+    for anchor, name in seen:
         if left.get(anchor, 0) > 0:
             where = f"line {anchor}" if isinstance(anchor, int) else (
                 f"at {escape_for_display(anchor, 80)}" if anchor else "")
