@@ -234,7 +234,8 @@ def prepare(session: Session) -> PreparedSession:
         for recorded in tool_calls:
             position = len(turn)
             prompts.append(prompt)
-            close_stretch()  # a tool call resets the content tracking
+            if open_stretch is not None:  # (checked here: most calls follow a call)
+                close_stretch()  # a tool call resets the content tracking
             name = names.get(recorded.name)
             if name is None:
                 name = names[recorded.name] = call_name(recorded)
