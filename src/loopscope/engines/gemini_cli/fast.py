@@ -171,8 +171,8 @@ def prepare(session: Session) -> PreparedSession:
     stretches: list[Stretch] = []
 
     prompt = 0
-    printed: dict[bytes, tuple[Any, tuple[str, str]]] = {}  # this session's calls, printed
-    printed_texts: dict[tuple[str, str, str], tuple[str, str]] = {}  # the same, arguments as text
+    printed: dict[bytes, tuple[Any, _Printed]] = {}  # this session's calls, printed
+    printed_texts: dict[tuple[str, str, str], _Printed] = {}  # the same, arguments as text
     names: dict[str, str] = {}  # recorded tool name -> call_name
     # The current prompt's call keys, as small integers, after MAX_CYCLE fillers equal to no
     # key (so that ``keys[-k]`` is always there).
@@ -254,17 +254,17 @@ def prepare(session: Session) -> PreparedSession:
                                 _SHARED_PRINTED_TEXTS.clear()
                             _SHARED_PRINTED_TEXTS[text_key] = entry
                     printed_texts[text_key] = entry
-                args_text, key = entry
             else:
-                args_text, key = memoised_by_json(
+                entry = memoised_by_json(
                     (name, kind, raw), _printed_key, printed, _SHARED_PRINTED,
                     max_shared_key=_SHARED_PRINTED_MAX_KEY, max_shared=_SHARED_PRINTED_MAX)
+            text_pair, key, step_signature, step_tools = entry
             turn.append(event_turn)
             call.append(recorded.index)
-            tools.append((name,))
-            signature.append(f"{name}:{key}")
+            tools.append(step_tools)
+            signature.append(step_signature)
             pieces.append(None)
-            call_text[position] = (name, args_text)
+            call_text[position] = text_pair
             code = key_ids.get(key)
             if code is None:
                 code = key_ids[key] = len(key_ids)
@@ -289,8 +289,15 @@ def prepare(session: Session) -> PreparedSession:
     return prepared
 
 
-_SHARED_PRINTED: Final[dict[bytes, tuple[Any, tuple[str, str]]]] = {}
-_SHARED_PRINTED_TEXTS: Final[dict[tuple[str, str, str], tuple[str, str]]] = {}
+_Printed = tuple[tuple[str, str], str, str, tuple[str]]
+"""What a call's step holds that depends on its name and arguments only: ``(name,
+JSON.stringify(args))``, its tool_call_key, its signature and its tools."""
+
+
+_SHARED_PRINTED: Final[dict[bytes, tuple[Any, _Printed]]] = {}
+"""A call's :data:`_Printed` by the :func:`~loopscope.bulk.json_memo_key` of ``(name, how its
+arguments were recorded, the recorded arguments)``, across sessions (:func:`memoised_by_json`)."""
+_SHARED_PRINTED_TEXTS: Final[dict[tuple[str, str, str], _Printed]] = {}
 """The same for arguments recorded as text, keyed by ``(name, how recorded, text)`` (bounded
 alike, by the text's length)."""
 _SHARED_PRINTED_MAX: Final = 50_000
@@ -299,13 +306,15 @@ if MAX_CYCLE != 5:  # pragma: no cover
     raise ImportError("prepare's walk over cycle lengths is written for MAX_CYCLE == 5")
 
 
-def _printed_key(call: tuple[str, str, Any]) -> tuple[str, str]:
-    """``(JSON.stringify(args), tool_call_key)`` of a call ``(name, how its arguments were
-    recorded, the recorded arguments)``. Memoised per session and across sessions: a looping
-    agent repeats its calls, so most are parsed, printed and hashed once."""
+def _printed_key(call: tuple[str, str, Any]) -> _Printed:
+    """:data:`_Printed` of a call ``(name, how its arguments were recorded, the recorded
+    arguments)``. Memoised per session and across sessions: a looping agent repeats its calls,
+    so most are parsed, printed and hashed once (and their steps share these read-only
+    values)."""
     name, arguments_kind, raw = call
     args_text = json_stringify(args_of(arguments_kind, raw))
-    return args_text, node_sha256(f"{name}:{args_text}")
+    key = node_sha256(f"{name}:{args_text}")
+    return (name, args_text), key, f"{name}:{key}", (name,)
 
 
 # --------------------------------------------------------------------------- content walk
