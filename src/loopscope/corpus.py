@@ -472,9 +472,22 @@ def join_parts(parts: Sequence[_PartResult],
 
 
 def _table_spec(name: str, version: str | None) -> Any:
-    """The engine's ``table_spec(version)``, or None (engines written before tables)."""
-    spec = getattr(get_engine(name), "table_spec", None)
-    return spec(version) if spec is not None else None
+    """The engine's ``table_spec(version)``, or None (engines written before tables).
+
+    Kept per engine object and version: ingest asks for it per file and engine, and making it
+    cost as much as preparing a short session."""
+    eng = get_engine(name)
+    found = _TABLE_SPECS.get((name, version))
+    if found is not None and found[0] is eng:
+        return found[1]
+    make = getattr(eng, "table_spec", None)
+    spec = make(version) if make is not None else None
+    _TABLE_SPECS[(name, version)] = (eng, spec)
+    return spec
+
+
+_TABLE_SPECS: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+"""(engine name, version) → (the engine, its table spec), for :func:`_table_spec`."""
 
 
 def ingest_file(path: str, explicit: bool,
