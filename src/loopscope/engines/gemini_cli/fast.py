@@ -280,7 +280,9 @@ def prepare(session: Session) -> PreparedSession:
                                  else max(r1, r2 // 2, r3 // 3, r4 // 4, r5 // 5)) + 1
     close_stretch()
 
-    by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
+    # Most repeats first, equal ones by position: ``repeats`` holds the positions in order and
+    # ``reverse`` keeps a sort stable (no key tuple per step).
+    by_repeats = sorted(repeats, key=repeats.__getitem__, reverse=True)
     prepared = PreparedSession(
         session.id, session.source, session.format, turn, call, tools, signature, prompts,
         pieces, call_text, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
