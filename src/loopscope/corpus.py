@@ -414,31 +414,39 @@ def ingest_part(files: list[tuple[str, bool]],
     (prepared sessions emptied); for each engine whose data every file of the part has, the
     part's prepared sessions as a table's columns (arrays: cheap to send back); and each
     engine's re-run under its default configuration (:attr:`Ingested.runs`)."""
+    with CollectorPaused():
+        # (In a function of its own: the prepared objects and sessions, its locals, are gone
+        # when the collector resumes and examines what is new, so it examines only what is
+        # kept.)
+        return _ingest_part(files, wanted)
+
+
+def _ingest_part(files: list[tuple[str, bool]],
+                 wanted: list[tuple[str, str | None]]) -> _PartResult:
     from loopscope.engines.base import run_many
 
-    with CollectorPaused():
-        results = [ingest_file(path, explicit, wanted) for path, explicit in files]
-        out: dict[tuple[str, str], _Part] = {}
-        runs: _Runs = {}
-        for name, version in wanted:
-            eng = get_engine(name)
-            key = (name, eng.prepare_key(version))
-            spec = _table_spec(name, version)
-            if spec is None or not all(key in r.prepared for r in results):
-                continue
-            objects = [p for r in results for p in r.prepared[key]]
-            table = None
-            if key not in out:
-                out[key] = ("table", dict(spec.encode(objects)))
-                if not spec.keep_all:  # columns of its own: run_many reads them
-                    table = spec.open(out[key][1], trusted=True)
-            config = eng.default_config(version)
-            run_key = (name, repr(config))
-            if run_key not in runs:
-                with contextlib.suppress(Exception):  # (then run when asked)
-                    columns = run_many(eng, table if table is not None else objects, config)
-                    runs[run_key] = (columns.compact(), columns.detectors)
-        return [replace(r, prepared={}) for r in results], out, runs
+    results = [ingest_file(path, explicit, wanted) for path, explicit in files]
+    out: dict[tuple[str, str], _Part] = {}
+    runs: _Runs = {}
+    for name, version in wanted:
+        eng = get_engine(name)
+        key = (name, eng.prepare_key(version))
+        spec = _table_spec(name, version)
+        if spec is None or not all(key in r.prepared for r in results):
+            continue
+        objects = [p for r in results for p in r.prepared[key]]
+        table = None
+        if key not in out:
+            out[key] = ("table", dict(spec.encode(objects)))
+            if not spec.keep_all:  # columns of its own: run_many reads them
+                table = spec.open(out[key][1], trusted=True)
+        config = eng.default_config(version)
+        run_key = (name, repr(config))
+        if run_key not in runs:
+            with contextlib.suppress(Exception):  # (then run when asked)
+                columns = run_many(eng, table if table is not None else objects, config)
+                runs[run_key] = (columns.compact(), columns.detectors)
+    return [replace(r, prepared={}) for r in results], out, runs
 
 
 def join_parts(parts: Sequence[_PartResult],
@@ -464,9 +472,22 @@ def join_parts(parts: Sequence[_PartResult],
 
 
 def _table_spec(name: str, version: str | None) -> Any:
-    """The engine's ``table_spec(version)``, or None (engines written before tables)."""
-    spec = getattr(get_engine(name), "table_spec", None)
-    return spec(version) if spec is not None else None
+    """The engine's ``table_spec(version)``, or None (engines written before tables).
+
+    Kept per engine object and version: ingest asks for it per file and engine, and making it
+    cost as much as preparing a short session."""
+    eng = get_engine(name)
+    found = _TABLE_SPECS.get((name, version))
+    if found is not None and found[0] is eng:
+        return found[1]
+    make = getattr(eng, "table_spec", None)
+    spec = make(version) if make is not None else None
+    _TABLE_SPECS[(name, version)] = (eng, spec)
+    return spec
+
+
+_TABLE_SPECS: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+"""(engine name, version) → (the engine, its table spec), for :func:`_table_spec`."""
 
 
 def ingest_file(path: str, explicit: bool,

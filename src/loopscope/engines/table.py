@@ -105,13 +105,17 @@ class StringPool:
         return [code(t) for t in texts]
 
     def columns(self) -> dict[str, Any]:
-        encoded = [t.encode("utf-8", "surrogatepass") for t in self._codes]
-        starts = np.zeros(len(encoded), dtype=np.int64)
-        if len(encoded) > 1:
-            np.cumsum(np.fromiter(map(len, encoded[:-1]), dtype=np.int64,
-                                  count=len(encoded) - 1), out=starts[1:])
-        blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-        return {"string_start": starts, "string_bytes": blob}
+        return _pool_columns([t.encode("utf-8", "surrogatepass") for t in self._codes])
+
+
+def _pool_columns(encoded: list[bytes]) -> dict[str, Any]:
+    """The string pool's columns of each distinct string's UTF-8 bytes, in code order."""
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    if len(encoded) > 1:
+        np.cumsum(np.fromiter(map(len, encoded[:-1]), dtype=np.int64,
+                              count=len(encoded) - 1), out=starts[1:])
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return {"string_start": starts, "string_bytes": blob}
 
 
 def _axis_lengths(schema: Schema, columns: Mapping[str, Any]) -> dict[str, int]:
@@ -426,9 +430,13 @@ def json_table_spec(engine: Any, version: str | None = None) -> TableSpec:
     (:attr:`PreparedTable.keep_all`)."""
 
     def encode(prepared: Sequence[Any]) -> dict[str, Any]:
-        pool = StringPool()
-        codes = [pool.code(_dumps(engine.encode_prepared(p))) for p in prepared]
-        return {"data": np.array(codes, dtype=np.int32), **pool.columns()}
+        # The pool of StringPool, kept as the UTF-8 that orjson writes: no text decoded only to
+        # be encoded again (equal texts, equal bytes: the same codes).
+        pool: dict[bytes, int] = {}
+        setdefault = pool.setdefault
+        codes = [setdefault(_dumps_utf8(engine.encode_prepared(p)), len(pool))
+                 for p in prepared]
+        return {"data": np.array(codes, dtype=np.int32), **_pool_columns(list(pool))}
 
     def decode(table: PreparedTable, i: int) -> Any:
         text = table.string(int(table.columns["data"][i]))
@@ -438,13 +446,14 @@ def json_table_spec(engine: Any, version: str | None = None) -> TableSpec:
                      keep_all=True)
 
 
-def _dumps(doc: Any) -> str:
+def _dumps_utf8(doc: Any) -> bytes:
+    """``doc``'s JSON text, as UTF-8."""
     if doc is None:
         raise TableError("the engine wrote no data for a session")
     try:
-        return orjson.dumps(doc).decode()
+        return orjson.dumps(doc)
     except TypeError:  # a lone surrogate: the standard library writes it as an escape
-        return json.dumps(doc, ensure_ascii=True, allow_nan=False)
+        return json.dumps(doc, ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
 def _loads(text: str) -> Any:

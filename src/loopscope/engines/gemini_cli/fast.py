@@ -52,13 +52,7 @@ from loopscope.engines.gemini_cli.detector import (
     structure,
     tool_call_detail_text,
 )
-from loopscope.engines.gemini_cli.events import (
-    CallItem,
-    ContentItem,
-    PromptItem,
-    args_of,
-    session_items,
-)
+from loopscope.engines.gemini_cli.events import args_of, call_name, split_pieces
 from loopscope.engines.gemini_cli.jsjson import (
     from_units,
     has_surrogates,
@@ -73,7 +67,7 @@ from loopscope.engines.gemini_cli.reference import (
     TOOL_CALL_KIND,
     intervention,
 )
-from loopscope.model import Session
+from loopscope.model import AssistantTurn, Session, UserMessage
 
 __all__ = ["ContentHit", "PreparedSession", "Stretch", "prepare", "recall", "remember", "run"]
 
@@ -177,10 +171,16 @@ def prepare(session: Session) -> PreparedSession:
     stretches: list[Stretch] = []
 
     prompt = 0
-    printed: dict[bytes, tuple[Any, tuple[str, str]]] = {}  # this session's calls, printed
-    keys: list[int] = []  # the current prompt's call keys, as small integers
+    printed: dict[bytes, tuple[Any, _Printed]] = {}  # this session's calls, printed
+    printed_texts: dict[tuple[str, str, str], _Printed] = {}  # the same, arguments as text
+    names: dict[str, str] = {}  # recorded tool name -> call_name
+    # The current prompt's call keys, as small integers, after MAX_CYCLE fillers equal to no
+    # key (so that ``keys[-k]`` is always there).
+    keys: list[int] = [-1] * MAX_CYCLE
     key_ids: dict[str, int] = {}
-    runs: list[list[int]] = [[] for _ in range(MAX_CYCLE + 1)]  # runs[k][j]: key j equals key j-k, back to back
+    # r1..r5: how many keys in a row, ending at the newest, equal the key 1..5 places before
+    # them (the walk over cycle lengths unrolled: it runs for every call).
+    r1 = r2 = r3 = r4 = r5 = 0
     in_code_block = False
     open_stretch: Stretch | None = None
     parts: list[str] = []
@@ -193,22 +193,29 @@ def prepare(session: Session) -> PreparedSession:
             open_stretch = None
             parts.clear()
 
-    for item in session_items(session):
-        if isinstance(item, PromptItem):
-            prompt = item.prompt
+    # The events of :func:`.events.session_items` (the reference's), read off the session
+    # without building an item per step.
+    for event in session.events:
+        if isinstance(event, UserMessage):  # a prompt starts
+            prompt += 1
             close_stretch()
-            keys = []
-            runs = [[] for _ in range(MAX_CYCLE + 1)]
+            keys = [-1] * MAX_CYCLE
+            r1 = r2 = r3 = r4 = r5 = 0
             continue
-        position = len(turn)
-        prompts.append(prompt)
-        if isinstance(item, ContentItem):
-            turn.append(item.turn)
+        if not isinstance(event, AssistantTurn):
+            continue
+        tool_calls = event.tool_calls
+        event_turn = event.turn
+        if event.text or not tool_calls:  # the content step
+            position = len(turn)
+            prompts.append(prompt)
+            turn.append(event_turn)
             call.append(None)
             tools.append(())
             signature.append(None)
-            pieces.append(len(item.pieces))
-            for piece in item.pieces:
+            event_pieces = split_pieces(event.text)
+            pieces.append(len(event_pieces))
+            for piece in event_pieces:
                 units = to_units(piece)
                 found = structure(units)
                 if found.resets:
@@ -224,38 +231,58 @@ def prepare(session: Session) -> PreparedSession:
                 length = (open_stretch.ends[-1] if open_stretch.ends else 0) + len(units)
                 open_stretch.ends.append(length)
                 open_stretch.positions.append(position)
-            continue
-        assert isinstance(item, CallItem)
-        close_stretch()  # a tool call resets the content tracking
-        recorded = item.recorded
-        args_text, key = memoised_by_json(
-            (item.name, recorded.arguments_kind, recorded.raw_arguments), _printed_key, printed,
-            _SHARED_PRINTED, max_shared_key=_SHARED_PRINTED_MAX_KEY,
-            max_shared=_SHARED_PRINTED_MAX)
-        turn.append(item.turn)
-        call.append(item.call)
-        tools.append((item.name,))
-        signature.append(f"{item.name}:{key}")
-        pieces.append(None)
-        call_text[position] = (item.name, args_text)
-        code = key_ids.setdefault(key, len(key_ids))
-        j = len(keys)
-        keys.append(code)
-        best = 0
-        for k in range(1, MAX_CYCLE + 1):
-            run_k = runs[k]
-            # run: how many keys in a row, ending here, equal the key k places before them.
-            run = run_k[j - 1] + 1 if j >= k and keys[j - k] == code else 0
-            run_k.append(run)
-            # The stretch with period k ending here is ``run + k`` keys long (at most all).
-            # (Comparisons, not min/max: this loop runs five times per call.)
-            span = run + k if run + k <= j else j + 1
-            if span // k > best:
-                best = span // k
-        repeats[position] = best
+        for recorded in tool_calls:
+            position = len(turn)
+            prompts.append(prompt)
+            if open_stretch is not None:  # (checked here: most calls follow a call)
+                close_stretch()  # a tool call resets the content tracking
+            name = names.get(recorded.name)
+            if name is None:
+                name = names[recorded.name] = call_name(recorded)
+            raw = recorded.raw_arguments
+            kind = recorded.arguments_kind
+            if type(raw) is str:
+                # (a text is its own memo key: no JSON to write, no deep comparison)
+                text_key = (name, kind, raw)
+                entry = printed_texts.get(text_key)
+                if entry is None:
+                    entry = _SHARED_PRINTED_TEXTS.get(text_key)
+                    if entry is None:
+                        entry = _printed_key(text_key)
+                        if len(raw) <= _SHARED_PRINTED_MAX_KEY:
+                            if len(_SHARED_PRINTED_TEXTS) >= _SHARED_PRINTED_MAX:
+                                _SHARED_PRINTED_TEXTS.clear()
+                            _SHARED_PRINTED_TEXTS[text_key] = entry
+                    printed_texts[text_key] = entry
+            else:
+                entry = memoised_by_json(
+                    (name, kind, raw), _printed_key, printed, _SHARED_PRINTED,
+                    max_shared_key=_SHARED_PRINTED_MAX_KEY, max_shared=_SHARED_PRINTED_MAX)
+            text_pair, key, step_signature, step_tools = entry
+            turn.append(event_turn)
+            call.append(recorded.index)
+            tools.append(step_tools)
+            signature.append(step_signature)
+            pieces.append(None)
+            call_text[position] = text_pair
+            code = key_ids.get(key)
+            if code is None:
+                code = key_ids[key] = len(key_ids)
+            r1 = r1 + 1 if keys[-1] == code else 0
+            r2 = r2 + 1 if keys[-2] == code else 0
+            r3 = r3 + 1 if keys[-3] == code else 0
+            r4 = r4 + 1 if keys[-4] == code else 0
+            r5 = r5 + 1 if keys[-5] == code else 0
+            keys.append(code)
+            # The stretch with period k ending here is ``r_k + k`` keys long (never more than
+            # all: r_k counts only keys with k before them), that is ``r_k // k + 1`` cycles.
+            repeats[position] = (r1 if not (r2 or r3 or r4 or r5)
+                                 else max(r1, r2 // 2, r3 // 3, r4 // 4, r5 // 5)) + 1
     close_stretch()
 
-    by_repeats = sorted(repeats, key=lambda p: (-repeats[p], p))
+    # Most repeats first, equal ones by position: ``repeats`` holds the positions in order and
+    # ``reverse`` keeps a sort stable (no key tuple per step).
+    by_repeats = sorted(repeats, key=repeats.__getitem__, reverse=True)
     prepared = PreparedSession(
         session.id, session.source, session.format, turn, call, tools, signature, prompts,
         pieces, call_text, repeats, by_repeats, [-repeats[p] for p in by_repeats], stretches)
@@ -264,18 +291,32 @@ def prepare(session: Session) -> PreparedSession:
     return prepared
 
 
-_SHARED_PRINTED: Final[dict[bytes, tuple[Any, tuple[str, str]]]] = {}
+_Printed = tuple[tuple[str, str], str, str, tuple[str]]
+"""What a call's step holds that depends on its name and arguments only: ``(name,
+JSON.stringify(args))``, its tool_call_key, its signature and its tools."""
+
+
+_SHARED_PRINTED: Final[dict[bytes, tuple[Any, _Printed]]] = {}
+"""A call's :data:`_Printed` by the :func:`~loopscope.bulk.json_memo_key` of ``(name, how its
+arguments were recorded, the recorded arguments)``, across sessions (:func:`memoised_by_json`)."""
+_SHARED_PRINTED_TEXTS: Final[dict[tuple[str, str, str], _Printed]] = {}
+"""The same for arguments recorded as text, keyed by ``(name, how recorded, text)`` (bounded
+alike, by the text's length)."""
 _SHARED_PRINTED_MAX: Final = 50_000
 _SHARED_PRINTED_MAX_KEY: Final = 512
+if MAX_CYCLE != 5:  # pragma: no cover
+    raise ImportError("prepare's walk over cycle lengths is written for MAX_CYCLE == 5")
 
 
-def _printed_key(call: tuple[str, str, Any]) -> tuple[str, str]:
-    """``(JSON.stringify(args), tool_call_key)`` of a call ``(name, how its arguments were
-    recorded, the recorded arguments)``. Memoised per session and across sessions: a looping
-    agent repeats its calls, so most are parsed, printed and hashed once."""
+def _printed_key(call: tuple[str, str, Any]) -> _Printed:
+    """:data:`_Printed` of a call ``(name, how its arguments were recorded, the recorded
+    arguments)``. Memoised per session and across sessions: a looping agent repeats its calls,
+    so most are parsed, printed and hashed once (and their steps share these read-only
+    values)."""
     name, arguments_kind, raw = call
     args_text = json_stringify(args_of(arguments_kind, raw))
-    return args_text, node_sha256(f"{name}:{args_text}")
+    key = node_sha256(f"{name}:{args_text}")
+    return (name, args_text), key, f"{name}:{key}", (name,)
 
 
 # --------------------------------------------------------------------------- content walk

@@ -96,6 +96,12 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
     result_col: list[int] = []
     unknown_col: list[int] = []
     op_col: list[int] = []
+    # Freshly prepared sessions (ingest's) have no counts yet: those of the default window are
+    # counted for all of them at once (window_counters, a property test holds it equal to
+    # each session's own count) and handed to each session as its own count would have been.
+    # When some session was already counted, each session gives its own.
+    at_once = all(DEFAULT_HISTORY_SIZE not in p._counters for p in prepared)
+    tool_empty: list[bool] = []
     for p in prepared:
         tools, first_args, hashes = code_tables(p)
         per_session["id"].append(code(p.session))
@@ -122,6 +128,9 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
         calls["result_code"] += p.result_code
         calls["unknown_code"] += p.unknown_code
         calls["run_start"] += p.run_start
+        if at_once:
+            tool_empty += p.tool_empty
+            continue
         counters = p.counters(DEFAULT_HISTORY_SIZE)
         for f in _COUNTER_FIELDS:
             calls[f"w_{f}"] += getattr(counters, f)
@@ -141,8 +150,33 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
         **pool.columns(),
     }
     for name, values in calls.items():
-        out[name] = np.array(values, dtype=SCHEMA[name].dtype)
+        if not (at_once and name.startswith("w_")):
+            out[name] = np.array(values, dtype=SCHEMA[name].dtype)
+    if at_once:
+        _count_at_once(prepared, out, tool_empty)
     return out
+
+
+def _count_at_once(prepared: Sequence[PreparedSession], out: dict[str, Any],
+                   tool_empty: list[bool]) -> None:
+    """The ``w_`` columns of ``out`` (the other columns of ``prepared``) counted for every call
+    at once, and each session's :meth:`PreparedSession.counters` of the default window set to
+    its part of them (what counting it alone gives)."""
+    starts = out["call_start"]
+    total = len(out["turn"])
+    owner = session_of(starts, total)
+    position = np.arange(total, dtype=np.int64) - starts[owner]
+    counted = window_counters(owner, position, out["args_code"], out["result_code"],
+                              out["unknown_code"], out["tool_code"], out["run_start"],
+                              np.array(tool_empty, dtype=np.bool_), DEFAULT_HISTORY_SIZE)
+    as_lists = []
+    for f in _COUNTER_FIELDS:
+        out[f"w_{f}"] = counted[f].astype(SCHEMA[f"w_{f}"].dtype, copy=False)
+        as_lists.append(counted[f].tolist())
+    bounds = [*starts.tolist(), total]
+    for s, p in enumerate(prepared):
+        a, b = bounds[s], bounds[s + 1]
+        p._counters[DEFAULT_HISTORY_SIZE] = Counters(*(values[a:b] for values in as_lists))
 
 
 def _starts(counts: list[int]) -> Any:

@@ -273,6 +273,12 @@ class _ArgumentKeys:
     A recorded value (not a text) is written as JSON first, as OpenHands would receive it; a
     flat object of plain scalars is also remembered by its entries, which spares writing equal
     ones again (most recorded arguments are such objects, and many repeat).
+
+    Keys of short texts (and of flat objects written short) are also kept across sessions
+    (:data:`_SHARED_BY_TEXT`, :data:`_SHARED_BY_ENTRIES`): agents repeat their arguments from
+    one session to the next too, and a key is a pure function of the text (of the entries).
+    Keys are only ever compared, never changed, so sessions may share them. (Those of texts
+    that do not parse are not shared: their errors hold the parser's frames.)
     """
 
     __slots__ = ("_by_entries", "_by_text")
@@ -290,14 +296,39 @@ class _ArgumentKeys:
             return self._of_text(argument_text(call))
         found = self._by_entries.get(entries)
         if found is None:
-            found = self._by_entries[entries] = self._of_text(argument_text(call))
+            found = _SHARED_BY_ENTRIES.get(entries)
+            if found is None:
+                text = argument_text(call)
+                found = self._of_text(text)
+                if len(text) <= _SHARED_MAX_TEXT and found[1] is None:
+                    if len(_SHARED_BY_ENTRIES) >= _SHARED_MAX:
+                        _SHARED_BY_ENTRIES.clear()
+                    _SHARED_BY_ENTRIES[entries] = found
+            self._by_entries[entries] = found
         return found
 
     def _of_text(self, text: str) -> _ArgumentKey:
         found = self._by_text.get(text)
         if found is None:
-            found = self._by_text[text] = _argument_key(text)
+            found = _SHARED_BY_TEXT.get(text)
+            if found is None:
+                found = _argument_key(text)
+                if len(text) <= _SHARED_MAX_TEXT and found[1] is None:
+                    if len(_SHARED_BY_TEXT) >= _SHARED_MAX:
+                        _SHARED_BY_TEXT.clear()
+                    _SHARED_BY_TEXT[text] = found
+            self._by_text[text] = found
         return found
+
+
+_SHARED_BY_TEXT: Final[dict[str, _ArgumentKey]] = {}
+"""Argument text → its key, across sessions (texts of up to :data:`_SHARED_MAX_TEXT`
+characters; emptied once it holds :data:`_SHARED_MAX` keys, so it stays bounded)."""
+_SHARED_BY_ENTRIES: Final[dict[tuple[tuple[str, Any], ...], _ArgumentKey]] = {}
+"""A flat object's entries → its key, across sessions (see :func:`_plain_entries` for why equal
+entries have equal keys), when its text is short; bounded alike."""
+_SHARED_MAX: Final = 50_000
+_SHARED_MAX_TEXT: Final = 512
 
 
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
