@@ -202,6 +202,33 @@ def test_one_click_on_a_table_row_opens_its_session(page: Any, server: Any) -> N
     assert quote(names[2]) in page.url, (names[2], page.url)
 
 
+def test_after_a_slider_move_a_click_on_a_table_row_opens_its_session(
+        page: Any, server: Any) -> None:
+    # After a slider move the table is drawn after the sidebar's controls (state.after_controls):
+    # a click on it must still open the session, with the moved setting in the URL.
+    from loopscope.formats import load_paths
+
+    open_app(page, server.url + "/?sort=" + quote("By name"))
+    names = sorted(Path(s.source).name + s.source.partition("#")[1] + s.source.partition("#")[2]
+                   for s in load_paths([str(SAMPLES)]).sessions)
+    s = slider(page, "Repeats allowed for tools that change things")
+    s.focus()
+    page.keyboard.press("ArrowRight")  # 2 → 3
+    page.wait_for_url(re.compile(r"gglib\.max_repeated_batch_steps=3"))
+    wait_idle(page)
+    grid = page.locator("[class*=st-key-session_table]")
+    grid.scroll_into_view_if_needed()
+    wait_idle(page)
+    box = grid.bounding_box()
+    row_px = 35
+    page.mouse.click(box["x"] + 80, box["y"] + row_px * 2 + row_px / 2)
+    page.wait_for_url(re.compile(r"/session\?.*session="))
+    wait_idle(page)
+    no_exception(page)
+    assert "gglib.max_repeated_batch_steps=3" in page.url
+    assert quote(names[1]) in page.url, (names[1], page.url)
+
+
 def test_the_why_block_starts_within_the_first_screen_on_the_longest_session(
         page: Any, server: Any) -> None:
     from loopscope.formats import load_paths

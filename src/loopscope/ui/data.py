@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -344,6 +344,27 @@ def samples_fallback_note() -> str | None:
             "a folder inside those roots, from the sidebar.")
 
 
+PROGRESS_EVERY_S = 0.25
+"""The loading progress bar is redrawn at most this often."""
+
+
+def throttled(show: Progress, every_s: float = PROGRESS_EVERY_S,
+              clock: Callable[[], float] = time.monotonic) -> Progress:
+    """``show`` for at most one update every ``every_s`` seconds, plus the first and the last
+    (fraction 1). Each update is a message the browser draws, on the cores the import runs
+    on: one per part of 16 files was 1,250 for 20,000 files, and ~9 s of a cold start."""
+    last: list[float] = []
+
+    def progress(fraction: float, text: str) -> None:
+        now = clock()
+        if last and fraction < 1.0 and now - last[0] < every_s:
+            return
+        last[:] = [now]
+        show(fraction, text)
+
+    return progress
+
+
 def load_current_corpus(show_progress: bool = True) -> Corpus:
     """The corpus for the data source chosen in the sidebar (samples when nothing else works)."""
     source = st.session_state.get(SOURCE_KEY, SOURCE_SAMPLES)
@@ -351,13 +372,15 @@ def load_current_corpus(show_progress: bool = True) -> Corpus:
     st.session_state[DATA_NOTE_KEY] = None
     bar = None
 
-    def progress(fraction: float, text: str) -> None:
+    def draw(fraction: float, text: str) -> None:
         nonlocal bar
         if not show_progress:
             return
         if bar is None:
             bar = st.progress(0.0, text=text)
         bar.progress(min(max(fraction, 0.0), 1.0), text=text)
+
+    progress = throttled(draw)
 
     try:
         if source == SOURCE_UPLOAD:
