@@ -182,49 +182,48 @@ def test_one_click_on_a_marker_opens_its_session_keeping_the_settings(page: Any,
     assert slider(page, "Repeats allowed for tools that change things").input_value() == "3"
 
 
-def test_one_click_on_a_table_row_opens_its_session(page: Any, server: Any) -> None:
+def _names_as_sorted_by_name() -> list[str]:
+    """The sessions' names in the overview's "By name" order."""
     from loopscope.formats import load_paths
 
-    # Sorted by name (the URL holds the sort as the page shows it), row 3 is the third name.
-    open_app(page, server.url + "/?sort=" + quote("By name") + "&openclaw.warningThreshold=5")
-    names = sorted(Path(s.source).name + s.source.partition("#")[1] + s.source.partition("#")[2]
-                   for s in load_paths([str(SAMPLES)]).sessions)
+    return sorted(Path(s.source).name + s.source.partition("#")[1] + s.source.partition("#")[2]
+                  for s in load_paths([str(SAMPLES)]).sessions)
+
+
+def _click_table_row(page: Any, row: int) -> None:
+    """One click on the overview table's ``row`` (from 1), then wait for the session page."""
     grid = page.locator("[class*=st-key-session_table]")
     grid.scroll_into_view_if_needed()
     wait_idle(page)
     box = grid.bounding_box()
     row_px = 35  # Streamlit's row height; the header is one row
-    page.mouse.click(box["x"] + 80, box["y"] + row_px * 3 + row_px / 2)
+    page.mouse.click(box["x"] + 80, box["y"] + row_px * row + row_px / 2)
     page.wait_for_url(re.compile(r"/session\?.*session="))
     wait_idle(page)
     no_exception(page)
+
+
+def test_one_click_on_a_table_row_opens_its_session(page: Any, server: Any) -> None:
+    # Sorted by name (the URL holds the sort as the page shows it), row 3 is the third name.
+    open_app(page, server.url + "/?sort=" + quote("By name") + "&openclaw.warningThreshold=5")
+    names = _names_as_sorted_by_name()
+    _click_table_row(page, 3)
     assert "openclaw.warningThreshold=5" in page.url
     assert quote(names[2]) in page.url, (names[2], page.url)
 
 
 def test_after_a_slider_move_a_click_on_a_table_row_opens_its_session(
         page: Any, server: Any) -> None:
-    # After a slider move the table is drawn after the sidebar's controls (state.after_controls):
-    # a click on it must still open the session, with the moved setting in the URL.
-    from loopscope.formats import load_paths
-
+    # After a slider move the page runs before the sidebar's controls are drawn
+    # (settings.page_runs_first): a click on its table must still open the session, with the
+    # moved setting in the URL.
     open_app(page, server.url + "/?sort=" + quote("By name"))
-    names = sorted(Path(s.source).name + s.source.partition("#")[1] + s.source.partition("#")[2]
-                   for s in load_paths([str(SAMPLES)]).sessions)
-    s = slider(page, "Repeats allowed for tools that change things")
-    s.focus()
+    names = _names_as_sorted_by_name()
+    slider(page, "Repeats allowed for tools that change things").focus()
     page.keyboard.press("ArrowRight")  # 2 → 3
     page.wait_for_url(re.compile(r"gglib\.max_repeated_batch_steps=3"))
     wait_idle(page)
-    grid = page.locator("[class*=st-key-session_table]")
-    grid.scroll_into_view_if_needed()
-    wait_idle(page)
-    box = grid.bounding_box()
-    row_px = 35
-    page.mouse.click(box["x"] + 80, box["y"] + row_px * 2 + row_px / 2)
-    page.wait_for_url(re.compile(r"/session\?.*session="))
-    wait_idle(page)
-    no_exception(page)
+    _click_table_row(page, 2)
     assert "gglib.max_repeated_batch_steps=3" in page.url
     assert quote(names[1]) in page.url, (names[1], page.url)
 
