@@ -57,7 +57,17 @@ def json_memo_key(value: Any) -> bytes | None:
         return None
 
 
+_Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
+
+
+def keep_shared(memo: dict[_Key, _Value], key: _Key, value: _Value, *, max_entries: int) -> None:
+    """Store ``value`` in a memo kept across sessions (module-level), emptied first once it
+    holds ``max_entries``: bounded memory, and a full memo refills with what is repeated now.
+    Called on a miss only, so it stays off the hot path."""
+    if len(memo) >= max_entries:
+        memo.clear()
+    memo[key] = value
 
 
 def memoised_by_json(value: Any, compute: Callable[[Any], _Value],
@@ -80,8 +90,6 @@ def memoised_by_json(value: Any, compute: Callable[[Any], _Value],
         if found is None:
             found = (value, compute(value))
             if len(key) <= max_shared_key:
-                if len(shared_memo) >= max_shared:
-                    shared_memo.clear()
-                shared_memo[key] = found
+                keep_shared(shared_memo, key, found, max_entries=max_shared)
         session_memo[key] = found
     return found[1] if found[0] == value else compute(value)

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from loopscope.bulk import memoised_by_json
+from loopscope.bulk import keep_shared, memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -250,9 +250,8 @@ def prepare(session: Session) -> PreparedSession:
                     if entry is None:
                         entry = _printed_key(text_key)
                         if len(raw) <= _SHARED_PRINTED_MAX_KEY:
-                            if len(_SHARED_PRINTED_TEXTS) >= _SHARED_PRINTED_MAX:
-                                _SHARED_PRINTED_TEXTS.clear()
-                            _SHARED_PRINTED_TEXTS[text_key] = entry
+                            keep_shared(_SHARED_PRINTED_TEXTS, text_key, entry,
+                                        max_entries=_SHARED_PRINTED_MAX)
                     printed_texts[text_key] = entry
             else:
                 entry = memoised_by_json(

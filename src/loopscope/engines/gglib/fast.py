@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from loopscope.bulk import memoised_by_json
+from loopscope.bulk import keep_shared, memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -316,9 +316,7 @@ def _text_entry(text: str) -> tuple[str, str]:
     if entry is None:
         entry = _args_entry(stable_repr(read_arguments(text)))
         if len(text) <= _SHARED_ARGS_MAX_TEXT:
-            if len(_SHARED_ARGS) >= _SHARED_ARGS_MAX:
-                _SHARED_ARGS.clear()
-            _SHARED_ARGS[text] = entry
+            keep_shared(_SHARED_ARGS, text, entry, max_entries=_SHARED_ARGS_MAX)
     return entry
 
 

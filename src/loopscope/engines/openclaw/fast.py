@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from loopscope.bulk import memoised_by_json
+from loopscope.bulk import keep_shared, memoised_by_json
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -192,9 +192,7 @@ def _parsed_params(text: str) -> tuple[Any, str]:
         value = value if ok else text
         entry = (value, digest(value))
         if len(text) <= _SHARED_PARAMS_MAX_TEXT:
-            if len(_SHARED_PARAMS) >= _SHARED_PARAMS_MAX:
-                _SHARED_PARAMS.clear()
-            _SHARED_PARAMS[text] = entry
+            keep_shared(_SHARED_PARAMS, text, entry, max_entries=_SHARED_PARAMS_MAX)
     return entry
 
 

@@ -33,6 +33,7 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import Any, Final
 
+from loopscope.bulk import keep_shared
 from loopscope.engines.base import (
     FirstRefusal,
     FlaggedStep,
@@ -301,9 +302,7 @@ class _ArgumentKeys:
                 text = argument_text(call)
                 found = self._of_text(text)
                 if len(text) <= _SHARED_MAX_TEXT and found[1] is None:
-                    if len(_SHARED_BY_ENTRIES) >= _SHARED_MAX:
-                        _SHARED_BY_ENTRIES.clear()
-                    _SHARED_BY_ENTRIES[entries] = found
+                    keep_shared(_SHARED_BY_ENTRIES, entries, found, max_entries=_SHARED_MAX)
             self._by_entries[entries] = found
         return found
 
@@ -314,9 +313,7 @@ class _ArgumentKeys:
             if found is None:
                 found = _argument_key(text)
                 if len(text) <= _SHARED_MAX_TEXT and found[1] is None:
-                    if len(_SHARED_BY_TEXT) >= _SHARED_MAX:
-                        _SHARED_BY_TEXT.clear()
-                    _SHARED_BY_TEXT[text] = found
+                    keep_shared(_SHARED_BY_TEXT, text, found, max_entries=_SHARED_MAX)
             self._by_text[text] = found
         return found
 
