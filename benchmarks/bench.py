@@ -37,6 +37,7 @@ collector's way (``gc.freeze()``), here right after loading and again after prep
 from __future__ import annotations
 
 import argparse
+import compileall
 import gc
 import json
 import os
@@ -303,10 +304,21 @@ def bench_node(corpus: Path, repeats: int, chat: dict[str, Any]) -> dict[str, An
         return {"node": f"failed: {proc.stderr.strip()[-400:]}"}
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     node_total_s = figures["load_s"] + figures["replay_ms"] / 1000
+    # The whole process, as `loopscope replay` is measured (start, read, replay, exit): the
+    # fastest of three single-replay runs, on this machine now (the issue's 3.1 s was measured
+    # on a quieter day; both are reported).
+    whole = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([node, str(script), folder, str(corpus), "1"], capture_output=True,
+                       env=env, timeout=600, check=True)
+        whole.append(time.perf_counter() - start)
     out = {
         "node_load_s": figures["load_s"],
         "node_rerun_ms": figures["replay_ms"],
         "node_total_s": node_total_s,
+        "node_whole_process_s": min(whole),
+        "node_whole_process_all_s": [round(w, 2) for w in whole],
         "node_sessions": figures["sessions"],
         "node_calls": figures["calls"],
         "node_refused_sessions": figures["refused_sessions"],
@@ -339,10 +351,19 @@ def bench_cli(corpus: Path, full_size: bool) -> dict[str, Any]:
     off: every file imported), then after ``loopscope prepare DIR`` (into a scratch cache) read
     back from the cache, as a CI job replaying one folder under several configurations would."""
     out: dict[str, Any] = {}
+    # An installed package has its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE=1 (as
+    # some CI images set) would compile every module in every run and worker (~0.5 s).
+    import loopscope
+
+    compileall.compile_dir(str(Path(loopscope.__file__).parent), quiet=1)
     cold_env = dict(os.environ, LOOPSCOPE_CACHE="off")
     for engine in ("gglib", "openclaw"):
-        elapsed = _cli_seconds(["replay", str(corpus), "--engine", engine, "--json"], cold_env)
+        # (the fastest of three, as the real guards' times are)
+        runs = [_cli_seconds(["replay", str(corpus), "--engine", engine, "--json"], cold_env)
+                for _ in range(3)]
+        elapsed = min(runs)
         out[f"cli_{engine}_s"] = elapsed
+        out[f"cli_{engine}_all_s"] = [round(r, 2) for r in runs]
         if full_size:  # the reference times are for the 2,000-session corpus
             out[f"ratio_cli_{engine}_vs_reference"] = elapsed / REFERENCE[f"cli_{engine}_s"]
     with tempfile.TemporaryDirectory(prefix="loopscope-bench-cache-") as scratch:
@@ -385,6 +406,19 @@ def _vs(value: float, target: str, better: str) -> str:
     goal = TARGETS[target]
     ok = value <= goal if better == "≤" else value >= goal
     return f"(target {better} {goal:g}: {'met' if ok else 'NOT met'})"
+
+
+def _versus_real(f: dict[str, Any], engine: str, seconds: float) -> list[str]:
+    """``seconds`` as a ratio of the real guard's whole process: measured in this run (node)
+    and as issue #19 gives it."""
+    out = []
+    if engine == "openclaw" and "node_whole_process_s" in f:
+        out.append(f"{seconds / f['node_whole_process_s']:.2f}× node whole process now "
+                   f"({f['node_whole_process_s']:.2f} s)")
+    if engine in CLI_COMPARED:
+        name, reference = CLI_COMPARED[engine]
+        out.append(f"{seconds / reference:.2f}× {name} ({reference} s, issue #19)")
+    return out
 
 
 def print_table(f: dict[str, Any]) -> None:
@@ -432,12 +466,12 @@ def print_table(f: dict[str, Any]) -> None:
                          f"= {f[f'ratio_cli_{engine}_vs_reference']:.2f}×  (≤ 1 is faster)"))
         elif f"cli_{engine}_s" in f:
             rows.append((f"cold CLI replay {engine}", f"{f[f'cli_{engine}_s']:.2f} s"))
+        if f"cli_{engine}_s" in f:
+            rows.append(("  cold, versus the real guard",
+                         ", ".join(_versus_real(f, engine, f[f"cli_{engine}_s"]))))
         if f"cli_{engine}_prepared_s" in f:
-            versus = [f"{f[f'cli_{engine}_prepared_s'] / f[f'cli_{engine}_s']:.2f}× cold"]
-            if engine in CLI_COMPARED:
-                name, seconds = CLI_COMPARED[engine]
-                versus.append(f"{f[f'cli_{engine}_prepared_s'] / seconds:.2f}× {name} "
-                              f"({seconds} s)")
+            versus = [f"{f[f'cli_{engine}_prepared_s'] / f[f'cli_{engine}_s']:.2f}× cold",
+                      *_versus_real(f, engine, f[f"cli_{engine}_prepared_s"])]
             rows.append((f"  after loopscope prepare ({f['cli_prepare_s']:.1f} s)",
                          f"{f[f'cli_{engine}_prepared_s']:.2f} s = " + ", ".join(versus)))
     if "slider_to_chart_ms" in f:

@@ -17,6 +17,10 @@ instead of importing and preparing every session file again.
 * **A changed folder** (files added, removed or rewritten): the last snapshot of the folder
   (remembered per folder, engines and source digest: ``corpus/<name>.last``) gives the
   unchanged files' sessions; only the other files are imported and prepared again.
+* **Which folders have a snapshot** (an empty ``corpus/<name>.root`` per folder, named by its
+  path alone): a hint that lets ``loopscope replay`` of a folder never prepared skip naming a
+  snapshot (which needs every engine's code, numpy and every file's stamp). Only a hint — the
+  snapshot may have aged out — never a reason to trust one.
 * **Never trusted blindly**: every member's CRC-32 is checked as it is read, the index and the
   tables are validated column by column (types, lengths, every position in range) before use;
   a damaged or foreign snapshot is ignored, deleted and written again.
@@ -47,8 +51,10 @@ __all__ = [
     "clear",
     "corpus_key",
     "file_stamp",
+    "folder_marked",
     "has_corpora",
     "last_corpus",
+    "mark_folder",
     "pointer_name",
     "read_corpus",
     "remember_corpus",
@@ -237,6 +243,25 @@ def remember_corpus(pointer: str, key: str) -> None:
         os.replace(tmp, target)
 
 
+def mark_folder(root: str) -> None:
+    """Note that a snapshot of the folder ``root`` is kept (see the module docstring; never
+    raises)."""
+    with _quiet():
+        path = _folder_mark_path(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
+
+def folder_marked(root: str) -> bool:
+    """Whether a snapshot of the folder ``root`` may be kept (:func:`mark_folder`)."""
+    return _folder_mark_path(root).is_file()
+
+
+def _folder_mark_path(root: str) -> Path:
+    name = hashlib.sha256(f"{CORPUS_FORMAT}\0{root}".encode("utf-8", "surrogateescape"))
+    return Path(os.path.join(cache_dir(), _CORPUS, name.hexdigest() + ".root"))
+
+
 def _pointer_path(pointer: str) -> Path:
     return Path(os.path.join(cache_dir(), _CORPUS, pointer + ".last"))
 
@@ -313,7 +338,11 @@ def _cached_files(root: Path) -> list[Path]:
     """Every file of this cache: entries, snapshots and unfinished writes."""
     found = [p for p in root.glob("*/*") if p.parent.name == _CORPUS or len(p.parent.name) == 2]
     return [p for p in found
-            if p.suffix in (".json", ".npz", ".last") or p.name.startswith(".part-")]
+            if p.suffix in (".json", ".npz", *_MARKS) or p.name.startswith(".part-")]
+
+
+_MARKS = (".last", ".root")
+"""Small files that point at snapshots: not entries, never pruned (cleared with the rest)."""
 
 
 def stats() -> tuple[int, int]:
@@ -323,7 +352,7 @@ def stats() -> tuple[int, int]:
     if not root.is_dir():
         return 0, 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-") or path.suffix == ".last":
+        if path.name.startswith(".part-") or path.suffix in _MARKS:
             continue
         with _quiet():
             size += path.stat().st_size
@@ -333,8 +362,8 @@ def stats() -> tuple[int, int]:
 
 def clear() -> tuple[int, int]:
     """Delete every entry and snapshot; ``(entries, bytes)`` removed. Only this cache's own
-    files (``<2 hex>/<64 hex>.json``, ``corpus/<64 hex>.npz`` and unfinished ``.part-*``) are
-    touched."""
+    files (``<2 hex>/<64 hex>.json``, ``corpus/<64 hex>.npz``, ``.last`` and ``.root`` and
+    unfinished ``.part-*``) are touched."""
     count = size = 0
     root = cache_dir()
     if not root.is_dir():
@@ -366,7 +395,7 @@ def prune(max_bytes: int | None = None) -> int:
     entries = []
     total = 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-") or path.suffix == ".last":
+        if path.name.startswith(".part-") or path.suffix in _MARKS:
             continue
         with _quiet():
             st = path.stat()

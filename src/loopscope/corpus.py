@@ -298,8 +298,12 @@ def prepared_folder_files(target: Path) -> tuple[list[tuple[str, bool]], int, st
     from loopscope.formats import expand_paths
 
     found, ignored = expand_paths([str(target)])
-    return ([(p, not scanned) for p, scanned in found], ignored,
-            str(target if target.is_dir() else target.parent))
+    return [(p, not scanned) for p, scanned in found], ignored, _root_of(target)
+
+
+def _root_of(target: Path) -> str:
+    """The corpus root of a resolved folder or file: the folder; a file's own folder."""
+    return str(target if target.is_dir() else target.parent)
 
 
 def _keys(wanted: Sequence[tuple[str, str | None]]) -> list[tuple[str, str]]:
@@ -568,7 +572,7 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
     if not cache.active() or not cache.has_corpora():
         return None
     target = Path(path).resolve()
-    if not target.exists():
+    if not target.exists() or not cache.folder_marked(_root_of(target)):
         return None
     given, _ = expand_paths([path])
     files, _, root = prepared_folder_files(target)
@@ -618,6 +622,7 @@ class _Names:
     key: str
     pointer: str | None
     stamps: list[str]
+    root: str | None
 
 
 def _snapshot_names(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]],
@@ -628,7 +633,7 @@ def _snapshot_names(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[st
     tables = [(spec.engine, spec.key) for spec in specs]
     stamps = [cache.file_stamp(path) for path, _ in files]
     return _Names(cache.corpus_key(files, tables, stamps),
-                  cache.pointer_name(root, tables) if root else None, stamps)
+                  cache.pointer_name(root, tables) if root else None, stamps, root)
 
 
 def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
@@ -641,6 +646,8 @@ def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
         progress(0.0, "Reading the prepared sessions kept from the last start")
     found = _exact_snapshot(names, files, wanted)
     if found is not None:
+        if names.root:  # (a snapshot kept before the folder marks existed)
+            cache.mark_folder(names.root)
         return found.ingested, True
     previous = cache.last_corpus(names.pointer) if names.pointer else None
     if previous is None or previous == names.key:
@@ -765,8 +772,9 @@ def _write_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
         "runs": [[engine, config, list(detectors)]
                  for (engine, config), (_columns, detectors) in runs],
     }
-    if cache.write_corpus(names.key, index, arrays) and names.pointer:
+    if cache.write_corpus(names.key, index, arrays) and names.pointer and names.root:
         cache.remember_corpus(names.pointer, names.key)
+        cache.mark_folder(names.root)
     cache.prune()
 
 

@@ -112,3 +112,35 @@ def test_nothing_is_read_back_when_the_cache_is_off_or_empty(
     assert read_prepared(str(folder), "gglib", None) is not None
     monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
     assert read_prepared(str(folder), "gglib", None) is None
+
+
+def test_a_folder_never_prepared_is_not_looked_up_while_others_are_kept(
+        folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Naming a folder's snapshot needs every engine's code, numpy and every file's stamp
+    (~0.2 s at 2,000 files): a replay of a folder with no snapshot skips it, even when the
+    cache keeps other folders' snapshots."""
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    _prepare(other)
+    monkeypatch.setattr("loopscope.corpus._snapshot_names", _never)
+    assert read_prepared(str(folder), "gglib", None) is None
+    code, out, err = run_cli(["replay", str(folder), "--engine", "gglib", "--json"])
+    assert code == 2 and out.count('"session"') >= 10, err  # (exit 2: the broken file)
+
+
+def test_a_snapshot_kept_without_its_folder_mark_is_found_again_after_the_next_load(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mark is only a hint: a snapshot written before marks existed (or a mark deleted)
+    costs one import; the next ``prepare`` (or dashboard start) marks the folder again."""
+    from loopscope import cache
+
+    _prepare(folder)
+    assert read_prepared(str(folder), "gglib", None) is not None
+    marks = list((cache.cache_dir() / "corpus").glob("*.root"))
+    assert len(marks) == 1
+    marks[0].unlink()
+    assert read_prepared(str(folder), "gglib", None) is None
+    _prepare(folder)  # (reads the kept snapshot: nothing is imported or written)
+    assert marks[0].is_file()
+    assert read_prepared(str(folder), "gglib", None) is not None
+    assert cache.clear()[0] >= 1 and not marks[0].exists()

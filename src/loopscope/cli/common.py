@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, TypeVar
 
 import click
@@ -55,8 +56,26 @@ def settings_epilog() -> str:
 
 
 class EngineCommand(click.Command):
-    """A command whose ``--help`` ends with every engine's settings (built when shown, so
-    starting the command never imports every engine)."""
+    """A command with the engine options (:func:`engine_options`) whose ``--help`` ends with
+    every engine's settings.
+
+    What needs every engine imported is built only when used — the settings for ``--help``,
+    the ``--<engine>-version`` options when the command line names one (or asks for help or
+    completion) — so ``replay --engine gglib`` starts without importing the other engines."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_VERSION_OPTIONS_META] = ctx.resilient_parsing or any(  # (completion: all)
+            _may_name_a_version_option(a) for a in args)
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        if not ctx.meta.get(_VERSION_OPTIONS_META, True):
+            return params
+        # (after ``--engine-version``, where ``--help`` lists them)
+        at = next((i + 1 for i, p in enumerate(params) if p.name == "engine_version"),
+                  len(params))
+        return [*params[:at], *_version_options(), *params[at:]]
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -65,9 +84,37 @@ class EngineCommand(click.Command):
             formatter.write_text(settings_epilog())
 
 
+_VERSION_OPTIONS_META = "loopscope.version_options"
+
+
+def _may_name_a_version_option(arg: str) -> bool:
+    """Whether a command-line word needs the ``--<engine>-version`` options to parse: one of
+    them (``--openclaw-version 2026.9.6``, ``--openclaw-version=…``), or help (which lists
+    them). A value that merely looks like one only costs the engines' import."""
+    name = arg.partition("=")[0]
+    return name in ("--help", "-h") or (name.startswith("--") and name.endswith("-version")
+                                         and name != "--engine-version")
+
+
+@cache
+def _version_options() -> tuple[click.Option, ...]:
+    """``--<engine>-version`` for every engine that models several releases (``--openclaw-version
+    2026.9.6``), collected in ``ctx.meta`` by :func:`_remember_version`."""
+    options = []
+    for name in engine_names():
+        engine = get_engine(name)
+        if len(engine.versions) > 1:
+            options.append(click.Option(
+                [f"--{name}-version"], metavar="VERSION", default=None, expose_value=False,
+                callback=_remember_version(name), is_eager=False,
+                help=f"{engine.title}: the release to replay ({', '.join(engine.versions)}; "
+                     f"default {engine.default_version})."))
+    return tuple(options)
+
+
 def engine_options(func: F) -> F:
     """``--engine``, ``--engine-version``/``--openclaw-version``, ``--config``, ``--set`` and
-    ``--agent``, shared by replay/sweep/compare."""
+    ``--agent``, shared by replay/sweep/compare (commands of class :class:`EngineCommand`)."""
     func = click.option("--agent", "agent", metavar="ID", default=None,
                         help="OpenClaw: resolve the agents.list[] overlay of this agent id.")(func)
     func = click.option("--set", "set_pairs", metavar="KEY=VALUE", multiple=True,
@@ -78,16 +125,7 @@ def engine_options(func: F) -> F:
                         help="JSON, JSON5 or TOML: the guard's own config file (an "
                              "openclaw.json, gglib settings, …) or a loopscope config "
                              "holding several engines.")(func)
-    # ``--<engine>-version`` for every engine that models several releases (``--openclaw-version
-    # 2026.9.6``), collected in ``ctx.meta`` by :func:`_remember_version`.
-    for name in reversed(engine_names()):
-        engine = get_engine(name)
-        if len(engine.versions) > 1:
-            func = click.option(
-                f"--{name}-version", metavar="VERSION", default=None, expose_value=False,
-                callback=_remember_version(name), is_eager=False,
-                help=f"{engine.title}: the release to replay ({', '.join(engine.versions)}; "
-                     f"default {engine.default_version}).")(func)
+    # (and ``--<engine>-version`` for each engine with several releases: EngineCommand)
     func = click.option("--engine-version", "engine_version", metavar="VERSION", default=None,
                         help="The release of the guard to replay (default: the engine's "
                              "default; see `loopscope engines`).")(func)
