@@ -24,7 +24,15 @@ from loopscope.engines.openclaw import OpenClawConfig
 from loopscope.engines.openclaw import columns as openclaw_columns
 from loopscope.engines.openclaw.config import DEFAULT_HISTORY_SIZE
 from loopscope.engines.openclaw.fast import _compute_counters
-from loopscope.engines.table import PreparedTable, TableError, concat, validate
+from loopscope.engines.table import (
+    PreparedTable,
+    StringPool,
+    TableError,
+    concat,
+    pool_schema,
+    unique_codes,
+    validate,
+)
 
 OPENCLAW = get_engine("openclaw")
 GGLIB = get_engine("gglib")
@@ -273,3 +281,32 @@ def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
     assert picked.columns["string_bytes"].size < whole.columns["string_bytes"].size
     empty = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, [])))
     assert len(empty) == 0
+
+
+@given(st.integers(1, 300).flatmap(lambda size: st.tuples(
+    st.just(size), st.lists(st.integers(0, size - 1), max_size=400))))
+def test_unique_codes_equals_numpy_unique(case: tuple[int, list[int]]) -> None:
+    """The presence-map ``unique`` of pool references (gglib's first re-run) is
+    ``np.unique(…, return_inverse=True)``: the same codes, the same inverse."""
+    size, values = case
+    array = np.array(values, dtype=np.int32)
+    codes, inverse = unique_codes(array, size)
+    expected_codes, expected_inverse = np.unique(array, return_inverse=True)
+    assert codes.tolist() == expected_codes.tolist() and codes.dtype == array.dtype
+    assert inverse.reshape(-1).tolist() == expected_inverse.reshape(-1).tolist()
+
+
+@given(st.lists(st.text(st.characters(exclude_categories=()), max_size=12), min_size=1,
+                max_size=30),
+       st.data())
+def test_strings_read_in_one_pass_equal_each_string(texts: list[str], data: Any) -> None:
+    """``PreparedTable.strings`` (sliced at once) reads what ``string`` reads one by one: any
+    code, in any order and repeated, the last one and empty or non-UTF-8-able strings too."""
+    pool = StringPool()
+    pool.codes(texts)
+    table = PreparedTable("test", "k", pool_schema(), pool.columns(),
+                          decode=lambda _t, _i: None)
+    n = table.axis_length("string")
+    codes = data.draw(st.lists(st.integers(0, n - 1), max_size=40))
+    assert table.strings(codes) == [table.string(c) for c in codes]
+    assert table.strings(list(range(n))) == list(dict.fromkeys(texts))

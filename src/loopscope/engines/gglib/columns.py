@@ -30,6 +30,7 @@ from loopscope.engines.table import (
     TableError,
     pool_schema,
     session_of,
+    unique_codes,
 )
 
 __all__ = ["DETECTORS", "SCHEMA", "STAGNATION_WINDOW", "Pack", "decode_row", "run_columns",
@@ -298,10 +299,11 @@ class Pack:
         self.n = n
         # Each distinct set of lower-cased names once (the parts a table was joined from each
         # wrote their own strings): per batch step, the index of its set in ``name_sets``.
-        codes, inverse = np.unique(self.names[self.batch_at], return_inverse=True)
+        codes, inverse = unique_codes(self.names[self.batch_at],
+                                      table.axis_length(STRINGS))
         by_text: dict[str, int] = {}
-        set_of_code = np.array([by_text.setdefault(table.string(k), len(by_text))
-                                for k in codes.tolist()] or [0], dtype=np.int32)
+        set_of_code = np.array([by_text.setdefault(text, len(by_text))
+                                for text in table.strings(codes)] or [0], dtype=np.int32)
         self.name_sets = [tuple(json.loads(text)) for text in by_text]
         self.batch_set = set_of_code[inverse.reshape(-1)] if codes.size else np.zeros(
             0, dtype=np.int32)
