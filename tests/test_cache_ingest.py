@@ -305,3 +305,24 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
         assert ("gglib", repr(other.config)) not in c._runs  # run when asked
         assert c.run_many("gglib", other.config).refusal_counts.tolist() == run_many(
             get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()
+
+
+def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path) -> None:
+    """``Corpus.warm`` builds what gglib's and OpenClaw's first re-run under a new
+    configuration derive from the whole corpus (the dashboard does it in idle time); the
+    replays are the same after it, and a second warm does nothing."""
+    corpus = _corpus(SAMPLES)
+    moved = {"gglib": [("max_repeated_batch_steps", "3")], "openclaw": [("warningThreshold", "3")]}
+    for name, pairs in moved.items():
+        eng = get_engine(name)
+        table = corpus.prepared(name)
+        assert (name, "pack") not in table.derived  # (the default re-run came with the load)
+        corpus.warm(name)
+        pack = table.derived[(name, "pack")]
+        corpus.warm(name)
+        assert table.derived[(name, "pack")] is pack
+        config = eng.resolve_config(None, pairs).config
+        assert [r.to_json() for r in corpus.run_many(name, config)] == [
+            eng.replay(s, config).to_json() for s in corpus.sessions]
+    corpus.warm("openclaw", "2026.9.6")  # a version not prepared: warming never prepares
+    assert not corpus.is_prepared("openclaw", "2026.9.6")

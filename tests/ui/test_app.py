@@ -87,6 +87,25 @@ def test_app_opens_on_the_samples_without_errors() -> None:
     assert at.get("plotly_chart")
 
 
+def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a large corpus (the idle collector on), the overview queues each shown guard's
+    :meth:`Corpus.warm` for the next pause: the first slider move does not build the arrays."""
+    from loopscope.ui import gc_policy, state
+
+    collector = gc_policy.IdleCollector(delay=3600, collect=lambda: None)
+    collector.enabled = True
+    monkeypatch.setattr(gc_policy, "_collector", collector)
+    warmed: list[tuple[str, str | None]] = []
+    monkeypatch.setattr("loopscope.corpus.Corpus.warm",
+                        lambda self, engine, version=None: warmed.append((engine, version)))
+    run_app()
+    assert warmed == []  # not during the run
+    collector.collect_now()
+    assert sorted(warmed) == sorted((e, state.get_engine(e).default_version)
+                                    for e in state.engine_names())
+
+
 @pytest.mark.parametrize(
     ("page", "heading"),
     [("overview", "Where would the guard refuse?"), ("session", "Why did it stop?"),

@@ -12,10 +12,14 @@ was a 130-190 ms pause inside most slider moves. So, once a large corpus is load
   the end of every script run) schedules one ``IDLE_SECONDS`` after the last run,
   :func:`before_run` calls it off when the user acts first, and one is forced after
   ``MAX_RUNS_WITHOUT_COLLECTION`` runs in a row without a pause, so memory stays bounded.
+
+The same idle moments take other work that would otherwise land inside the user's next action
+(:func:`when_idle`): what an engine derives from the whole corpus on its first re-run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 from collections.abc import Callable
@@ -38,7 +42,15 @@ class IdleCollector:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._runs = 0
+        self._jobs: list[Callable[[], object]] = []
         self.enabled = False
+
+    def when_idle(self, job: Callable[[], object]) -> None:
+        """Run ``job`` in the next idle moment, before the collection (when enabled; a job
+        that fails is dropped: it only ever saves time)."""
+        if self.enabled:
+            with self._lock:
+                self._jobs.append(job)
 
     def before_run(self) -> None:
         """A script run starts: a collection still waiting must not land inside it."""
@@ -69,6 +81,10 @@ class IdleCollector:
                 self._timer.cancel()
                 self._timer = None
             self._runs = 0
+            jobs, self._jobs = self._jobs, []
+        for job in jobs:
+            with contextlib.suppress(Exception):
+                job()
         self._collect()
 
 
@@ -100,3 +116,8 @@ def before_run() -> None:
 def after_run() -> None:
     """Call at the end of every script run."""
     _collector.after_run()
+
+
+def when_idle(job: Callable[[], object]) -> None:
+    """Run ``job`` once the user pauses (a large corpus only: see the module doc)."""
+    _collector.when_idle(job)

@@ -420,6 +420,17 @@ def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
     return out
 
 
+def warm_when_idle(engines: Sequence[str]) -> None:
+    """Once the user pauses, derive what each engine's first re-run of the corpus would (see
+    :meth:`Corpus.warm`) at the version shown: the first slider move is then as quick as the
+    next ones (a large corpus only)."""
+    from loopscope.ui import gc_policy
+
+    c = corpus()
+    for engine in engines:
+        gc_policy.when_idle(functools.partial(c.warm, engine, current_version(engine)))
+
+
 def replays_for(engine: str, config: Any) -> RunColumns:
     """One replay per session of :func:`corpus` under ``config`` (cached per corpus × config)."""
     c = corpus()

@@ -43,6 +43,7 @@ def render() -> None:
         _summary(corpus, results)
     with guards:
         _guards(corpus, results)
+    state.warm_when_idle(engines)
 
 
 def _welcome() -> None:
