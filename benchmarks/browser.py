@@ -51,6 +51,11 @@ MOVES = [
     ("Block after this many repeats", "ArrowLeft"),
 ]
 
+FIRST_LOOK_S = 2.5
+"""A person looks at the first chart before moving a slider: the dashboard uses that pause
+(its idle work: a garbage collection, each guard's first re-run arrays). The moves after it
+come 0.3 s apart, faster than a person moves."""
+
 # The overview's timeline (the legend above it is a Plotly figure too, one that never changes).
 CHART_SELECTOR = "[class*=st-key-overview_chart] .js-plotly-plot"
 
@@ -173,6 +178,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
             page.wait_for_function(IDLE_JS)
             load_s = time.perf_counter() - started
             sessions_caption = page.get_by_text(re.compile(r"\d+\s+sessions from")).first.inner_text()
+            page.wait_for_timeout(FIRST_LOOK_S * 1000)
             for label, key in (MOVES * (1 + moves // len(MOVES)))[:moves]:
                 page.wait_for_timeout(300)
                 page.wait_for_function(IDLE_JS)

@@ -307,7 +307,8 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
             get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()
 
 
-def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path) -> None:
+def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``Corpus.warm`` builds what gglib's and OpenClaw's first re-run under a new
     configuration derive from the whole corpus (the dashboard does it in idle time); the
     replays are the same after it, and a second warm does nothing."""
@@ -326,3 +327,8 @@ def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path) -> None:
             eng.replay(s, config).to_json() for s in corpus.sessions]
     corpus.warm("openclaw", "2026.9.6")  # a version not prepared: warming never prepares
     assert not corpus.is_prepared("openclaw", "2026.9.6")
+    runs: list[Any] = []
+    for name in ("openhands", "gemini-cli"):  # run session by session: nothing to derive
+        monkeypatch.setattr(get_engine(name), "run", lambda *a: runs.append(a))
+        corpus.warm(name)
+    assert runs == []

@@ -118,10 +118,14 @@ class Corpus:
         """Derive now what ``engine`` derives from the whole corpus on its first re-run under
         another configuration than the default (gglib's and OpenClaw's arrays laid out for
         :meth:`run_many`: 0.1-0.2 s at 20,000 sessions), so that the first slider move does
-        not wait for it. Engines prepared at ``version`` only; once per engine and version."""
+        not wait for it. Engines whose table has columns of its own (their ``run_many`` reads
+        them), prepared at ``version``, only; once per engine and version."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
-        if key in self._warmed or key not in self._prepared:
+        spec = _table_spec(engine, version)
+        if key in self._warmed or key not in self._prepared or spec is None or spec.keep_all:
+            # (an engine that runs session by session derives nothing from the whole: its
+            # re-run is the move's own work, and would decode every session)
             return
         self._warmed.add(key)
         run_many(eng, self.prepared(engine, version), eng.default_config(version))
