@@ -81,7 +81,7 @@ def replay(
     labels = load_labels_for(paths, labels_file, status)
 
     job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
-               as_json)
+               as_json, verbose)
     targets, _ignored = expand_paths(list(paths))
     folder = None
     if len(paths) == 1 and format_id is None and not import_limits:
@@ -178,6 +178,7 @@ class _Job:
     format_id: str | None
     labels: Mapping[str, Label]
     as_json: bool
+    verbose: bool
 
 
 @dataclass
@@ -215,11 +216,13 @@ def _replay_file(target: tuple[str, bool], job: _Job | None = None) -> _Part:
     with CollectorPaused():
         file_import = load_file(path, job.limits, job.format_id, scanned=scanned)
         part.problems = list(file_import.problems)
-        part.import_line = _file_summary_line(file_import, len(file_import.sessions))
+        if job.verbose:
+            part.import_line = _file_summary_line(file_import, len(file_import.sessions))
         for session in file_import.sessions:
             # The fast path (proven equal to ``engine.replay`` by the engines' property tests).
             prepared = engine.prepare(session, job.version)
-            counts = session.counts()
+            # (the text output names the session's size; the JSON lines do not)
+            counts = {"turns": 0, "calls": 0} if job.as_json else session.counts()
             _add_session(part, lines, job, engine, prepared, engine.run(prepared, job.config),
                          counts["turns"], counts["calls"])
     part.output = b"".join(lines)
