@@ -114,6 +114,12 @@ class Corpus:
                                            lambda i: eng.run(prepared[i], config))
         return run_many(eng, prepared, config)
 
+    def reruns_in_columns(self, engine: str, version: str | None = None) -> bool:
+        """Whether a re-run of ``engine`` is a few vectorised passes over columns (gglib,
+        OpenClaw), not every session run one by one in Python (seconds at 20,000 sessions)."""
+        spec = _table_spec(engine, version)
+        return spec is not None and not spec.keep_all
+
     def warm(self, engine: str, version: str | None = None) -> None:
         """Derive now what ``engine`` derives from the whole corpus on its first re-run under
         another configuration than the default (gglib's and OpenClaw's arrays laid out for
@@ -122,8 +128,8 @@ class Corpus:
         them), prepared at ``version``, only; once per engine and version."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
-        spec = _table_spec(engine, version)
-        if key in self._warmed or key not in self._prepared or spec is None or spec.keep_all:
+        if (key in self._warmed or key not in self._prepared
+                or not self.reruns_in_columns(engine, version)):
             # (an engine that runs session by session derives nothing from the whole: its
             # re-run is the move's own work, and would decode every session)
             return

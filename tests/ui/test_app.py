@@ -106,6 +106,22 @@ def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
                                     for e in state.engine_names())
 
 
+def test_guards_that_replay_session_by_session_say_so_on_a_large_corpus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenHands and Gemini CLI re-run every session one by one (seconds at 20,000): on a
+    large corpus their settings say so; the vectorised guards' do not."""
+    from loopscope.ui import settings
+
+    def notes() -> list[str]:
+        return [c.value for c in run_app().sidebar.caption if "one by one" in c.value]
+
+    assert notes() == []  # (the samples: a small corpus)
+    monkeypatch.setattr(settings, "SLOW_RERUNS_FROM", 1)
+    found = notes()
+    assert len(found) == 2 and all("a change here takes seconds" in n for n in found)
+    assert any(n.count("OpenHands") for n in found) and any("Gemini CLI" in n for n in found)
+
+
 @pytest.mark.parametrize(
     ("page", "heading"),
     [("overview", "Where would the guard refuse?"), ("session", "Why did it stop?"),

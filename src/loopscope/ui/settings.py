@@ -412,8 +412,23 @@ def render_engine_settings() -> dict[str, Any]:
     for name in shown:
         with st.expander(f"{state.ENGINE_TITLES[name]} settings", expanded=True,
                          icon=":material/tune:"):
+            _slow_reruns_note(name)
             resolutions[name] = render_engine(name)
     return resolutions
+
+
+SLOW_RERUNS_FROM = 5_000
+"""Sessions from which a guard that re-runs session by session says a change takes seconds."""
+
+
+def _slow_reruns_note(engine: str) -> None:
+    corpus = state.corpus()
+    sessions = len(corpus.sources)
+    if sessions >= SLOW_RERUNS_FROM and not corpus.reruns_in_columns(
+            engine, state.current_version(engine)):
+        st.caption(f":material/hourglass_top: {state.ENGINE_TITLES[engine]} replays each of the "
+                   f"{sessions:,} sessions one by one: a change here takes seconds (the first "
+                   "one longest). Hide this guard above while you tune the others.")
 
 
 def page_runs_first() -> bool:
