@@ -144,3 +144,45 @@ def test_a_snapshot_kept_without_its_folder_mark_is_found_again_after_the_next_l
     assert marks[0].is_file()
     assert read_prepared(str(folder), "gglib", None) is not None
     assert cache.clear()[0] >= 1 and not marks[0].exists()
+
+
+@pytest.mark.parametrize("engine,a,b", [
+    ("gglib", "max_repeated_batch_steps=2", "max_repeated_batch_steps=4"),
+    ("openclaw", "criticalThreshold=4", "criticalThreshold=9"),
+    ("openhands", "action_observation=3", "action_observation=6"),
+])
+def test_compare_from_the_cache_equals_an_import(engine: str, a: str, b: str, folder: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``loopscope compare`` reads a prepared folder back as ``replay`` does: the same
+    changes, labels, problems and exit code, byte for byte."""
+    from loopscope.cli import experiments
+
+    _prepare(folder)
+    cases = [
+        ["compare", "sessions", "--engine", engine, "--a", a, "--b", b, "--json"],
+        ["compare", str(folder) + "/", "--engine", engine, "--a", a, "--b", b],
+    ]
+    for args in cases:
+        expected = _imported(args, folder.parent, monkeypatch)
+        assert expected[0] == 2 and "broken.json" in expected[2], expected  # (the broken file)
+        assert expected[1].strip(), "the import gave no output: nothing is compared"
+        with monkeypatch.context() as m:
+            m.setattr(experiments, "_load_sessions", _never)  # from the cache, or it fails
+            assert run_cli(args, cwd=folder.parent) == expected, args
+
+
+def test_compare_of_two_prepare_keys_imports(folder: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two OpenClaw releases prepare differently; the cache holds the default release only."""
+    from loopscope.cli import experiments
+
+    _prepare(folder)
+    args = ["compare", "sessions", "--engine", "openclaw", "--a-version", "2026.6.11",
+            "--b-version", "2026.9.6", "--json"]
+    expected = _imported(args, folder.parent, monkeypatch)
+    seen: list[object] = []
+    original = experiments._load_sessions
+    monkeypatch.setattr(experiments, "_load_sessions",
+                        lambda *a: seen.append(a) or original(*a))
+    assert run_cli(args, cwd=folder.parent) == expected
+    assert seen, "imported"

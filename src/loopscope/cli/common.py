@@ -279,6 +279,20 @@ def iter_sessions(
         yield from file_import.sessions
 
 
+def prepared_folder(paths: Sequence[str], engine: str, version: str | None,
+                    format_id: str | None, import_limits: Sequence[str]) -> Any:
+    """The sessions under ``paths`` read back from the on-disk cache
+    (:class:`loopscope.corpus.PreparedFolder`) when one folder or file was given without
+    ``--format`` or ``--import-limit`` and ``loopscope prepare`` (or the dashboard) prepared
+    exactly its files as they are now for ``engine`` at ``version``; else ``None``: import.
+    What a command prints is the same either way (the tests compare them byte for byte)."""
+    if len(paths) != 1 or format_id is not None or import_limits:
+        return None
+    from loopscope.corpus import read_prepared
+
+    return read_prepared(paths[0], engine, version)
+
+
 def progress(iterable: Any, *, total: int | None = None, desc: str = "",
              unit: str = "session") -> Any:
     """A tqdm bar on stderr, shown only on a terminal (never pollutes ``--json`` output)."""

@@ -23,11 +23,12 @@ from loopscope.cli.common import (
     iter_sessions,
     parse_import_limits,
     parse_key_value,
+    prepared_folder,
     read_settings_file,
     resolve_engine_config,
 )
 from loopscope.engines import ConfigError, get_engine
-from loopscope.experiments.compare import CompareResult
+from loopscope.experiments.compare import CompareResult, compare_replays
 from loopscope.experiments.compare import compare as compare_configs
 from loopscope.experiments.metrics import LabelLike, Metrics
 from loopscope.experiments.sweep import (
@@ -269,6 +270,30 @@ def _where(fr: Any) -> str:
 _LABEL_TEXT = {"loop": "labelled a real loop", "ok": "labelled good work"}
 
 
+def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
+             import_limits: Sequence[str], format_id: str | None, config_a: Any,
+             config_b: Any) -> CompareResult:
+    """Both configurations over the sessions: read back from the on-disk cache when ``prepare``
+    (or the dashboard) prepared exactly these files for both sides' version, else imported."""
+    from tqdm import tqdm
+
+    engine = get_engine(engine_name)
+    version_a, version_b = engine.version_of(config_a), engine.version_of(config_b)
+    folder = (prepared_folder(paths, engine_name, version_a, format_id, import_limits)
+              if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
+    if folder is None:
+        sessions = _load_sessions(paths, status, import_limits, format_id)
+        with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
+                  file=sys.stderr, disable=None, leave=False) as bar:
+            return compare_configs(engine_name, sessions, config_a, config_b,
+                                   progress=bar.update)
+    status.problems.extend(folder.problems())
+    with tqdm(total=len(folder), desc=f"compare {engine_name}", unit="session",
+              file=sys.stderr, disable=None, leave=False) as bar:
+        pairs = zip(folder.run(engine, config_a), folder.run(engine, config_b), strict=True)
+        return compare_replays(bar.update(1) or pair for pair in pairs)
+
+
 def _same_settings(engine: Any, a: Any, b: Any) -> bool:
     """Do A and B give every setting they share the same value (only the release differs)?"""
     va, vb = engine.values(a), engine.values(b)
@@ -342,6 +367,9 @@ def compare(
     whose first refusal differs are listed. With two versions this is the upgrade impact: what
     changes for these sessions if the team moves from release A to release B.
 
+    When "loopscope prepare PATH" (or the dashboard) prepared exactly these files as they are
+    now, for both sides' release, they are read back from the on-disk cache: the same output.
+
     \b
     Examples:
       loopscope compare sample_transcripts --engine gglib \\
@@ -362,16 +390,11 @@ def compare(
         version=b_version or base_version,
     )
     status = RunStatus()
-    sessions = _load_sessions(paths, status, import_limits, format_id)
-    from tqdm import tqdm
-
-    with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
-              file=sys.stderr, disable=None, leave=False) as bar:
-        result = compare_configs(engine_name, sessions, resolution_a.config,
-                                 resolution_b.config, progress=bar.update)
     engine = get_engine(engine_name)
     version_a = engine.version_of(resolution_a.config)
     version_b = engine.version_of(resolution_b.config)
+    result = _compare(engine_name, paths, status, import_limits, format_id,
+                      resolution_a.config, resolution_b.config)
     upgrade = version_a != version_b
     # Labels annotate the readable list and the upgrade paragraph; the JSON change lines are
     # the outcomes alone.

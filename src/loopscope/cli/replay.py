@@ -24,10 +24,11 @@ from loopscope.cli.common import (
     engine_options,
     import_options,
     parse_import_limits,
+    prepared_folder,
     progress,
     resolve_engine_config,
 )
-from loopscope.corpus import PreparedFolder, read_prepared
+from loopscope.corpus import PreparedFolder
 from loopscope.engines import Engine, SessionReplay, get_engine
 from loopscope.formats import expand_paths
 from loopscope.formats.base import FileImport
@@ -83,11 +84,7 @@ def replay(
     job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
                as_json, verbose)
     targets, _ignored = expand_paths(list(paths))
-    folder = None
-    if len(paths) == 1 and format_id is None and not import_limits:
-        # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as
-        # they are now: read back instead of imported (the same output, byte for byte).
-        folder = read_prepared(paths[0], engine_name, prepare_version)
+    folder = prepared_folder(paths, engine_name, prepare_version, format_id, import_limits)
     out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     import_lines: list[str] = []
