@@ -380,3 +380,34 @@ def test_heatmap_tiles_are_a_heatmap_under_small_click_targets(corpus: Path) -> 
     col, row = list(xa.values).index(current[xa.key]), list(ya.values).index(current[ya.key])
     assert (outline.x0, outline.x1, outline.y0, outline.y1) == (col - 0.5, col + 0.5,
                                                                 row - 0.5, row + 0.5)
+
+
+def test_the_pages_read_sizes_from_the_heads_not_every_session(
+        corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above a few thousand sessions a corpus keeps no session in memory: walking
+    ``corpus.sessions`` reads every file again (~40 s at 20,000). The sweep (its run and its
+    label table and metrics), compare (its metrics) and export pages read each session's
+    identity and size from the heads instead (the verdict CSV takes heads: mypy holds it to
+    that); opening one session stays allowed."""
+    from loopscope.corpus import CorpusSessions
+
+    made: list[int] = []
+    walked: list[str] = []
+    original_init = CorpusSessions.__init__
+
+    def init(self: Any, *args: Any) -> None:
+        made.append(1)
+        original_init(self, *args)
+
+    def walk(self: Any) -> Any:
+        walked.append("all sessions")
+        raise AssertionError("a page walked every session of the corpus")
+
+    monkeypatch.setattr(CorpusSessions, "__init__", init)
+    monkeypatch.setattr(CorpusSessions, "__iter__", walk)
+    at = run_page_sweep(open_page(SWEEP))
+    assert made, "the samples were not loaded as a corpus that re-reads its files"
+    assert at.session_state["_sweep_result"] is not None
+    ok(compare_b_repeats_4(open_page(COMPARE)))
+    ok(open_page("src/loopscope/ui/pages/export.py"))
+    assert walked == []

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from loopscope import csvsafe
+from loopscope.corpus import head_of
 from loopscope.engines import get_engine
 from loopscope.formats import load_file
 from loopscope.ui import export
@@ -31,7 +32,8 @@ def test_verdict_csv_cells_are_neutral_and_readable(tmp_path: Path) -> None:
     assert len(sessions) == len(HOSTILE)
     engine = get_engine("gglib")
     replays = {"gglib": [engine.replay(s, engine.default_config()) for s in sessions]}
-    text = export.verdict_report_csv(sessions, replays, {s.source: "=cmd" for s in sessions})
+    text = export.verdict_report_csv([head_of(s) for s in sessions], replays,
+                                     {s.source: "=cmd" for s in sessions})
     rows = list(csv.reader(io.StringIO(text)))
     cells = [c for row in rows for c in row]
     assert not [c for c in cells if c.startswith(csvsafe.TRIGGERS)]

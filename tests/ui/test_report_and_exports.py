@@ -45,7 +45,7 @@ def test_the_verdict_csv_records_its_settings_counts_from_one_and_names_no_serve
         samples: Any) -> None:
     replays, configs = _replays(samples)
     names = {s.source: samples.display(s.source) for s in samples.sessions}
-    text = export.verdict_report_csv(samples.sessions, replays, {}, configs, names)
+    text = export.verdict_report_csv(samples.heads, replays, {}, configs, names)
     assert str(SAMPLES) not in text and str(ROOT) not in text
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == len(samples.sessions) * len(configs)
@@ -60,6 +60,8 @@ def test_the_verdict_csv_records_its_settings_counts_from_one_and_names_no_serve
     first = replays[refused["engine"]][session].first_refusal
     assert (int(refused["first_refusal_turn"]), int(refused["first_refusal_call"])) == (
         first.turn + 1, first.call + 1)
+    sizes = {(names[s.source], str(len(s.calls)), str(len(s.turns))) for s in samples.sessions}
+    assert {(r["source"], r["calls"], r["turns"]) for r in rows} == sizes
 
 
 def test_the_verdict_jsonl_is_replays_output_with_settings_and_relative_sources(

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loopscope import config_io, csvsafe
+from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
 from loopscope.engines.base import SessionReplay
-from loopscope.model import Session
 
 CSV_COLUMNS = (
     "session", "source", "format", "engine", "engine_version", "label", "calls", "turns",
@@ -59,14 +59,15 @@ def verdict_report_jsonl(
 
 
 def verdict_report_csv(
-    sessions: Sequence[Session],
+    sessions: Sequence[SessionHead],
     replays: Mapping[str, Sequence[SessionReplay]],
     labels: Mapping[str, str | None] | None = None,
     configs: Mapping[str, Any] | None = None,
     names: Mapping[str, str] | None = None,
 ) -> str:
     """One row per session and engine: the first refusal (from 1), the counts, and the
-    settings that produced them."""
+    settings that produced them. ``sessions``: each session's head (identity and size: a large
+    corpus's sessions are not kept in memory), aligned with each engine's replays."""
     out = io.StringIO()
     writer = csvsafe.writer(out, lineterminator="\n")  # no cell a spreadsheet would run
     writer.writerow(CSV_COLUMNS)
@@ -81,7 +82,7 @@ def verdict_report_csv(
             source = (names or {}).get(r.source, r.source)
             writer.writerow([
                 r.session, source, r.format, engine, version,
-                (labels or {}).get(s.source) or "", len(s.calls), len(s.turns), len(r.steps),
+                (labels or {}).get(s.source) or "", s.calls, s.turns, len(r.steps),
                 "yes" if fr else "no",
                 "" if fr is None else fr.turn + 1,
                 "" if fr is None or fr.call is None else fr.call + 1,

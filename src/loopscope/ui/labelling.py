@@ -61,7 +61,7 @@ def label_root(corpus: Corpus) -> str | None:
     if corpus.root:
         return corpus.root
     if corpus.sessions:
-        path = corpus.sessions[0].source.partition("#")[0]
+        path = corpus.sources[0].partition("#")[0]
         return os.path.dirname(os.path.abspath(path))
     return None
 
@@ -334,10 +334,10 @@ def label_table(
 
     corpus = corpus or state.corpus()
     labels = current_labels(corpus)
-    sources = [s.source for s in corpus.sessions]
+    sources = corpus.sources  # (the heads: a large corpus's sessions are not kept in memory)
     records: dict[str, list[Any]] = {
         "session": [corpus.display(s) for s in sources],
-        "turns": [len(s.turns) for s in corpus.sessions],
+        "turns": corpus.turn_counts,
         "label": [_TABLE_LABELS.get(lab.label, "") if (lab := labels.get(s)) else "" for s in sources],
         "from_turn": [
             lab.from_turn if (lab := labels.get(s)) and lab.from_turn is not None else None
@@ -420,7 +420,7 @@ def label_transfer(corpus: Corpus | None = None) -> None:
             loaded, problems = labels_mod.labels_from_json(data, upload.name)
         else:
             loaded, problems = labels_mod.parse_labels(data, upload.name)
-        by_source = {s.source: s for s in corpus.sessions}
+        by_source = set(corpus.sources)
         matched = 0
         for lab in loaded.values():
             source = os.path.join(root, *lab.source.partition("#")[0].split("/"))

@@ -42,7 +42,7 @@ def metrics_for(engine: str, config: Any) -> Metrics:
     """The metrics of ``engine`` under ``config`` over the loaded corpus and its labels."""
     corpus = state.corpus()
     return compute_metrics(
-        state.replays_for(engine, config), current_labels(corpus), corpus.sessions
+        state.replays_for(engine, config), current_labels(corpus), corpus.turns_by_source
     )
 
 

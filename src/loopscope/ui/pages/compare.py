@@ -123,10 +123,11 @@ def render() -> None:
     _summary(result)
 
     labels = labelling.current_labels(corpus)
+    turns = corpus.turns_by_source
     st.subheader("How the metrics change from A to B", anchor=False)
     metrics_panel.render_pair(
-        compute_metrics(replays_a, labels, corpus.sessions),
-        compute_metrics(replays_b, labels, corpus.sessions),
+        compute_metrics(replays_a, labels, turns),
+        compute_metrics(replays_b, labels, turns),
     )
     _changes(result, engine)
 

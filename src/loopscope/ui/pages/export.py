@@ -58,7 +58,7 @@ def render() -> None:
     c3, c4 = st.columns(2)
     c3.download_button(
         "Download verdicts.csv",
-        lambda: export.verdict_report_csv(corpus.sessions, results, labels, configs, names),
+        lambda: export.verdict_report_csv(corpus.heads, results, labels, configs, names),
         file_name="loopscope-verdicts.csv", mime="text/csv", key="dl_csv",
         icon=":material/table:", on_click="ignore",
         help="One row per session and guard: first refusal, refusals, warnings and settings.",

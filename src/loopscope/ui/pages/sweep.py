@@ -102,7 +102,7 @@ def run_grid(engine: str, axes: list[Axis], progress: Any = None) -> SweepResult
     return sweep_prepared(
         engine,
         state.prepared(engine, cells[0].config if cells else None),
-        [len(s.turns) for s in corpus.sessions],
+        corpus.turn_counts,
         cells,
         labelling.current_labels(corpus),
         axes=axes,
