@@ -169,11 +169,6 @@ class Corpus:
         return [h.turns for h in self.heads]
 
     @functools.cached_property
-    def turns_by_source(self) -> dict[str, int]:
-        """Session source → number of assistant turns (what the metrics need of a session)."""
-        return dict(zip(self.sources, self.turn_counts, strict=True))
-
-    @functools.cached_property
     def sources(self) -> list[str]:
         """Every session's source, aligned with :attr:`sessions`."""
         return [h.source for h in self.heads]

@@ -134,3 +134,51 @@ def test_turns_come_from_the_sessions_themselves() -> None:
     assert len(session.turns) == 3
     m = compute_metrics([fake_replay("s.json", 1)], {"s.json": Label("ok")}, [session])
     assert m.turns_lost == 2
+
+
+@pytest.mark.parametrize("engine_name", ["gglib", "openclaw", "openhands", "gemini-cli"])
+def test_metrics_and_changes_read_off_a_batch_runs_columns_equal_the_replays(
+        engine_name: str) -> None:
+    """The dashboard's metrics, sweeps and comparisons read a batch run's columns (building
+    20,000 replays costs seconds): the same metrics as :func:`compute_metrics` of the replays
+    and the same changes as :func:`compare_replays`, on the samples with their labels, under
+    the default configuration and under every integer setting moved down and up by one."""
+    from pathlib import Path
+
+    from loopscope.engines import get_engine
+    from loopscope.engines.base import run_many
+    from loopscope.experiments.compare import compare_columns, compare_replays
+    from loopscope.experiments.metrics import metrics_of_columns, outcome_of, outcomes_of_columns
+    from loopscope.formats import load_paths
+    from loopscope.labels import labels_for_sessions
+
+    samples = Path(__file__).resolve().parents[2] / "sample_transcripts"
+    sessions = load_paths([str(samples)]).sessions
+    labels, _ = labels_for_sessions([str(samples)])
+    assert labels, "the samples' labels.csv was not read: the comparison would prove little"
+    engine = get_engine(engine_name)
+    prepared = [engine.prepare(s) for s in sessions]
+    sources = [s.source for s in sessions]
+    turns = [len(s.turns) for s in sessions]
+    configs = [engine.default_config()]
+    for spec in engine.settings_for(engine.default_version):
+        if spec.kind == "int":
+            for value in (spec.default - 1, spec.default + 1):
+                if value >= 1:
+                    configs.append(engine.resolve_config(None, [(spec.name, str(value))]).config)
+    runs = [run_many(engine, prepared, config) for config in configs]
+    for config, columns in zip(configs, runs, strict=True):
+        replays = [engine.run(p, config) for p in prepared]
+        assert outcomes_of_columns(columns, sources, turns) == [
+            outcome_of(r, t) for r, t in zip(replays, turns, strict=True)]
+        assert metrics_of_columns(columns, labels, sources, turns) == compute_metrics(
+            replays, labels, sessions)
+    ids = [s.id for s in sessions]
+    before = [engine.run(p, configs[0]) for p in prepared]
+    changed = 0
+    for config, columns in zip(configs[1:], runs[1:], strict=True):
+        expected = compare_replays(zip(before, [engine.run(p, config) for p in prepared],
+                                       strict=True))
+        assert compare_columns(runs[0], columns, sources, ids) == expected
+        changed += len(expected.changes)
+    assert any(columns.refused.any() for columns in runs) and changed

@@ -290,7 +290,7 @@ def test_sweeping_already_prepared_sessions_gives_the_same_cells(data: st.DataOb
     ticks: list[int] = []
     prepared = sweep_prepared(
         "gglib", [engine.prepare(s) for s in sessions], [len(s.turns) for s in sessions],
-        cells, labels, axes=axes, progress=ticks.append,
+        cells, labels, sources=[s.source for s in sessions], axes=axes, progress=ticks.append,
     )
     assert prepared.cells == run_sweep("gglib", sessions, cells, labels, axes=axes, workers=1).cells
     assert len(ticks) == len(cells)

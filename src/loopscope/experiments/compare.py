@@ -11,17 +11,17 @@ replays of the same session gives one of:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.engines import get_engine
 
 if TYPE_CHECKING:
-    from loopscope.engines.base import FirstRefusal, SessionReplay
+    from loopscope.engines.base import FirstRefusal, RunColumns, SessionReplay
     from loopscope.model import Session
 
-__all__ = ["Change", "CompareResult", "SessionChange", "classify", "compare", "compare_replays"]
+__all__ = ["Change", "CompareResult", "SessionChange", "classify", "compare", "compare_columns", "compare_replays"]
 
 Change = Literal["gained", "lost", "moved", "same"]
 
@@ -97,6 +97,22 @@ def compare_replays(
             changes.append(
                 SessionChange(ra.source, ra.session, ra.first_refusal, rb.first_refusal, change)
             )
+    return CompareResult(tuple(changes), same)
+
+
+def compare_columns(a: RunColumns, b: RunColumns, sources: Sequence[str],
+                    sessions: Sequence[str]) -> CompareResult:
+    """:func:`compare_replays` of two batch runs of the same sessions (``sources`` and session
+    ids aligned with them), read off their columns: no replay is built."""
+    changes: list[SessionChange] = []
+    same = 0
+    for source, session, fa, fb in zip(sources, sessions, a.first_refusals(),
+                                       b.first_refusals(), strict=True):
+        change = classify(fa, fb)
+        if change == "same":
+            same += 1
+        else:
+            changes.append(SessionChange(source, session, fa, fb, change))
     return CompareResult(tuple(changes), same)
 
 

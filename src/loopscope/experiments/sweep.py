@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from loopscope.engines import ConfigError, get_engine
-from loopscope.experiments.metrics import LabelLike, Metrics, metrics_from_outcomes, outcome_of
+from loopscope.engines.base import run_many
+from loopscope.experiments.metrics import (
+    LabelLike,
+    Metrics,
+    metrics_from_outcomes,
+    metrics_of_columns,
+    outcome_of,
+)
 
 if TYPE_CHECKING:
     from loopscope.model import Session
@@ -406,22 +413,23 @@ def sweep_prepared(
     cells: Sequence[CellConfig],
     labels: Mapping[str, LabelLike],
     *,
+    sources: Sequence[str],
     axes: Sequence[Axis] = (),
     progress: Progress | None = None,
 ) -> SweepResult:
     """A sweep over sessions some caller has already prepared (the dashboard keeps them).
 
-    ``prepared`` are ``engine.prepare(session)`` results and ``turns`` each session's number of
-    assistant turns, aligned. Runs here, cell by cell; ``progress`` is called once per cell.
-    Equal to :func:`run_sweep` over the same sessions.
+    ``prepared`` are ``engine.prepare(session)`` results (a list, or a corpus's table),
+    ``sources`` and ``turns`` each session's source and number of assistant turns, aligned.
+    Runs here, cell by cell, one batch run (``run_many``: vectorised for gglib and OpenClaw)
+    per cell; ``progress`` is called once per cell. Equal to :func:`run_sweep` over the same
+    sessions.
     """
     eng = get_engine(engine)
     out: list[SweepCell] = []
     for cell in cells:
-        outcomes = [
-            outcome_of(eng.run(p, cell.config), t) for p, t in zip(prepared, turns, strict=True)
-        ]
-        metrics = metrics_from_outcomes(outcomes, labels)
+        metrics = metrics_of_columns(run_many(eng, prepared, cell.config), labels, sources,
+                                     turns)
         out.append(SweepCell(engine, cell.values, metrics, cell.config, cell.warnings))
         if progress is not None:
             progress(1)

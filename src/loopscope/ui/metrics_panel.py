@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.experiments.metrics import Metrics, compute_metrics
+from loopscope.experiments.metrics import Metrics, metrics_of_columns
 from loopscope.ui import state
 from loopscope.ui.labelling import current_labels
 
@@ -41,9 +41,8 @@ ROWS: tuple[tuple[str, str, str, bool], ...] = (
 def metrics_for(engine: str, config: Any) -> Metrics:
     """The metrics of ``engine`` under ``config`` over the loaded corpus and its labels."""
     corpus = state.corpus()
-    return compute_metrics(
-        state.replays_for(engine, config), current_labels(corpus), corpus.turns_by_source
-    )
+    return metrics_of_columns(state.replays_for(engine, config), current_labels(corpus),
+                              corpus.sources, corpus.turn_counts)
 
 
 def _fmt(value: float | int | None, metric: str) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import streamlit as st
 
 from loopscope.engines import FirstRefusal, get_engine
-from loopscope.experiments.compare import CompareResult, compare_replays
-from loopscope.experiments.metrics import compute_metrics
+from loopscope.experiments.compare import CompareResult, compare_columns
+from loopscope.experiments.metrics import metrics_of_columns
 from loopscope.ui import labelling, metrics_panel, settings, state, views
 from loopscope.ui.plain import md
 
@@ -119,15 +119,15 @@ def render() -> None:
 
     replays_a = state.replays_for(engine, resolutions["a"].config)
     replays_b = state.replays_for(engine, resolutions["b"].config)
-    result = compare_replays(zip(replays_a, replays_b, strict=True))
+    result = compare_columns(replays_a, replays_b, corpus.sources,
+                             [head.id for head in corpus.heads])
     _summary(result)
 
     labels = labelling.current_labels(corpus)
-    turns = corpus.turns_by_source
     st.subheader("How the metrics change from A to B", anchor=False)
     metrics_panel.render_pair(
-        compute_metrics(replays_a, labels, turns),
-        compute_metrics(replays_b, labels, turns),
+        metrics_of_columns(replays_a, labels, corpus.sources, corpus.turn_counts),
+        metrics_of_columns(replays_b, labels, corpus.sources, corpus.turn_counts),
     )
     _changes(result, engine)
 

@@ -105,6 +105,7 @@ def run_grid(engine: str, axes: list[Axis], progress: Any = None) -> SweepResult
         corpus.turn_counts,
         cells,
         labelling.current_labels(corpus),
+        sources=corpus.sources,
         axes=axes,
         progress=progress,
     )
@@ -259,10 +260,9 @@ def render() -> None:
         refusals = {}
         for name in state.shown_engines():
             refusals[f"{state.ENGINE_TITLES[name]} first refusal"] = [
-                "" if r.first_refusal is None
-                else (f"turn {r.first_refusal.turn + 1} · "
-                      f"{views.detector_title(r.first_refusal.detector)}")
-                for r in state.replays(name)
+                "" if first is None
+                else f"turn {first.turn + 1} · {views.detector_title(first.detector)}"
+                for first in state.first_refusals(state.replays(name))
             ]
         labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
         labelling.label_transfer(corpus)
