@@ -587,6 +587,11 @@ class PreparedFolder:
         """Every file's import problems, in file order, as an import of the folder gives."""
         return [p for f in self.files for p in f.problems()]
 
+    def heads(self) -> list[SessionHead]:
+        """Every session's identity and size, in file order, its ``source`` named as an import
+        of the folder names it."""
+        return [replace(h, source=f.source(h.source)) for f in self.files for h in f.result.heads]
+
     def run(self, engine: Any, config: Any) -> Iterator[SessionReplay]:
         """Every session's replay under ``config``, in file order, its ``source`` named as an
         import of the folder names it."""

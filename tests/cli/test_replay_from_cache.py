@@ -186,3 +186,28 @@ def test_compare_of_two_prepare_keys_imports(folder: Path,
                         lambda *a: seen.append(a) or original(*a))
     assert run_cli(args, cwd=folder.parent) == expected
     assert seen, "imported"
+
+
+@pytest.mark.parametrize("engine,vary", [
+    ("gglib", ["--vary", "max_repeated_batch_steps=1:4", "--vary", "max_observation_steps=3:9:3"]),
+    ("openclaw", ["--vary", "criticalThreshold=4:10:2"]),
+    ("openhands", ["--vary", "action_observation=2:5"]),
+])
+def test_sweep_from_the_cache_equals_an_import(engine: str, vary: list[str], folder: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``loopscope sweep`` reads a prepared folder back too: the same cells, metrics against
+    the same labels, problems and exit code, byte for byte."""
+    from loopscope.cli import experiments
+
+    _prepare(folder)
+    cases = [
+        ["sweep", "sessions", "--engine", engine, *vary, "--json"],
+        ["sweep", str(folder) + "/", "--engine", engine, *vary],
+    ]
+    for args in cases:
+        expected = _imported(args, folder.parent, monkeypatch)
+        assert expected[0] == 2 and "broken.json" in expected[2], expected
+        assert '"loops_caught"' in expected[1] or "loops_caught" in expected[1]
+        with monkeypatch.context() as m:
+            m.setattr(experiments, "_load_sessions", _never)  # from the cache, or it fails
+            assert run_cli(args, cwd=folder.parent) == expected, args

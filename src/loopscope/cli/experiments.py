@@ -39,6 +39,7 @@ from loopscope.experiments.sweep import (
     build_cells,
     parse_axis,
     run_sweep,
+    sweep_prepared,
 )
 from loopscope.experiments.upgrade import impact_of_compare, summary_text
 from loopscope.model import Session, escape_for_display
@@ -191,6 +192,9 @@ def sweep(
     labels (labels.csv next to the sessions, or --labels FILE): false refusals, loops caught,
     missed or refused early, wasted turns, precision and recall.
 
+    When "loopscope prepare PATH" (or the dashboard) prepared exactly these files as they are
+    now, they are read back from the on-disk cache (not with --dask): the same output.
+
     \b
     Example:
       loopscope sweep sample_transcripts --engine openclaw \\
@@ -207,7 +211,15 @@ def sweep(
     _print_cell_warnings(cells)
 
     status = RunStatus()
-    sessions = _load_sessions(paths, status, import_limits, format_id)
+    # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as they
+    # are now, at the cells' release: read back and swept here, one batch run per cell.
+    folder = (prepared_folder(paths, engine_name, get_engine(engine_name).version_of(
+        cells[0].config), format_id, import_limits) if cells and dask_address is None else None)
+    if folder is not None:
+        status.problems.extend(folder.problems())
+        sessions: Sequence[Any] = folder.heads()
+    else:
+        sessions = _load_sessions(paths, status, import_limits, format_id)
     labels = _load_labels(paths, labels_file, status)
     if not labels:
         click.echo(
@@ -239,6 +251,12 @@ def sweep(
                     )
             except DaskUnavailable as exc:
                 raise click.UsageError(str(exc)) from exc
+        elif folder is not None:
+            result = sweep_prepared(
+                engine_name, folder.prepared, [h.turns for h in sessions], cells, labels,
+                sources=[h.source for h in sessions], axes=axes,
+                progress=lambda _cells: bar.update(len(sessions) / len(cells)),
+            )
         else:
             result = run_sweep(
                 engine_name, sessions, cells, labels, axes=axes, workers=workers,
