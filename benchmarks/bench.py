@@ -241,6 +241,7 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
     from loopscope.experiments.sweep import build_cells, parse_axis, sweep_prepared
 
     turns = [len(s.turns) for s in sessions]
+    sources = [s.source for s in sessions]
     for name, prepared_list, axes in (
         ("gglib", g_prepared, ["max_repeated_batch_steps=1:10", "max_stagnation_steps=1:10"]),
         ("openclaw", o_prepared, ["warningThreshold=1:10", "criticalThreshold=11:20"]),
@@ -248,7 +249,7 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
         parsed = [parse_axis(a) for a in axes]
         cells = build_cells(name, parsed, None, [])
         start = time.perf_counter()
-        sweep_prepared(name, prepared_list, turns, cells, {}, axes=parsed)
+        sweep_prepared(name, prepared_list, turns, cells, {}, sources=sources, axes=parsed)
         elapsed = time.perf_counter() - start
         out[f"sweep_{name}_cells"] = len(cells)
         out[f"sweep_{name}_s"] = elapsed
