@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from loopscope import cache
 from loopscope.bulk import CollectorPaused
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
-from loopscope.engines.base import PreparedSessions, RunColumns, SessionReplay, run_many
+from loopscope.engines.base import PreparedSessions, RunColumns, run_many
 from loopscope.formats.base import Detection, FileImport, ImportReport
 from loopscope.model import Problem, Session, escape_for_display
 
@@ -580,9 +580,6 @@ class PreparedFolder:
     """The engine's prepared sessions, file after file (indexable: a table decodes a row
     when it is read)."""
 
-    def __len__(self) -> int:
-        return len(self.prepared)
-
     def problems(self) -> list[Problem]:
         """Every file's import problems, in file order, as an import of the folder gives."""
         return [p for f in self.files for p in f.problems()]
@@ -591,14 +588,6 @@ class PreparedFolder:
         """Every session's identity and size, in file order, its ``source`` named as an import
         of the folder names it."""
         return [replace(h, source=f.source(h.source)) for f in self.files for h in f.result.heads]
-
-    def run(self, engine: Any, config: Any) -> Iterator[SessionReplay]:
-        """Every session's replay under ``config``, in file order, its ``source`` named as an
-        import of the folder names it."""
-        for f in self.files:
-            for row in f.rows:
-                result = engine.run(self.prepared[row], config)
-                yield result.with_source(f.source(result.source))
 
 
 def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder | None:

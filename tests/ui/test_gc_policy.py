@@ -90,9 +90,10 @@ def test_a_large_corpus_is_frozen_and_full_collections_wait_for_idle_time(
 def test_idle_work_runs_in_the_idle_moment_before_the_collection() -> None:
     collector, calls = _collector(0.05)
     done: list[str] = []
-    collector.when_idle(lambda: done.append("a"))
-    collector.when_idle(lambda: 1 / 0)  # a failing job is dropped, the rest still run
-    collector.when_idle(lambda: done.append(f"b after {len(calls)} collections"))
+    collector.when_idle("a", lambda: done.append("a"))
+    collector.when_idle("a", lambda: done.append("a again"))  # one job per key between pauses
+    collector.when_idle("fails", lambda: 1 / 0)  # a failing job is dropped, the rest still run
+    collector.when_idle("b", lambda: done.append(f"b after {len(calls)} collections"))
     collector.after_run()
     collector.before_run()  # the user acted first: the work waits for the next pause
     time.sleep(0.15)
@@ -108,7 +109,7 @@ def test_idle_work_is_not_kept_while_it_is_off() -> None:
     collector, _calls = _collector(0.01)
     collector.enabled = False
     done: list[int] = []
-    collector.when_idle(lambda: done.append(1))
+    collector.when_idle("a", lambda: done.append(1))
     collector.enabled = True
     collector.collect_now()
     assert done == []

@@ -28,7 +28,8 @@ from loopscope.cli.common import (
     resolve_engine_config,
 )
 from loopscope.engines import ConfigError, get_engine
-from loopscope.experiments.compare import CompareResult, compare_replays
+from loopscope.engines.base import run_many
+from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.compare import compare as compare_configs
 from loopscope.experiments.metrics import LabelLike, Metrics
 from loopscope.experiments.sweep import (
@@ -292,24 +293,24 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
              import_limits: Sequence[str], format_id: str | None, config_a: Any,
              config_b: Any) -> CompareResult:
     """Both configurations over the sessions: read back from the on-disk cache when ``prepare``
-    (or the dashboard) prepared exactly these files for both sides' version, else imported."""
+    (or the dashboard) prepared exactly these files for both sides' version (one batch run
+    each), else imported."""
     from tqdm import tqdm
 
     engine = get_engine(engine_name)
     version_a, version_b = engine.version_of(config_a), engine.version_of(config_b)
     folder = (prepared_folder(paths, engine_name, version_a, format_id, import_limits)
               if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
-    if folder is None:
-        sessions = _load_sessions(paths, status, import_limits, format_id)
-        with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
-                  file=sys.stderr, disable=None, leave=False) as bar:
-            return compare_configs(engine_name, sessions, config_a, config_b,
-                                   progress=bar.update)
-    status.problems.extend(folder.problems())
-    with tqdm(total=len(folder), desc=f"compare {engine_name}", unit="session",
+    if folder is not None:
+        status.problems.extend(folder.problems())
+        heads = folder.heads()
+        return compare_columns(run_many(engine, folder.prepared, config_a),
+                               run_many(engine, folder.prepared, config_b),
+                               [h.source for h in heads], [h.id for h in heads])
+    sessions = _load_sessions(paths, status, import_limits, format_id)
+    with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
               file=sys.stderr, disable=None, leave=False) as bar:
-        pairs = zip(folder.run(engine, config_a), folder.run(engine, config_b), strict=True)
-        return compare_replays(bar.update(1) or pair for pair in pairs)
+        return compare_configs(engine_name, sessions, config_a, config_b, progress=bar.update)
 
 
 def _same_settings(engine: Any, a: Any, b: Any) -> bool:

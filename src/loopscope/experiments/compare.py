@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from loopscope.engines.base import FirstRefusal, RunColumns, SessionReplay
     from loopscope.model import Session
 
-__all__ = ["Change", "CompareResult", "SessionChange", "classify", "compare", "compare_columns", "compare_replays"]
+__all__ = ["Change", "CompareResult", "SessionChange", "classify", "compare", "compare_columns",
+           "compare_replays"]
 
 Change = Literal["gained", "lost", "moved", "same"]
 
@@ -85,29 +86,30 @@ def compare_replays(
     pairs: Iterable[tuple[SessionReplay, SessionReplay]],
 ) -> CompareResult:
     """Compare already-computed replays, given as ``(a, b)`` pairs of the same session."""
-    changes: list[SessionChange] = []
-    same = 0
-    for ra, rb in pairs:
-        if ra.source != rb.source:
-            raise ValueError(f"not the same session: {ra.source!r} vs {rb.source!r}")
-        change = classify(ra.first_refusal, rb.first_refusal)
-        if change == "same":
-            same += 1
-        else:
-            changes.append(
-                SessionChange(ra.source, ra.session, ra.first_refusal, rb.first_refusal, change)
-            )
-    return CompareResult(tuple(changes), same)
+
+    def rows() -> Iterator[tuple[str, str, FirstRefusal | None, FirstRefusal | None]]:
+        for ra, rb in pairs:
+            if ra.source != rb.source:
+                raise ValueError(f"not the same session: {ra.source!r} vs {rb.source!r}")
+            yield ra.source, ra.session, ra.first_refusal, rb.first_refusal
+
+    return _compared(rows())
 
 
 def compare_columns(a: RunColumns, b: RunColumns, sources: Sequence[str],
                     sessions: Sequence[str]) -> CompareResult:
     """:func:`compare_replays` of two batch runs of the same sessions (``sources`` and session
     ids aligned with them), read off their columns: no replay is built."""
+    return _compared(zip(sources, sessions, a.first_refusals(), b.first_refusals(),
+                         strict=True))
+
+
+def _compared(rows: Iterable[tuple[str, str, FirstRefusal | None, FirstRefusal | None]]
+              ) -> CompareResult:
+    """Every (source, session id, A's first refusal, B's) classified."""
     changes: list[SessionChange] = []
     same = 0
-    for source, session, fa, fb in zip(sources, sessions, a.first_refusals(),
-                                       b.first_refusals(), strict=True):
+    for source, session, fa, fb in rows:
         change = classify(fa, fb)
         if change == "same":
             same += 1

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 IDLE_SECONDS = 2.0
 MAX_RUNS_WITHOUT_COLLECTION = 20
@@ -42,15 +42,16 @@ class IdleCollector:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self._runs = 0
-        self._jobs: list[Callable[[], object]] = []
+        self._jobs: dict[Hashable, Callable[[], object]] = {}
         self.enabled = False
 
-    def when_idle(self, job: Callable[[], object]) -> None:
+    def when_idle(self, key: Hashable, job: Callable[[], object]) -> None:
         """Run ``job`` in the next idle moment, before the collection (when enabled; a job
-        that fails is dropped: it only ever saves time)."""
+        that fails is dropped: it only ever saves time). Runs between two pauses queue one
+        job per ``key``."""
         if self.enabled:
             with self._lock:
-                self._jobs.append(job)
+                self._jobs.setdefault(key, job)
 
     def before_run(self) -> None:
         """A script run starts: a collection still waiting must not land inside it."""
@@ -81,7 +82,7 @@ class IdleCollector:
                 self._timer.cancel()
                 self._timer = None
             self._runs = 0
-            jobs, self._jobs = self._jobs, []
+            jobs, self._jobs = list(self._jobs.values()), {}
         for job in jobs:
             with contextlib.suppress(Exception):
                 job()
@@ -118,6 +119,7 @@ def after_run() -> None:
     _collector.after_run()
 
 
-def when_idle(job: Callable[[], object]) -> None:
-    """Run ``job`` once the user pauses (a large corpus only: see the module doc)."""
-    _collector.when_idle(job)
+def when_idle(key: Hashable, job: Callable[[], object]) -> None:
+    """Run ``job`` once the user pauses, once per ``key`` (a large corpus only: see the module
+    doc)."""
+    _collector.when_idle(key, job)

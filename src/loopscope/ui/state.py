@@ -428,7 +428,9 @@ def warm_when_idle(engines: Sequence[str]) -> None:
 
     c = corpus()
     for engine in engines:
-        gc_policy.when_idle(functools.partial(c.warm, engine, current_version(engine)))
+        version = current_version(engine)
+        gc_policy.when_idle(("warm", c.fingerprint, engine, version),
+                            functools.partial(c.warm, engine, version))
 
 
 def replays_for(engine: str, config: Any) -> RunColumns:
