@@ -16,6 +16,8 @@ keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}`
   re-run uses thresholds not used before, so no per-configuration cache can answer it), plus
   the first re-run after a window change (OpenClaw ``historySize``, gglib
   ``max_stagnation_steps``), which recomputes the per-window counts;
+- OpenHands' and Gemini CLI's re-runs over their tables (first threshold move, later ones, and
+  a Gemini CLI content what-if, which walks every session's text);
 - a 10 × 10 sweep (configurations × calls per second);
 - peak resident memory of this process;
 - the OpenClaw re-run side by side with the real implementation under node
@@ -255,7 +257,47 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
         out[f"sweep_{name}_s"] = elapsed
         out[f"sweep_{name}_config_calls_per_s"] = len(cells) * calls / elapsed
 
+    out.update(bench_session_guards(sessions, repeats))
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+SESSION_GUARD_MOVES = {
+    "openhands": ("action_observation", [5, 6, 3, 7, 2, 8]),
+    "gemini-cli": ("TOOL_CALL_LOOP_THRESHOLD", [6, 7, 3, 8, 4, 9]),
+}
+
+
+def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
+    """OpenHands' and Gemini CLI's re-runs over their tables as the dashboard holds them
+    (``engine.table_spec``, opened and checked as the on-disk cache is): the first threshold
+    move (it derives the columns laid out for ``run_many``, and OpenHands' views of the
+    sessions that nudge), the median of later ones, and one Gemini CLI content what-if (which
+    walks every session's text again)."""
+    out: dict[str, Any] = {}
+    for name, (key, values) in SESSION_GUARD_MOVES.items():
+        engine = get_engine(name)
+        spec = engine.table_spec()
+        assert spec is not None
+        start = time.perf_counter()
+        table = spec.open(dict(spec.encode([engine.prepare(s) for s in sessions])))
+        out[f"prepare_{name}_s"] = time.perf_counter() - start
+        moves = iter(values * (1 + repeats // len(values)))
+
+        def move(engine: Any = engine, table: Any = table, moves: Any = moves,
+                 key: str = key) -> None:
+            run_many(engine, table, engine.resolve_config(None, [(key, str(next(moves)))]).config)
+
+        out[f"rerun_{name}_first_ms"] = timed_ms(move)
+        out[f"rerun_{name}_later_ms"] = statistics.median(timed_ms(move)
+                                                          for _ in range(repeats))
+        if name == "gemini-cli":
+            what_if = engine.resolve_config(None, [("CONTENT_LOOP_THRESHOLD", "12")]).config
+            out["rerun_gemini_content_what_if_ms"] = timed_ms(
+                lambda engine=engine, table=table, what_if=what_if: run_many(engine, table,
+                                                                           what_if))
+        del table
+        gc.collect()
     return out
 
 
@@ -382,8 +424,9 @@ def bench_browser(corpus: Path, workdir: Path) -> dict[str, Any]:
     """The dashboard twice on the same folder: a first server with an empty on-disk cache
     (cold: every file imported and prepared), then a second server start (the cache's
     reopen), then a third with only gglib and OpenClaw shown (the two guards the dashboard had
-    before it showed every guard by default: slider figures comparable with older runs)."""
-    from browser import slider_to_chart
+    before it showed every guard by default: slider figures comparable with older runs), and a
+    fourth that moves OpenHands' and Gemini CLI's sliders instead."""
+    from browser import SESSION_GUARD_MOVES, slider_to_chart
 
     cache_dir = workdir / f"cache-{corpus.name}"
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -392,6 +435,7 @@ def bench_browser(corpus: Path, workdir: Path) -> dict[str, Any]:
         again = slider_to_chart(corpus, moves=3, cache_dir=cache_dir)
         two = slider_to_chart(corpus, cache_dir=cache_dir,
                               query="&engines=gglib&engines=OpenClaw")
+        others = slider_to_chart(corpus, cache_dir=cache_dir, sliders=SESSION_GUARD_MOVES)
     except Exception as exc:  # the browser part must not lose the other figures
         return {"browser": f"failed: {type(exc).__name__}: {exc}"}
     out["app_reopen_load_s"] = again["app_load_s"]
@@ -400,6 +444,9 @@ def bench_browser(corpus: Path, workdir: Path) -> dict[str, Any]:
     out["two_guards_slider_to_chart_ms"] = two["slider_to_chart_ms"]
     out["two_guards_slider_to_chart_max_ms"] = two["slider_to_chart_max_ms"]
     out["two_guards_slider_to_settled_ms"] = two["slider_to_settled_ms"]
+    out["session_guards_slider_to_chart_ms"] = others["slider_to_chart_ms"]
+    out["session_guards_slider_to_chart_all_ms"] = others["slider_to_chart_all_ms"]
+    out["session_guards_slider_to_settled_ms"] = others["slider_to_settled_ms"]
     return out
 
 
@@ -442,6 +489,14 @@ def print_table(f: dict[str, Any]) -> None:
          if "rerun_both_with_markers_ms" in f else "n/a"),
         ("re-run, new historySize", f"{f.get('rerun_openclaw_new_history_size_ms', 0):.1f} ms"),
         ("re-run, new stagnation window", f"{f.get('rerun_gglib_new_stagnation_window_ms', 0):.1f} ms"),
+        ("re-run OpenHands: first move / later",
+         f"{f.get('rerun_openhands_first_ms', 0):.0f} / {f.get('rerun_openhands_later_ms', 0):.0f}"
+         " ms"),
+        ("re-run Gemini CLI threshold: first / later",
+         f"{f.get('rerun_gemini-cli_first_ms', 0):.0f} / "
+         f"{f.get('rerun_gemini-cli_later_ms', 0):.0f} ms"),
+        ("re-run Gemini CLI content what-if (text walked)",
+         f"{f.get('rerun_gemini_content_what_if_ms', 0):.0f} ms"),
         ("10×10 sweep gglib", f"{f.get('sweep_gglib_config_calls_per_s', 0):,.0f} config·calls/s "
                               f"({f.get('sweep_gglib_s', 0):.2f} s)"),
         ("10×10 sweep openclaw", f"{f.get('sweep_openclaw_config_calls_per_s', 0):,.0f} config·calls/s "
@@ -487,6 +542,11 @@ def print_table(f: dict[str, Any]) -> None:
                          f"{f['two_guards_slider_to_chart_ms']:.0f} ms median "
                          f"({f['two_guards_slider_to_chart_max_ms']:.0f} max); page settled "
                          f"{f['two_guards_slider_to_settled_ms']:.0f} ms"))
+        if "session_guards_slider_to_chart_ms" in f:
+            rows.append(("  OpenHands' and Gemini CLI's sliders instead",
+                         f"{f['session_guards_slider_to_chart_ms']:.0f} ms median "
+                         f"(moves {f['session_guards_slider_to_chart_all_ms']}); page settled "
+                         f"{f['session_guards_slider_to_settled_ms']:.0f} ms"))
         rows.append(("app: first chart, cold server (browser)", f"{f.get('app_load_s', 0):.1f} s"))
         if "app_reopen_load_s" in f:
             rows.append(("app: first chart, second server start (cache)",

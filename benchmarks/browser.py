@@ -51,6 +51,18 @@ MOVES = [
     ("Block after this many repeats", "ArrowLeft"),
 ]
 
+# The same for the guards whose detectors are sequential per session (OpenHands' nudges,
+# Gemini CLI's prompts): ``--sliders session-guards``.
+SESSION_GUARD_MOVES = [
+    ("identical call + result pairs", "ArrowRight"),  # OpenHands action_observation 4 → 5
+    ("Repeats of a tool-call cycle", "ArrowLeft"),  # Gemini CLI TOOL_CALL_LOOP_THRESHOLD 5 → 4
+    ("identical call + result pairs", "ArrowRight"),
+    ("Repeats of a tool-call cycle", "ArrowLeft"),
+    ("identical call + result pairs", "ArrowLeft"),
+    ("Repeats of a tool-call cycle", "ArrowRight"),
+]
+SLIDERS = {"thresholds": MOVES, "session-guards": SESSION_GUARD_MOVES}
+
 FIRST_LOOK_S = 2.5
 """A person looks at the first chart before moving a slider: the dashboard uses that pause
 (its idle work: a garbage collection, each guard's first re-run arrays). The moves after it
@@ -152,12 +164,13 @@ def _start_server(folder: Path, log: Path, cache_dir: Path | None = None
 
 def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
                     cache_dir: Path | None = None, timeout_s: float = 300,
-                    query: str = "") -> dict[str, Any]:
+                    query: str = "", sliders: list[tuple[str, str]] = MOVES) -> dict[str, Any]:
     """``{"slider_to_chart_ms" (median), "slider_to_chart_max_ms", "app_load_s",
     "app_peak_rss_mb", ...}`` for the dashboard on ``corpus_folder`` (a fresh server, using
     ``cache_dir`` as its on-disk cache of prepared sessions when given). Every wait gives up
     after ``timeout_s`` (loading a large corpus cold included). ``query`` is added to the
-    page's URL (``&engines=gglib&engines=OpenClaw``: only those guards shown)."""
+    page's URL (``&engines=gglib&engines=OpenClaw``: only those guards shown); ``sliders``
+    are the ``(label, key)`` moves made in turn."""
     from playwright.sync_api import sync_playwright
 
     folder = Path(corpus_folder).resolve()
@@ -179,7 +192,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
             load_s = time.perf_counter() - started
             sessions_caption = page.get_by_text(re.compile(r"\d+\s+sessions from")).first.inner_text()
             page.wait_for_timeout(FIRST_LOOK_S * 1000)
-            for label, key in (MOVES * (1 + moves // len(MOVES)))[:moves]:
+            for label, key in (sliders * (1 + moves // len(sliders)))[:moves]:
                 page.wait_for_timeout(300)
                 page.wait_for_function(IDLE_JS)
                 before = page.evaluate(CHART_SIGNATURE_JS)
@@ -230,8 +243,12 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=len(MOVES))
     parser.add_argument("--query", default="",
                         help="added to the page's URL, e.g. '&engines=gglib&engines=OpenClaw'")
+    parser.add_argument("--sliders", choices=sorted(SLIDERS), default="thresholds",
+                        help="the sliders moved: gglib's and OpenClaw's thresholds (default), "
+                             "or OpenHands' and Gemini CLI's")
     args = parser.parse_args()
-    print(json.dumps(slider_to_chart(args.folder, args.moves, query=args.query), indent=2))
+    print(json.dumps(slider_to_chart(args.folder, args.moves, query=args.query,
+                                     sliders=SLIDERS[args.sliders]), indent=2))
 
 
 if __name__ == "__main__":

@@ -24,5 +24,7 @@ def test_benchmark_runs_at_small_scale(tmp_path: Path) -> None:
     assert figures["sessions"] == 24
     for key in ("warm_rerun_both_batch_ms", "warm_rerun_both_ms", "cold_ingest_mb_s",
                 "cli_gglib_s", "cli_openclaw_s", "cli_prepare_s", "cli_gglib_prepared_s",
-                "cli_openclaw_prepared_s"):
+                "cli_openclaw_prepared_s", "rerun_openhands_first_ms",
+                "rerun_openhands_later_ms", "rerun_gemini-cli_first_ms",
+                "rerun_gemini-cli_later_ms", "rerun_gemini_content_what_if_ms"):
         assert figures[key] > 0, key

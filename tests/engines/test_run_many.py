@@ -141,3 +141,101 @@ def test_plugin_without_run_many_uses_the_generic_path() -> None:
                                         "criticalThreshold": 3})
     assert_columns_equal(run_many(Plain(), prepared, config),
                          [OPENCLAW.run(p, config) for p in prepared])
+
+
+def _session_engine_corpus(name: str, seed: int, n: int) -> tuple[Any, list[Any], Any]:
+    """``name``'s engine, ``n`` random sessions prepared, and their table (joined from two
+    parts, read back as the cache reads it: validated)."""
+    if name == "gemini-cli":
+        from tests.engines.gemini_cli._gemini_gen import random_session
+    else:
+        from tests.engines.openhands._openhands_gen import random_session
+    eng = get_engine(name)
+    rng = random.Random(seed)
+    prepared = [eng.prepare(random_session(rng)) for _ in range(n)]
+    spec = eng.table_spec()
+    assert spec is not None and not spec.keep_all  # columns of its own
+    cut = n // 3
+    joined = spec.join([dict(spec.encode(prepared[:cut])), dict(spec.encode(prepared[cut:]))])
+    return eng, prepared, spec.open(joined.columns)
+
+
+def test_gemini_cli_run_many_equals_run_on_tables_and_lists() -> None:
+    """The vectorised pass (a tool-call threshold under Gemini CLI's own content constants,
+    or detection off) and the session-by-session walk (a content what-if) both equal
+    ``run`` for every session, on a table, a list that keeps derived data and a plain list."""
+    from tests.engines.gemini_cli._gemini_gen import random_config
+
+    from loopscope.engines.gemini_cli import columns as gemini_columns
+    from loopscope.engines.gemini_cli.config import GeminiConfig
+
+    eng, prepared, table = _session_engine_corpus("gemini-cli", 13, 60)
+    rng = random.Random(17)
+    own = [GeminiConfig(tool_call_loop_threshold=t) for t in (1, 2, 3, 5, 9)]
+    own.append(GeminiConfig(enabled=False))
+    what_ifs = [random_config(rng) for _ in range(30)]
+    what_ifs = [c for c in what_ifs if c.content_constants != own[0].content_constants][:8]
+    assert len(what_ifs) == 8
+    for config in own + what_ifs:
+        singles = [eng.run(p, config) for p in prepared]
+        assert_columns_equal(run_many(eng, table, config), singles)
+        assert_columns_equal(run_many(eng, PreparedSessions(prepared), config), singles)
+        assert_columns_equal(run_many(eng, prepared, config), singles)
+        if config is own[-1]:
+            # The vectorised pass decoded no session (assert_columns_equal read a few)...
+            assert "every session decoded" not in table.derived
+    # ... a what-if walks every session, decoded once and kept for the next what-if.
+    assert len(table.derived["every session decoded"]) == len(prepared)
+    # Some sessions are refused by each detector at a low threshold (the test can fail).
+    low = run_many(eng, table, GeminiConfig(tool_call_loop_threshold=2))
+    assert {low.first_refusal(i).detector for i in range(len(low))
+            if low.first_refusal(i) is not None} == set(gemini_columns.DETECTORS)
+
+
+def test_openhands_run_many_equals_run_on_tables_and_lists() -> None:
+    """Every check at once with plain windows, the sessions that nudge one by one: equal to
+    ``run`` for every session, on a table, a list that keeps derived data and a plain list,
+    for random thresholds and scanned windows."""
+    from tests.engines.openhands._openhands_gen import random_config
+
+    from loopscope.engines.openhands import columns as openhands_columns
+    from loopscope.engines.openhands.config import OpenHandsConfig
+
+    eng, prepared, table = _session_engine_corpus("openhands", 23, 80)
+    rng = random.Random(29)
+    configs = [OpenHandsConfig(), OpenHandsConfig(enabled=False)]
+    configs += [random_config(rng, what_if=rng.random() < 0.5) for _ in range(40)]
+    nudging = 0
+    detectors: set[str] = set()
+    kept = PreparedSessions(prepared)
+    for config in configs:
+        singles = [eng.run(p, config) for p in prepared]
+        assert_columns_equal(run_many(eng, table, config), singles)
+        assert_columns_equal(run_many(eng, kept, config), singles)
+        assert_columns_equal(run_many(eng, prepared, config), singles)
+        nudging += sum(r.warned for r in singles)
+        detectors |= {r.first_refusal.detector for r in singles if r.first_refusal}
+    # Both paths taken, every detector seen first (the test can fail).
+    assert nudging and detectors == set(openhands_columns.DETECTORS)
+
+
+def test_openhands_a_nudge_is_not_a_refusal_in_the_batch_either() -> None:
+    """Three identical failing calls with ``action_error = action_observation = 3``: the plain
+    window would read a refusal (three identical call + result pairs) at the third, but
+    OpenHands nudges there instead, and nothing follows: warned, never refused."""
+    from loopscope.engines.openhands.config import OpenHandsConfig
+    from loopscope.formats.builder import SessionBuilder
+
+    eng = get_engine("openhands")
+    b = SessionBuilder()
+    b.user("Fix the build.")
+    for k in range(3):
+        turn = b.assistant("", "")
+        b.call(turn, "bash", {"command": "make"}, "value", id=f"c{k}")
+        b.result(f"c{k}", "Permission denied", "Permission denied", is_error=True)
+    prepared = PreparedSessions([eng.prepare(b.build(id="nudged", source="s.json",
+                                                     format="openai_chat"))])
+    config = OpenHandsConfig(action_observation=3, action_error=3)
+    single = eng.run(prepared[0], config)
+    assert single.warned and not single.refused  # (what the batch must say too)
+    assert_columns_equal(run_many(eng, prepared, config), [single])

@@ -198,8 +198,8 @@ def test_concat_shifts_positions_and_keeps_nones() -> None:
 
 
 def test_openhands_and_gemini_cli_round_trip_through_their_json_tables() -> None:
-    """Engines that run session by session write one JSON text per session: every session
-    read back replays as the session itself, and a table keeps what it decoded."""
+    """Engines whose prepared data has a JSON codec write one JSON text per session beside
+    their columns: every session read back replays as the session itself."""
     from tests.engines.gemini_cli._gemini_gen import random_config as gemini_config
     from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
     from tests.engines.openhands._openhands_gen import random_config as openhands_config
@@ -212,13 +212,13 @@ def test_openhands_and_gemini_cli_round_trip_through_their_json_tables() -> None
         sessions = [make(rng) for _ in range(40)]
         prepared = [eng.prepare(s) for s in sessions]
         spec = eng.table_spec()
-        assert spec is not None and spec.keep_all
+        assert spec is not None and not spec.keep_all
         cut = len(prepared) // 3
         table = spec.open(spec.join([dict(spec.encode(prepared[:cut])),
                                      dict(spec.encode(prepared[cut:]))]).columns)
         for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
             back = table[i]
-            assert table[i] is back  # kept
+            assert table[i] is back  # kept (among the last read)
             assert eng.encode_prepared(back) == eng.encode_prepared(p), (name, i)
             for _ in range(3):
                 config = configure(rng)
@@ -254,10 +254,11 @@ def test_json_codecs_refuse_damaged_data(name: str) -> None:
             eng.decode_prepared(bad)
 
 
-@pytest.mark.parametrize("engine", ["openclaw", "gglib", "openhands"])
+@pytest.mark.parametrize("engine", ["openclaw", "gglib", "openhands", "gemini-cli"])
 def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
     """Picking sessions out of a table (in any order, some dropped) and shrinking its string
     pool gives the table of exactly those sessions."""
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
     from tests.engines.openhands._openhands_gen import random_session as openhands_session
 
     from loopscope.engines.table import compact_pool, gather
@@ -269,7 +270,8 @@ def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
     elif engine == "gglib":
         prepared = [eng.prepare(s) for s in _openclaw_prepared(78, 20)[0]]
     else:
-        prepared = [eng.prepare(openhands_session(rng)) for _ in range(20)]
+        make = openhands_session if engine == "openhands" else gemini_session
+        prepared = [eng.prepare(make(rng)) for _ in range(20)]
     spec = eng.table_spec()
     assert spec is not None
     whole = spec.table(prepared)
@@ -278,6 +280,10 @@ def test_gathered_sessions_equal_their_own_table(engine: str) -> None:
     assert len(picked) == len(order)
     for k, i in enumerate(order):
         assert eng.encode_prepared(picked[k]) == eng.encode_prepared(prepared[i])
+    if engine in ("openhands", "gemini-cli"):  # their own columns too (not the pool's order)
+        own = set(spec.schema) - {"data", "string_start", "string_bytes"}
+        alone = spec.table([prepared[i] for i in order]).columns
+        _same_columns({k: picked.columns[k] for k in own}, {k: alone[k] for k in own})
     assert picked.columns["string_bytes"].size < whole.columns["string_bytes"].size
     empty = spec.open(compact_pool(spec.schema, gather(spec.schema, whole.columns, [])))
     assert len(empty) == 0
@@ -310,3 +316,39 @@ def test_strings_read_in_one_pass_equal_each_string(texts: list[str], data: Any)
     codes = data.draw(st.lists(st.integers(0, n - 1), max_size=40))
     assert table.strings(codes) == [table.string(c) for c in codes]
     assert table.strings(list(range(n))) == list(dict.fromkeys(texts))
+
+
+def test_session_engines_refuse_damaged_columns() -> None:
+    """OpenHands' and Gemini CLI's columns (what their vectorised re-runs index with) are
+    checked before they are trusted: a log position outside its session, counts that are not
+    counts, tool-call and text data mixed up."""
+    from tests.engines.gemini_cli._gemini_gen import random_session as gemini_session
+    from tests.engines.openhands._openhands_gen import random_session as openhands_session
+
+    rng = random.Random(12)
+    oh = get_engine("openhands")
+    spec = oh.table_spec()
+    assert spec is not None
+    good = dict(spec.table([oh.prepare(openhands_session(rng)) for _ in range(6)]).columns)
+    events = np.diff(np.append(good["prefix_start"], len(good["pre_actions"]))) - 1
+    assert good["base"].size and int(good["base"].max()) <= int(events.max())
+    spec.open(good)  # (the good table opens)
+    for name, value in (("base", good["base"] + 10**4), ("user", good["user"] - 5),
+                        ("mono_start", good["mono_start"] + 10**4),
+                        ("newest_obs", good["newest_obs"] * 0 - 2),
+                        ("ra", good["ra"] * 0 - 1), ("pre_agent", good["pre_agent"] * 0 - 1),
+                        ("call", good["call"] * 0 - 3)):
+        with pytest.raises(TableError, match=name):
+            spec.open({**good, name: value})
+    gem = get_engine("gemini-cli")
+    g_spec = gem.table_spec()
+    assert g_spec is not None
+    g_good = dict(g_spec.table([gem.prepare(gemini_session(rng)) for _ in range(6)]).columns)
+    text = g_good["call"] < 0
+    assert text.any() and (~text).any()
+    g_spec.open(g_good)
+    for name, value in (("repeats", np.where(text, 3, g_good["repeats"]).astype(np.int32)),
+                        ("repeats", np.where(text, 0, 0).astype(np.int32)),
+                        ("content", ~text), ("turn", g_good["turn"] * 0 - 1)):
+        with pytest.raises(TableError):
+            g_spec.open({**g_good, name: value})

@@ -106,10 +106,14 @@ def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
                                     for e in state.engine_names())
 
 
-def test_guards_that_replay_session_by_session_say_so_on_a_large_corpus(
+def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """OpenHands and Gemini CLI re-run every session one by one (seconds at 20,000): on a
-    large corpus their settings say so; the vectorised guards' do not."""
+    """Every guard re-runs a corpus in vectorised passes, but Gemini CLI's content what-ifs
+    walk every session's text again (seconds at 20,000): on a large corpus its settings name
+    them; a guard without a vectorised re-run says its every change is slow; the others say
+    nothing."""
+    from loopscope.corpus import Corpus
+    from loopscope.engines.gemini_cli.engine import GeminiCliEngine
     from loopscope.ui import settings
 
     def notes() -> list[str]:
@@ -118,8 +122,17 @@ def test_guards_that_replay_session_by_session_say_so_on_a_large_corpus(
     assert notes() == []  # (the samples: a small corpus)
     monkeypatch.setattr(settings, "SLOW_RERUNS_FROM", 1)
     found = notes()
-    assert len(found) == 2 and all("a change here takes seconds" in n for n in found)
-    assert any(n.count("OpenHands") for n in found) and any("Gemini CLI" in n for n in found)
+    assert len(found) == 1, found
+    assert "Length of the compared text window" in found[0]
+    assert "Text remembered by the content check" in found[0] and "what-if" not in found[0]
+    assert "Every other Gemini CLI setting re-runs the corpus at once" in found[0]
+    # A guard whose re-runs are not in columns: every change.
+    monkeypatch.setattr(Corpus, "reruns_in_columns",
+                        lambda self, engine, version=None: engine != "openhands")
+    monkeypatch.setattr(GeminiCliEngine, "replayed_one_by_one", ())
+    found = notes()
+    assert len(found) == 1 and "OpenHands replays each of the" in found[0], found
+    assert "a change here takes seconds" in found[0]
 
 
 @pytest.mark.parametrize(

@@ -681,6 +681,17 @@ def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
     return build(prepared)
 
 
+def decoded_all(prepared: Sequence[Any]) -> Sequence[Any]:
+    """``prepared`` with every session decoded once and kept with it, when it is a table (a
+    table keeps only the last sessions it decoded, and a re-run that reads every session one
+    by one would decode them all again each time); any other sequence as it is."""
+    from loopscope.engines.table import PreparedTable
+
+    if isinstance(prepared, PreparedTable):
+        return packed(prepared, "every session decoded", list)
+    return prepared
+
+
 def columns_of(out: Mapping[str, Any], replay_of: Any, detectors: Sequence[str]) -> RunColumns:
     """A :class:`RunColumns` from an engine's vectorised pass (``refusals``, ``warnings``,
     ``first``, ``turn``, ``call``, ``detector`` arrays)."""

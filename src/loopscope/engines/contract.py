@@ -462,6 +462,9 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
     explainer: Explainer = NoExplainer()
     strict_bool: bool = False
     """``--set`` booleans: only ``true``/``false`` when set."""
+    replayed_one_by_one: tuple[str, ...] = ()
+    """Optional: settings whose change re-runs every session one by one even though
+    :meth:`run_many` is vectorised (seconds on a large corpus: the dashboard says so)."""
 
     # ------------------------------------------------------------------ schema
 

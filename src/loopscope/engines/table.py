@@ -46,6 +46,7 @@ __all__ = [
     "gather",
     "json_table_spec",
     "pool_schema",
+    "ranges",
     "validate",
 ]
 
@@ -187,7 +188,7 @@ def concat(schema: Schema, parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return out
 
 
-def _ranges(starts: Any, ends: Any) -> Any:
+def ranges(starts: Any, ends: Any) -> Any:
     """The positions of the ranges ``starts[k] .. ends[k] - 1``, one range after the other."""
     lengths = ends - starts
     total = int(lengths.sum())
@@ -213,7 +214,7 @@ def gather(schema: Schema, columns: Mapping[str, Any], sessions: Any) -> dict[st
         begin = np.asarray(columns[name], dtype=np.int64)
         end = np.append(begin[1:], lengths.get(axis, 0))
         b, e = begin[sessions], end[sessions]
-        picked[axis] = _ranges(b, e)
+        picked[axis] = ranges(b, e)
         starts = np.zeros(len(sessions), dtype=np.int64)
         if len(sessions) > 1:
             np.cumsum((e - b)[:-1], out=starts[1:])
@@ -259,7 +260,7 @@ def compact_pool(schema: Schema, columns: Mapping[str, Any]) -> dict[str, Any]:
         np.cumsum((e - b)[:-1], out=new_starts[1:])
     out = dict(columns)
     out["string_start"] = new_starts
-    out["string_bytes"] = np.asarray(blob)[_ranges(b, e)]
+    out["string_bytes"] = np.asarray(blob)[ranges(b, e)]
     for name in refs:
         value = np.asarray(columns[name])
         mapped = np.searchsorted(used, value).astype(value.dtype)
@@ -443,11 +444,18 @@ JSON_SCHEMA: dict[str, Column] = {
 one pool string."""
 
 
-def json_table_spec(engine: Any, version: str | None = None) -> TableSpec:
+def json_table_spec(engine: Any, version: str | None = None, *,
+                    columns: Schema | None = None,
+                    encode_columns: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
+                    check: Callable[[PreparedTable], None] | None = None) -> TableSpec:
     """A table spec for an engine whose prepared data has a JSON codec (``encode_prepared`` /
-    ``decode_prepared``) but no columns of its own: one JSON text per session. Such an engine
-    runs session by session, so its tables keep every session once decoded
-    (:attr:`PreparedTable.keep_all`)."""
+    ``decode_prepared``): one JSON text per session (what ``table[i]`` decodes).
+
+    Without ``columns``, that is all: such an engine runs session by session, so its tables
+    keep every session once decoded (:attr:`PreparedTable.keep_all`). An engine may add
+    columns of its own (``columns``, written by ``encode_columns``; they must not use the
+    names of :data:`JSON_SCHEMA`) for a vectorised ``run_many``; its tables then keep only the
+    last :data:`KEEP_DECODED` sessions decoded, like any table with columns."""
 
     def encode(prepared: Sequence[Any]) -> dict[str, Any]:
         # The pool of StringPool, kept as the UTF-8 that orjson writes: no text decoded only to
@@ -456,14 +464,22 @@ def json_table_spec(engine: Any, version: str | None = None) -> TableSpec:
         setdefault = pool.setdefault
         codes = [setdefault(_dumps_utf8(engine.encode_prepared(p)), len(pool))
                  for p in prepared]
-        return {"data": np.array(codes, dtype=np.int32), **_pool_columns(list(pool))}
+        out = {"data": np.array(codes, dtype=np.int32), **_pool_columns(list(pool))}
+        if encode_columns is not None:
+            out.update(encode_columns(prepared))
+        return out
 
     def decode(table: PreparedTable, i: int) -> Any:
         text = table.string(int(table.columns["data"][i]))
         return engine.decode_prepared(_loads(text))
 
-    return TableSpec(engine.name, engine.prepare_key(version), JSON_SCHEMA, encode, decode,
-                     keep_all=True)
+    schema: Schema = JSON_SCHEMA
+    if columns is not None:
+        if set(columns) & set(JSON_SCHEMA) or encode_columns is None:
+            raise ValueError("columns need encode_columns and names of their own")
+        schema = {**JSON_SCHEMA, **columns}
+    return TableSpec(engine.name, engine.prepare_key(version), schema, encode, decode,
+                     check=check, keep_all=columns is None)
 
 
 def _dumps_utf8(doc: Any) -> bytes:

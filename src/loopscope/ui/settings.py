@@ -424,11 +424,24 @@ SLOW_RERUNS_FROM = 5_000
 def _slow_reruns_note(engine: str) -> None:
     corpus = state.corpus()
     sessions = len(corpus.sources)
-    if sessions >= SLOW_RERUNS_FROM and not corpus.reruns_in_columns(
-            engine, state.current_version(engine)):
-        st.caption(f":material/hourglass_top: {state.ENGINE_TITLES[engine]} replays each of the "
-                   f"{sessions:,} sessions one by one: a change here takes seconds (the first "
-                   "one longest). Hide this guard above while you tune the others.")
+    if sessions < SLOW_RERUNS_FROM:
+        return
+    title = state.ENGINE_TITLES[engine]
+    version = state.current_version(engine)
+    if not corpus.reruns_in_columns(engine, version):
+        st.caption(f":material/hourglass_top: {title} replays each of the {sessions:,} sessions "
+                   "one by one: a change here takes seconds (the first one longest). Hide this "
+                   "guard above while you tune the others.")
+        return
+    eng = get_engine(engine)
+    # (labels without their trailing remark: "(what-if: …)")
+    labels = [re.sub(r"\s*\([^()]*\)$", "", s.label) for s in eng.settings_for(version)
+              if s.name in getattr(eng, "replayed_one_by_one", ())]
+    if labels:
+        named = "; ".join(f"“{md(label)}”" for label in labels)
+        st.caption(f":material/hourglass_top: A change to {named} replays each of the "
+                   f"{sessions:,} sessions one by one: it takes seconds. Every other "
+                   f"{title} setting re-runs the corpus at once.")
 
 
 def page_runs_first() -> bool:

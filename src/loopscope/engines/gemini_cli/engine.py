@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, SessionReplay
+from loopscope.engines.base import (
+    ConfigResolution,
+    RunColumns,
+    SessionReplay,
+    columns_of,
+    decoded_all,
+    packed,
+)
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -20,9 +27,12 @@ from loopscope.engines.gemini_cli import fast
 from loopscope.engines.gemini_cli.config import (
     ACCEPTED,
     ALIAS,
+    CONTENT_CHUNK_SIZE,
+    CONTENT_LOOP_THRESHOLD,
     DEFAULTS,
     ENABLED,
     LLM_NOTE,
+    MAX_HISTORY_LENGTH,
     SETTINGS,
     VERSION,
     GeminiConfig,
@@ -34,6 +44,9 @@ from loopscope.engines.gemini_cli.explain import EXPLAINER
 from loopscope.engines.gemini_cli.fast import PreparedSession, prepare, remember, run
 from loopscope.engines.gemini_cli.reference import ENGINE_NAME, replay_session
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "GeminiCliEngine"]
 
@@ -55,6 +68,8 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
     strict_bool = True
+    # A content what-if walks every session's text again (columns.run_columns).
+    replayed_one_by_one = (CONTENT_LOOP_THRESHOLD, CONTENT_CHUNK_SIZE, MAX_HISTORY_LENGTH)
     detectors = (
         DetectorInfo(
             TOOL_CALL_LOOP, "tool-call loop (repeated call or cycle)",
@@ -150,6 +165,27 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: GeminiConfig) -> SessionReplay:
         return run(prepared, config)
 
+    def run_many(self, prepared: Sequence[Any], config: GeminiConfig) -> RunColumns:
+        """Two vectorised passes over the corpus's steps (:func:`columns.run_columns`); a
+        configuration that changes a content constant walks each session's text again."""
+        from loopscope.engines.gemini_cli import columns
+
+        steps = packed(prepared, (self.name, "steps"), _steps)
+        if steps is not None:
+            out = columns.run_columns(steps, config)
+            if out is not None:
+                return columns_of(out, lambda i: self.run(prepared[i], config),
+                                  columns.DETECTORS)
+        return super().run_many(decoded_all(prepared), config)
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        from loopscope.engines.gemini_cli import columns
+        from loopscope.engines.table import json_table_spec
+
+        self.check_version(version)
+        return json_table_spec(self, version, columns=columns.SCHEMA,
+                               encode_columns=columns.step_columns, check=columns.check)
+
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
@@ -196,3 +232,18 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
 
 
 ENGINE: Final = GeminiCliEngine()
+
+
+def _steps(prepared: Sequence[Any]) -> Any:
+    """The step columns of ``prepared`` laid out for :func:`columns.run_columns`: read off a
+    table of this engine's, or written from this module's prepared objects when ``prepared``
+    keeps what is derived from it (else None: a plain list is run session by session)."""
+    from loopscope.engines.gemini_cli import columns
+    from loopscope.engines.table import PreparedTable
+
+    if isinstance(prepared, PreparedTable):
+        return columns.Steps(prepared.columns) if prepared.engine == ENGINE.name else None
+    if getattr(prepared, "derived", None) is None or not all(
+            type(p) is PreparedSession for p in prepared):
+        return None
+    return columns.Steps(columns.step_columns(prepared))

@@ -4,11 +4,17 @@ behind :class:`loopscope.engines.contract.Engine`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigError, SessionReplay
+from loopscope.engines.base import (
+    ConfigError,
+    RunColumns,
+    SessionReplay,
+    columns_of,
+    packed,
+)
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -33,6 +39,9 @@ from loopscope.engines.openhands.explain import EXPLAINER
 from loopscope.engines.openhands.fast import PreparedSession, counters, prepare, run
 from loopscope.engines.openhands.reference import replay_session
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenHandsEngine", "python_snippet"]
 
@@ -156,6 +165,25 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: OpenHandsConfig) -> SessionReplay:
         return run(prepared, config)
 
+    def run_many(self, prepared: Sequence[Any], config: OpenHandsConfig) -> RunColumns:
+        """Vectorised passes over every check of the corpus, the sessions that nudge run one
+        by one (:func:`columns.run_columns`)."""
+        from loopscope.engines.openhands import columns
+
+        checks = packed(prepared, (self.name, "checks"), _checks)
+        if checks is None:
+            return super().run_many(prepared, config)
+        return columns_of(columns.run_columns(checks, config),
+                          lambda i: self.run(prepared[i], config), columns.DETECTORS)
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        from loopscope.engines.openhands import columns
+        from loopscope.engines.table import json_table_spec
+
+        self.check_version(version)
+        return json_table_spec(self, version, columns=columns.SCHEMA,
+                               encode_columns=columns.check_columns, check=columns.check)
+
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
@@ -200,3 +228,18 @@ def python_snippet(config: OpenHandsConfig) -> str:
 
 
 ENGINE: Final = OpenHandsEngine()
+
+
+def _checks(prepared: Sequence[Any]) -> Any:
+    """The check columns of ``prepared`` laid out for :func:`columns.run_columns`: read off a
+    table of this engine's, or written from this module's prepared objects when ``prepared``
+    keeps what is derived from it (else None: a plain list is run session by session)."""
+    from loopscope.engines.openhands import columns
+    from loopscope.engines.table import PreparedTable
+
+    if isinstance(prepared, PreparedTable):
+        return columns.Checks(prepared.columns) if prepared.engine == ENGINE.name else None
+    if getattr(prepared, "derived", None) is None or not all(
+            type(p) is PreparedSession for p in prepared):
+        return None
+    return columns.Checks(columns.check_columns(prepared))
