@@ -7,8 +7,9 @@ size and the action-error nudges made before the check (a nudge takes a place in
 and that is the one sequential thing in the detector. A session where no check nudges has the
 plain window at every check; whether the first nudge happens is itself read off that plain
 window (no nudge comes before it). So the re-run takes every check of every session at once,
-in vectorised passes, with plain windows; sessions where some check nudges are then run again
-one by one, in Python, by the per-session rule itself over their rows of the columns.
+in vectorised passes, with plain windows, up to each session's first nudge; from there on,
+the sessions that nudge are run one by one, in Python, by the per-session rule itself over
+their rows of the columns.
 
 The table keeps each session's JSON (:func:`~loopscope.engines.table.json_table_spec`) for
 the sessions that are read (a drawn row, an opened session), beside these columns.
@@ -179,8 +180,15 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     n_a = checks.pre_a[c.at_base] - checks.pre_a[at_start]
     n_o = checks.pre_o[c.at_base] - checks.pre_o[at_start]
     streak = np.minimum(np.minimum(np.minimum(c.ra, c.re), np.minimum(n_a, n_o)), ae + 1)
-    nudges = (streak == ae) & (c.newest_obs >= 0)
-    one_by_one = np.unique(c.owner[nudges])
+    # A session's first nudge: up to it, the plain windows are the session's windows.
+    nudge_at = at[(streak == ae) & (c.newest_obs >= 0)]
+    nudge_owner = checks.owner[nudge_at]
+    lead = np.ones(nudge_at.size, dtype=np.bool_)
+    lead[1:] = nudge_owner[1:] != nudge_owner[:-1]
+    one_by_one = nudge_owner[lead]
+    first_nudge = np.full(n, total, dtype=np.int64)
+    first_nudge[one_by_one] = nudge_at[lead]
+    before_nudge = at < first_nudge[c.owner]
     length = c.base - start
     same_pair = (n_a >= ao) & (n_o >= ao) & (c.ra >= ao) & (c.ro >= ao)
     failing = streak > ae  # (fast._evaluate reads it capped at max(ao, ae + 1): the same)
@@ -189,28 +197,29 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     alternating = (length >= alt) & (n_a >= alt) & (n_o >= alt)
     if alt > 2:
         alternating &= (c.ka >= alt - 2) & (c.ko >= alt - 2)
-    refused = (length >= min(ao, ae, mono)) & (same_pair | failing | talk | alternating)
+    refused = before_nudge & (length >= min(ao, ae, mono)) & (
+        same_pair | failing | talk | alternating)
     flagged = at[refused]
     detector[flagged] = np.select([same_pair[refused], failing[refused], talk[refused]],
                                   [0, 1, 2], 3)
     owners = checks.owner[flagged]
-    out["refusals"] = np.bincount(owners, minlength=n).astype(np.int64)
+    refusals = out["refusals"] = np.bincount(owners, minlength=n).astype(np.int64)
     first = out["first"]
     if flagged.size:
         lead = np.ones(flagged.size, dtype=np.bool_)
         lead[1:] = owners[1:] != owners[:-1]
         first[owners[lead]] = flagged[lead]
+    # From its first nudge on, a session is run by the per-session rule (no nudge before:
+    # it starts from the same state as a run from the first check would reach there).
     codes = {name: code for code, name in enumerate(DETECTORS)}
     check_start = checks.check_start
-    for i, session in _views(checks, one_by_one, at):
-        # (what the plain windows said of these sessions is replaced)
+    for i, session in _views(checks, one_by_one, at[~before_nudge]):
         # (a view has every attribute of a PreparedSession that _evaluate reads)
         verdicts, _nudges, first_check = _evaluate(session, config)  # type: ignore[arg-type]
-        refusals = sum(1 for v in verdicts.values() if v[0] == "refuse")
-        out["refusals"][i] = refusals
-        out["warnings"][i] = len(verdicts) - refusals
-        first[i] = -1
-        if first_check >= 0:
+        refused_later = sum(1 for v in verdicts.values() if v[0] == "refuse")
+        refusals[i] += refused_later
+        out["warnings"][i] = len(verdicts) - refused_later
+        if first[i] < 0 and first_check >= 0:
             first[i] = at_first = int(check_start[i]) + first_check
             detector[at_first] = codes[verdicts[first_check][1]]
     return out
