@@ -332,3 +332,51 @@ def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path,
         monkeypatch.setattr(get_engine(name), "run", lambda *a: runs.append(a))
         corpus.warm(name)
     assert runs == []
+
+
+def test_another_release_is_prepared_like_the_corpus_was_loaded(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release the corpus was not loaded with (the Upgrade page's B) is prepared as the
+    corpus was loaded — every file imported again on every core, kept in the on-disk cache —
+    not session by session in this process: the same prepared sessions, as a table; a second
+    start reads it from the cache; a file that no longer holds its sessions is not trusted."""
+    from loopscope import corpus as corpus_mod
+    from loopscope.engines.table import PreparedTable
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setattr(corpus_mod, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
+    calls: list[Any] = []
+    original = corpus_mod.ingest
+    monkeypatch.setattr(corpus_mod, "ingest",
+                        lambda files, wanted, **k: calls.append(wanted) or original(
+                            files, wanted, **k))
+    eng = get_engine("openclaw")
+    old, new = eng.versions[0], eng.versions[-1]
+    assert eng.prepare_key(old) != eng.prepare_key(new)
+    loaded = _corpus(folder, prepare=[("openclaw", old)])
+    assert calls == [[("openclaw", old)]]
+    table = loaded.prepared("openclaw", new)
+    assert calls[-1] == [("openclaw", new)] and isinstance(table, PreparedTable)
+    sessions = load_paths([str(folder)]).sessions
+    assert [eng.encode_prepared(p) for p in table] == [
+        eng.encode_prepared(eng.prepare(s, new)) for s in sessions]
+    config = eng.default_config(new)
+    assert [r.to_json() for r in loaded.run_many("openclaw", config)] == [
+        eng.replay(s, config).to_json() for s in sessions]
+    for thread in __import__("threading").enumerate():  # (the snapshot, written meanwhile)
+        if thread.name == "loopscope-snapshot":
+            thread.join()
+    calls.clear()
+    again = _corpus(folder, prepare=[("openclaw", old)])
+    assert [eng.encode_prepared(p) for p in again.prepared("openclaw", new)] == [
+        eng.encode_prepared(p) for p in table]
+    assert calls == []  # both read from the cache
+    # A file rewritten with fewer sessions since the corpus was loaded: not trusted (the
+    # sessions are then prepared one by one, which says what changed).
+    third = _corpus(folder, prepare=[("openclaw", old)])
+    victim = next(p for p in sorted(folder.glob("*.json*"))
+                  if any(s.source == str(p) for s in sessions))
+    victim.write_text("[]")
+    with pytest.raises(corpus_mod.SessionsChanged):
+        third.prepared("openclaw", new)

@@ -90,6 +90,10 @@ class Corpus:
         with self._prepare_lock:
             found = self._prepared.get(key)
             if found is None:
+                found = self._prepared_from_files(engine, version, progress)
+                if found is not None:
+                    self._prepared[key] = found
+            if found is None:
                 found = PreparedSessions()
                 n = max(len(self.sessions), 1)
                 with CollectorPaused():
@@ -99,6 +103,27 @@ class Corpus:
                                             f"{eng.title}")
                         found.append(eng.prepare(s, version))
                 self._prepared[key] = found
+        return found
+
+    def _prepared_from_files(self, engine: str, version: str | None,
+                             progress: Progress | None) -> Sequence[Any] | None:
+        """``engine``'s table at ``version`` made as the corpus was loaded: every file
+        imported again and prepared on every core, through the on-disk cache (another release
+        of a guard, at 20,000 sessions: the files read again in this process one by one took
+        minutes). None for a corpus of fewer than :data:`PARALLEL_MIN_FILES` files, an engine
+        without tables, or when a file no longer holds the sessions it held when the corpus
+        was loaded (then they are prepared one by one, which says so)."""
+        sessions = self.sessions
+        if (not isinstance(sessions, CorpusSessions) or len(sessions.parts) < PARALLEL_MIN_FILES
+                or _table_spec(engine, version) is None):
+            return None
+        files = [(part.path, part.explicit) for part in sessions.parts]
+        loaded = _ingested(files, [(engine, version)], self.root, ingest, None, progress, True)
+        if [r.heads for r in loaded.files] != [part.heads for part in sessions.parts]:
+            return None
+        found = loaded.prepared.get((engine, get_engine(engine).prepare_key(version)))
+        if found is not None:
+            self._runs.update(loaded.runs)
         return found
 
     def run_many(self, engine: str, config: Any) -> RunColumns:
@@ -255,21 +280,8 @@ def build_corpus(
     """
     started = time.perf_counter()
     wanted = list(prepare) if prepare is not None else every_engine()
-    names = _snapshot_names(files, wanted, root) if cache.active() else None
-    loaded, exact = None, False
-    if names is not None:
-        loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with or ingest,
-                                             workers, progress)
-    if loaded is None:
-        loaded = (ingest_with or ingest)(files, wanted, workers=workers, progress=progress)
-    if names is not None and not exact:
-        if snapshot_in_background:
-            threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
-                             name="loopscope-snapshot").start()
-        else:
-            if progress:
-                progress(1.0, "Keeping the prepared sessions for the next start")
-            _write_snapshot(names, files, wanted, loaded)
+    loaded = _ingested(files, wanted, root, ingest_with or ingest, workers, progress,
+                       snapshot_in_background)
     imports: list[FileImport] = []
     heads: list[SessionHead] = []
     parts: list[FileSessions] = []
@@ -656,6 +668,29 @@ class _Names:
     pointer: str | None
     stamps: list[str]
     root: str | None
+
+
+def _ingested(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]],
+              root: str | None, ingest_with: Callable[..., Ingested], workers: int | None,
+              progress: Progress | None, snapshot_in_background: bool) -> Ingested:
+    """``files`` imported and prepared for ``wanted`` (:func:`build_corpus`): read from the
+    on-disk cache when kept, else ingested (and kept)."""
+    names = _snapshot_names(files, wanted, root) if cache.active() else None
+    loaded, exact = None, False
+    if names is not None:
+        loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with, workers,
+                                             progress)
+    if loaded is None:
+        loaded = ingest_with(files, wanted, workers=workers, progress=progress)
+    if names is not None and not exact:
+        if snapshot_in_background:
+            threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
+                             name="loopscope-snapshot").start()
+        else:
+            if progress:
+                progress(1.0, "Keeping the prepared sessions for the next start")
+            _write_snapshot(names, files, wanted, loaded)
+    return loaded
 
 
 def _snapshot_names(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]],

@@ -203,7 +203,12 @@ def test_openhands_run_many_equals_run_on_tables_and_lists() -> None:
 
     eng, prepared, table = _session_engine_corpus("openhands", 23, 80)
     rng = random.Random(29)
-    configs = [OpenHandsConfig(), OpenHandsConfig(enabled=False)]
+    configs = [OpenHandsConfig(), OpenHandsConfig(enabled=False),
+               # beyond any 32-bit count (and the arithmetic on them): nothing can hold
+               OpenHandsConfig(action_observation=10**12, action_error=2**31 - 1,
+                               monologue=2**31, alternating_pattern=10**30,
+                               max_events=10**15),
+               OpenHandsConfig(action_error=2, max_events=2**63 + 5)]
     configs += [random_config(rng, what_if=rng.random() < 0.5) for _ in range(40)]
     nudging = 0
     detectors: set[str] = set()

@@ -352,3 +352,50 @@ def test_session_engines_refuse_damaged_columns() -> None:
                         ("content", ~text), ("turn", g_good["turn"] * 0 - 1)):
         with pytest.raises(TableError):
             g_spec.open({**g_good, name: value})
+
+
+def test_openclaw_2026_9_round_trips_through_its_json_table() -> None:
+    """OpenClaw 2026.9's prepared data has a JSON codec (worker processes, the on-disk cache):
+    every session read back from its table replays as the session itself, under every
+    release line setting; the configurable line's data is never taken for it."""
+    from tests.engines.openclaw._openclaw9_gen import random_session_2026_9
+    from tests.engines.openclaw.test_openclaw9_properties import _random_config as random_config9
+
+    rng = random.Random(43)
+    version = OPENCLAW.versions[-1]
+    sessions = [random_session_2026_9(rng, calls=rng.randint(0, 50)) for _ in range(40)]
+    prepared = [OPENCLAW.prepare(s, version) for s in sessions]
+    spec = OPENCLAW.table_spec(version)
+    assert spec is not None and spec.key == OPENCLAW.prepare_key(version) and spec.keep_all
+    table = spec.open(spec.join([dict(spec.encode(prepared[:15])),
+                                 dict(spec.encode(prepared[15:]))]).columns)
+    for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
+        back = table[i]
+        assert OPENCLAW.encode_prepared(back) == OPENCLAW.encode_prepared(p)
+        for _ in range(3):
+            config = random_config9(rng)
+            assert OPENCLAW.run(back, config) == OPENCLAW.replay(session, config), i
+    configurable = OPENCLAW.encode_prepared(OPENCLAW.prepare(sessions[0]))
+    assert type(OPENCLAW.decode_prepared(configurable)) is not type(prepared[0])
+
+
+def test_openclaw_2026_9_codec_refuses_damaged_data() -> None:
+    from tests.engines.openclaw._openclaw9_gen import random_session_2026_9
+
+    rng = random.Random(44)
+    version = OPENCLAW.versions[-1]
+    good = None
+    while good is None or len(good["turn"]) < 3:
+        good = OPENCLAW.encode_prepared(OPENCLAW.prepare(random_session_2026_9(rng), version))
+    n = len(good["turn"])
+    damages: list[dict[str, Any]] = [
+        {"release": "2026.6"}, {"turn": good["turn"] + [1]}, {"tool_code": [0] * n},
+        {"detect_args": [len(good["args_hashes"]) + 1] * n}, {"kind_code": [7] * n},
+        {"poll": [1] * n}, {"result_hash": [3] * n}, {"raw_name": [None] * n},
+        {"messages": [[0, n + 1]]}, {"messages": [[1, n]]}, {"messages": []},
+        {"ops": [len(good["messages"])]}, {"ops": [-3]}, {"session": None},
+        {"unknown_code": [len(good["unknown_names"]) + 1] * n},
+    ]
+    for damage in damages:
+        with pytest.raises(ValueError):
+            OPENCLAW.decode_prepared({**good, **damage})

@@ -331,11 +331,12 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
                           lambda i: run(prepared[i], config), fast.DETECTORS)
 
     def caches_prepared(self, version: str | None = None) -> bool:
-        return not self.is_fixed(version)  # 2026.9's prepared data has no codec
+        return True
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         if self.is_fixed(version):
-            return None  # 2026.9's prepared data has no columns
+            # 2026.9 runs session by session: one JSON text per session
+            return super().table_spec(version)
         from loopscope.engines.openclaw import columns
         from loopscope.engines.table import TableSpec
 
@@ -343,9 +344,16 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
                          columns.table_columns, columns.decode_row, columns.check)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
-        return fast.encode(prepared) if type(prepared) is PreparedSession else None
+        if type(prepared) is PreparedSession:
+            return fast.encode(prepared)
+        if type(prepared) is fast_2026_9.Prepared9:
+            return fast_2026_9.encode(prepared)
+        return None
 
-    def decode_prepared(self, data: Any) -> PreparedSession:
+    def decode_prepared(self, data: Any) -> AnyPrepared:
+        """Either release line's data: 2026.9's is marked (:data:`fast_2026_9.RELEASE_MARK`)."""
+        if type(data) is dict and "release" in data:
+            return fast_2026_9.decode(data)
         return fast.decode(data)
 
     def counters(self, prepared: AnyPrepared, replay: SessionReplay, config: AnyConfig

@@ -17,6 +17,7 @@ the sessions that are read (a drawn row, an opened session), beside these column
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
@@ -61,6 +62,11 @@ SCHEMA: Final[dict[str, Column]] = {
 
 DETECTORS: Final = (ACTION_OBSERVATION, ACTION_ERROR, MONOLOGUE, ALTERNATING_PATTERN)
 """Detector names by the codes of :func:`run_columns`."""
+
+_BEYOND_ANY_COUNT: Final = 1 << 40
+"""Thresholds (and scanned windows) are capped here for the arithmetic on 64-bit arrays: the
+columns' counts are 32-bit, so a larger value compares with every count as this one does."""
+
 
 def check_columns(prepared: Sequence[Any]) -> dict[str, Any]:
     """The columns of :data:`SCHEMA` for prepared sessions (:class:`.fast.PreparedSession`)."""
@@ -111,13 +117,12 @@ class Checks:
     """A corpus's check columns laid out for :func:`run_columns`, with what no configuration
     changes: each check's log positions in the flat prefix counts, and the four upper bounds
     of :attr:`.fast.PreparedSession.reach` (a check whose bounds all lie below their
-    thresholds can hold nothing). The columns are read as they are (32-bit counts: new arrays
-    of a million checks cost more in fresh memory than in arithmetic)."""
+    thresholds can hold nothing). The columns are read as they are, and what is derived is
+    32-bit too (a million checks: fresh memory costs more than the arithmetic)."""
 
     __slots__ = ("alternation", "at_base", "at_mono", "base", "call", "check_start", "ka", "ko",
-                 "newest_obs", "offset", "owner", "pre_a", "pre_g", "pre_o", "prefix_start",
-                 "ra", "re", "ro", "same_pair", "sessions", "streak", "talk", "turn", "user",
-                 "views")
+                 "newest_obs", "owner", "pre_a", "pre_g", "pre_o", "prefix_start", "ra", "re",
+                 "ro", "same_pair", "sessions", "streak", "talk", "turn", "user", "views")
 
     def __init__(self, columns: dict[str, Any]) -> None:
         self.turn, self.call = columns["turn"], columns["call"]
@@ -129,13 +134,16 @@ class Checks:
         self.pre_g = columns["pre_agent"]
         self.check_start = np.asarray(columns["check_start"], dtype=np.int64)
         self.sessions = len(self.check_start)
-        self.owner = session_of(self.check_start, len(self.turn))
         self.prefix_start = np.asarray(columns["prefix_start"], dtype=np.int64)
-        self.offset = self.prefix_start[self.owner]
-        self.at_base = self.offset + self.base
-        self.at_mono = self.offset + columns["mono_start"]
+        owner = session_of(self.check_start, len(self.turn))
+        # Positions in the flat prefix counts, 32-bit while they fit (as the counts are).
+        positions = np.int32 if len(self.pre_a) < 2**31 else np.int64
+        offset = self.prefix_start[owner].astype(positions)
+        self.owner = owner.astype(np.int32) if self.sessions < 2**31 else owner
+        self.at_base = offset + self.base
+        self.at_mono = offset + columns["mono_start"]
         # The bounds of fast._reach: the counts since the latest user message.
-        since_user = self.offset + self.user
+        since_user = offset + self.user
         since_user += 1
         pair = np.minimum(self.pre_a[self.at_base] - self.pre_a[since_user],
                           self.pre_o[self.at_base] - self.pre_o[since_user])
@@ -167,15 +175,16 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
            "turn": checks.turn, "call": checks.call}
     if not config.enabled or not total:
         return out
-    ao, ae, mono, alt = (config.action_observation, config.action_error, config.monologue,
-                         config.alternating_pattern)
+    ao, ae, mono, alt, size = (min(value, _BEYOND_ANY_COUNT) for value in (
+        config.action_observation, config.action_error, config.monologue,
+        config.alternating_pattern, config.max_events))
     candidate = ((checks.streak >= ae) | (checks.same_pair >= ao) | (checks.talk >= mono)
                  | (checks.alternation >= alt))
     at = np.flatnonzero(candidate)
     c = _Candidates(checks, at)
     # The plain window (no nudge in it): the newest ``max_events`` events, after the latest
     # user message.
-    start = np.maximum(np.maximum(c.base - config.max_events, c.user + 1), 0)
+    start = np.maximum(np.maximum(c.base - size, c.user + 1), 0)
     at_start = c.offset + start
     n_a = checks.pre_a[c.at_base] - checks.pre_a[at_start]
     n_o = checks.pre_o[c.at_base] - checks.pre_o[at_start]
@@ -243,18 +252,18 @@ class _SessionView:
                  "nudge_error", "nudge_tool", "pre_actions", "pre_agent", "pre_observations",
                  "ra", "re", "ro", "user")
 
-    base: list[int]
-    user: list[int]
-    ra: list[int]
-    ro: list[int]
-    re: list[int]
-    ka: list[int]
-    ko: list[int]
-    newest_obs: list[int]
-    mono_start: list[int]
-    pre_actions: list[int]
-    pre_observations: list[int]
-    pre_agent: list[int]
+    base: array[int]
+    user: array[int]
+    ra: array[int]
+    ro: array[int]
+    re: array[int]
+    ka: array[int]
+    ko: array[int]
+    newest_obs: array[int]
+    mono_start: array[int]
+    pre_actions: array[int]
+    pre_observations: array[int]
+    pre_agent: array[int]
     nudge_tool: _NoText
     nudge_error: _NoText
     candidates_now: list[int]
@@ -272,8 +281,8 @@ def _views(checks: Checks, sessions: Any, candidates: Any
            ) -> Iterator[tuple[int, _SessionView]]:
     """``(i, view)`` for each session ``i`` of ``sessions`` (sorted), its candidate checks
     ``candidates`` (flat positions, sorted). Views are made once per session (kept in
-    :attr:`Checks.views`), from gathered columns turned into Python lists (a list read by
-    index beats an array's scalars)."""
+    :attr:`Checks.views`), from gathered columns turned into Python arrays (read by index as
+    fast as a list, unlike a numpy array's scalars)."""
     if not sessions.size:
         return
     views = checks.views
@@ -290,15 +299,22 @@ def _views(checks: Checks, sessions: Any, candidates: Any
         yield i, view
 
 
+def _ints(values: Any) -> array[int]:
+    """32-bit ``values`` as a Python array: read by index like a list (an ``int`` each time),
+    held in 4 bytes a value instead of a list's pointer and ``int`` object (views of thousands
+    of sessions stay small)."""
+    return array("i", np.asarray(values, dtype=np.int32).tobytes())
+
+
 def _made_views(checks: Checks, sessions: Any) -> Iterator[tuple[int, _SessionView]]:
     """``(i, view)`` for the sessions ``sessions`` (sorted), without candidates."""
     rows = np.flatnonzero(np.isin(checks.owner, sessions))
     check_counts = np.bincount(checks.owner[rows], minlength=checks.sessions)[sessions]
-    lists = {name: getattr(checks, name)[rows].tolist() for name in _VIEW_ROWS}
-    lists["mono_start"] = (checks.at_mono - checks.offset)[rows].tolist()
+    lists = {name: _ints(getattr(checks, name)[rows]) for name in _VIEW_ROWS}
+    lists["mono_start"] = _ints(checks.at_mono[rows] - checks.at_base[rows] + checks.base[rows])
     begin, end = checks.prefix_range(sessions)
     spans = ranges(begin, end)
-    prefix = {name: getattr(checks, attr)[spans].tolist() for name, attr in (
+    prefix = {name: _ints(getattr(checks, attr)[spans]) for name, attr in (
         ("pre_actions", "pre_a"), ("pre_observations", "pre_o"), ("pre_agent", "pre_g"))}
     no_text = _NoText()
     row = pos = 0
@@ -322,8 +338,13 @@ class _Candidates:
                  "ra", "re", "ro", "user")
 
     def __init__(self, checks: Checks, at: Any) -> None:
-        self.at_base, self.at_mono = checks.at_base[at], checks.at_mono[at]
-        self.base, self.user, self.offset = checks.base[at], checks.user[at], checks.offset[at]
-        self.ra, self.ro, self.re = checks.ra[at], checks.ro[at], checks.re[at]
-        self.ka, self.ko = checks.ka[at], checks.ko[at]
-        self.newest_obs, self.owner = checks.newest_obs[at], checks.owner[at]
+        # (64-bit: they meet thresholds in arithmetic, ``ae + 1``, ``base - max_events``)
+        def pick(column: Any) -> Any:
+            return column[at].astype(np.int64, copy=False)
+
+        self.at_base, self.at_mono = pick(checks.at_base), pick(checks.at_mono)
+        self.base, self.user = pick(checks.base), pick(checks.user)
+        self.offset = self.at_base - self.base  # (where the session's prefix counts begin)
+        self.ra, self.ro, self.re = pick(checks.ra), pick(checks.ro), pick(checks.re)
+        self.ka, self.ko = pick(checks.ka), pick(checks.ko)
+        self.newest_obs, self.owner = pick(checks.newest_obs), pick(checks.owner)

@@ -34,6 +34,7 @@ from loopscope.engines.base import (
     Step,
     new_step,
 )
+from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.openclaw.detection import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
@@ -739,3 +740,103 @@ def step_counts(p: Prepared9, history_size: int, n: int) -> tuple[Sequence[int],
     session chart draws)."""
     ctr = p.counters(history_size)
     return ctr.no_progress[:n], ctr.recent[:n]
+
+
+# --------------------------------------------------------------------------- codec
+# Prepared data as plain JSON columns (the on-disk cache, worker processes).
+
+CODEC_VERSION = 1
+"""Bumped whenever :func:`encode` writes something :func:`decode` of an older loopscope would
+read differently."""
+
+RELEASE_MARK: Final = "2026.9"
+"""What :func:`encode` writes under ``"release"``: the engine's codec tells this release's
+data from the configurable line's by it."""
+
+_CODE_FIELDS: Final = ("tool_code", "detect_tool", "args_code", "detect_args", "id_code",
+                       "result_code", "kind_code", "fid_code", "unknown_code")
+_BOOL_FIELDS: Final = ("recorded_block", "poll", "is_exec", "no_progress_flag")
+_TEXT_FIELDS: Final = ("raw_name", "name", "args_hash", "run_ids")
+_OPTIONAL_TEXT_FIELDS: Final = ("result_hash", "outcome_kind", "unknown_tool")
+_NAME_LISTS: Final = ("tool_names", "args_hashes", "result_hashes", "unknown_names")
+
+
+def encode(p: Prepared9) -> dict[str, Any]:
+    """``p`` as JSON-ready columns; :func:`decode` gives it back (a property test)."""
+    return {
+        "release": RELEASE_MARK, "session": p.session, "source": p.source, "format": p.format,
+        "turn": p.turn, "call": p.call, "run": p.run,
+        **{name: getattr(p, name) for name in (*_CODE_FIELDS, *_BOOL_FIELDS, *_TEXT_FIELDS,
+                                               *_OPTIONAL_TEXT_FIELDS, *_NAME_LISTS)},
+        "messages": [[first, end] for first, end in p.messages], "ops": p.ops,
+    }
+
+
+def decode(doc: Any) -> Prepared9:
+    """The :class:`Prepared9` that :func:`encode` wrote; :class:`CodecError` for anything
+    else (damaged or foreign data is never trusted: every code lies in its table, every
+    message's calls follow the one before)."""
+    require_strings(doc, ("release", "session", "source", "format"))
+    if doc["release"] != RELEASE_MARK:
+        raise CodecError("release: not OpenClaw 2026.9's prepared data")
+    names = {name: strs_at(doc, name) for name in _NAME_LISTS}
+    turn = ints_at(doc, "turn", None, 0, None)
+    n = len(turn)
+    texts = {name: strs_at(doc, name, n) for name in _TEXT_FIELDS}
+    optional: dict[str, list[str | None]] = {}
+    for name in _OPTIONAL_TEXT_FIELDS:
+        value = doc.get(name)
+        if type(value) is not list or len(value) != n or any(
+                v is not None and type(v) is not str for v in value):
+            raise CodecError(f"{name}: expected a text or null per call")
+        optional[name] = value
+    flags: dict[str, list[bool]] = {}
+    for name in _BOOL_FIELDS:
+        value = doc.get(name)
+        if type(value) is not list or len(value) != n or any(type(v) is not bool
+                                                              for v in value):
+            raise CodecError(f"{name}: expected a flag per call")
+        flags[name] = value
+    tools, hashes = len(names["tool_names"]), len(names["args_hashes"])
+    codes = {
+        "tool_code": ints_at(doc, "tool_code", n, 1, tools),
+        "detect_tool": ints_at(doc, "detect_tool", n, 1, tools),
+        "args_code": ints_at(doc, "args_code", n, 1, hashes),
+        "detect_args": ints_at(doc, "detect_args", n, 1, hashes),
+        "id_code": ints_at(doc, "id_code", n, 0, None),
+        "result_code": ints_at(doc, "result_code", n, 0, len(names["result_hashes"])),
+        "kind_code": ints_at(doc, "kind_code", n, 0, max(_KIND_CODES.values())),
+        "fid_code": ints_at(doc, "fid_code", n, 0, None),
+        "unknown_code": ints_at(doc, "unknown_code", n, 0, len(names["unknown_names"])),
+    }
+    raw_messages = doc.get("messages")
+    if type(raw_messages) is not list or any(type(m) is not list or len(m) != 2
+                                             for m in raw_messages):
+        raise CodecError("messages: expected pairs")
+    messages = [(m[0], m[1]) for m in raw_messages]
+    message_of: list[int] = []
+    at = 0
+    for k, (first, end) in enumerate(messages):
+        if type(first) is not int or type(end) is not int or first != at or end < first:
+            raise CodecError("messages: calls out of order")
+        message_of.extend([k] * (end - first))
+        at = end
+    if at != n:
+        raise CodecError("messages: not every call")
+    return Prepared9(
+        session=doc["session"], source=doc["source"], format=doc["format"], turn=turn,
+        call=ints_at(doc, "call", n, 0, None), raw_name=texts["raw_name"], name=texts["name"],
+        args_hash=texts["args_hash"], result_hash=optional["result_hash"],
+        outcome_kind=optional["outcome_kind"], unknown_tool=optional["unknown_tool"],
+        recorded_block=flags["recorded_block"], run=ints_at(doc, "run", n, 0, None),
+        run_ids=texts["run_ids"], poll=flags["poll"], is_exec=flags["is_exec"],
+        tool_code=codes["tool_code"], detect_tool=codes["detect_tool"],
+        args_code=codes["args_code"], detect_args=codes["detect_args"],
+        id_code=codes["id_code"], result_code=codes["result_code"],
+        kind_code=codes["kind_code"], fid_code=codes["fid_code"],
+        no_progress_flag=flags["no_progress_flag"], unknown_code=codes["unknown_code"],
+        message_of=message_of, messages=messages,
+        ops=ints_at(doc, "ops", None, _COMPACTION_OP, len(messages) - 1),
+        tool_names=names["tool_names"], args_hashes=names["args_hashes"],
+        result_hashes=names["result_hashes"], unknown_names=names["unknown_names"],
+    )
