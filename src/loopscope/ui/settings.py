@@ -439,9 +439,9 @@ def _slow_reruns_note(engine: str) -> None:
               if s.name in getattr(eng, "replayed_one_by_one", ())]
     if labels:
         named = "; ".join(f"“{md(label)}”" for label in labels)
-        st.caption(f":material/hourglass_top: A change to {named} replays each of the "
-                   f"{sessions:,} sessions one by one: it takes seconds. Every other "
-                   f"{title} setting re-runs the corpus at once.")
+        st.caption(f":material/hourglass_top: A change to {named} replays the {sessions:,} "
+                   f"sessions one by one (seconds); the other {title} settings re-run them "
+                   "all at once.")
 
 
 def page_runs_first() -> bool:

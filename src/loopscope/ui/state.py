@@ -96,7 +96,9 @@ class Field:
 
     @property
     def label(self) -> str:
-        return self.spec.label if self.spec.deployable else f"{self.spec.label} (what-if)"
+        label = self.spec.label
+        # (a label that already says so, "… (what-if: not a … setting)", is not told twice)
+        return label if self.spec.deployable or "what-if" in label else f"{label} (what-if)"
 
     @property
     def help(self) -> str:
