@@ -45,6 +45,7 @@ __all__ = [
     "concat",
     "gather",
     "json_table_spec",
+    "laid_out",
     "pool_schema",
     "ranges",
     "validate",
@@ -480,6 +481,20 @@ def json_table_spec(engine: Any, version: str | None = None, *,
         schema = {**JSON_SCHEMA, **columns}
     return TableSpec(engine.name, engine.prepare_key(version), schema, encode, decode,
                      check=check, keep_all=columns is None)
+
+
+def laid_out(prepared: Sequence[Any], engine: str, kind: type,
+             layout: Callable[[Mapping[str, Any]], Any],
+             columns_of: Callable[[Sequence[Any]], Mapping[str, Any]]) -> Any:
+    """``layout(columns)`` for an engine's vectorised ``run_many``: the columns of a table of
+    ``engine``'s, or ``columns_of(prepared)`` when ``prepared`` is a list of ``kind`` objects
+    that keeps what is derived from it (:class:`~loopscope.engines.base.PreparedSessions`);
+    None for anything else (a plain list is run session by session)."""
+    if isinstance(prepared, PreparedTable):
+        return layout(prepared.columns) if prepared.engine == engine else None
+    if getattr(prepared, "derived", None) is None or not all(type(p) is kind for p in prepared):
+        return None
+    return layout(columns_of(prepared))
 
 
 def _dumps_utf8(doc: Any) -> bytes:

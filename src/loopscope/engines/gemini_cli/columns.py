@@ -15,7 +15,7 @@ the sessions that are read (a drawn row, an opened session), beside these column
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -89,7 +89,7 @@ class Steps:
 
     __slots__ = ("call", "content", "detector", "owner", "repeats", "sessions", "turn")
 
-    def __init__(self, columns: dict[str, Any]) -> None:
+    def __init__(self, columns: Mapping[str, Any]) -> None:
         starts = columns["step_start"]
         self.turn = columns["turn"].astype(np.int64)
         self.call = columns["call"].astype(np.int64)

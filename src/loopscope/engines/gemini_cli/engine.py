@@ -235,15 +235,9 @@ ENGINE: Final = GeminiCliEngine()
 
 
 def _steps(prepared: Sequence[Any]) -> Any:
-    """The step columns of ``prepared`` laid out for :func:`columns.run_columns`: read off a
-    table of this engine's, or written from this module's prepared objects when ``prepared``
-    keeps what is derived from it (else None: a plain list is run session by session)."""
+    """The step columns of ``prepared`` laid out for :func:`columns.run_columns` (or None:
+    :func:`~loopscope.engines.table.laid_out`)."""
     from loopscope.engines.gemini_cli import columns
-    from loopscope.engines.table import PreparedTable
+    from loopscope.engines.table import laid_out
 
-    if isinstance(prepared, PreparedTable):
-        return columns.Steps(prepared.columns) if prepared.engine == ENGINE.name else None
-    if getattr(prepared, "derived", None) is None or not all(
-            type(p) is PreparedSession for p in prepared):
-        return None
-    return columns.Steps(columns.step_columns(prepared))
+    return laid_out(prepared, ENGINE.name, PreparedSession, columns.Steps, columns.step_columns)

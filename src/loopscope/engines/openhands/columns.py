@@ -18,7 +18,7 @@ the sessions that are read (a drawn row, an opened session), beside these column
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -124,7 +124,7 @@ class Checks:
                  "newest_obs", "owner", "pre_a", "pre_g", "pre_o", "prefix_start", "ra", "re",
                  "ro", "same_pair", "sessions", "streak", "talk", "turn", "user", "views")
 
-    def __init__(self, columns: dict[str, Any]) -> None:
+    def __init__(self, columns: Mapping[str, Any]) -> None:
         self.turn, self.call = columns["turn"], columns["call"]
         self.base, self.user = columns["base"], columns["user"]
         self.ra, self.ro, self.re = columns["ra"], columns["ro"], columns["re"]

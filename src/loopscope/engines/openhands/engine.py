@@ -231,15 +231,9 @@ ENGINE: Final = OpenHandsEngine()
 
 
 def _checks(prepared: Sequence[Any]) -> Any:
-    """The check columns of ``prepared`` laid out for :func:`columns.run_columns`: read off a
-    table of this engine's, or written from this module's prepared objects when ``prepared``
-    keeps what is derived from it (else None: a plain list is run session by session)."""
+    """The check columns of ``prepared`` laid out for :func:`columns.run_columns` (or None:
+    :func:`~loopscope.engines.table.laid_out`)."""
     from loopscope.engines.openhands import columns
-    from loopscope.engines.table import PreparedTable
+    from loopscope.engines.table import laid_out
 
-    if isinstance(prepared, PreparedTable):
-        return columns.Checks(prepared.columns) if prepared.engine == ENGINE.name else None
-    if getattr(prepared, "derived", None) is None or not all(
-            type(p) is PreparedSession for p in prepared):
-        return None
-    return columns.Checks(columns.check_columns(prepared))
+    return laid_out(prepared, ENGINE.name, PreparedSession, columns.Checks, columns.check_columns)
