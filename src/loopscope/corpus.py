@@ -140,16 +140,17 @@ class Corpus:
         return run_many(eng, prepared, config)
 
     def reruns_in_columns(self, engine: str, version: str | None = None) -> bool:
-        """Whether a re-run of ``engine`` is a few vectorised passes over columns (gglib,
-        OpenClaw), not every session run one by one in Python (seconds at 20,000 sessions)."""
+        """Whether a re-run of ``engine`` is a few vectorised passes over columns (every
+        built-in guard but OpenClaw 2026.9), not every session run one by one in Python
+        (seconds at 20,000 sessions)."""
         spec = _table_spec(engine, version)
         return spec is not None and not spec.keep_all
 
     def warm(self, engine: str, version: str | None = None) -> None:
         """Derive now what ``engine`` derives from the whole corpus on its first re-run under
-        another configuration than the default (gglib's and OpenClaw's arrays laid out for
-        :meth:`run_many`: 0.1-0.2 s at 20,000 sessions), so that the first slider move does
-        not wait for it. Engines whose table has columns of its own (their ``run_many`` reads
+        another configuration than the default (its arrays laid out for :meth:`run_many`,
+        OpenHands' views of the sessions that nudge: 0.1-0.6 s each at 20,000 sessions), so
+        that the first slider move does not wait for it. Engines whose table has columns of its own (their ``run_many`` reads
         them), prepared at ``version``, only; once per engine and version."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
