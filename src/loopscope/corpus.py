@@ -150,8 +150,9 @@ class Corpus:
         """Derive now what ``engine`` derives from the whole corpus on its first re-run under
         another configuration than the default (its arrays laid out for :meth:`run_many`,
         OpenHands' views of the sessions that nudge: 0.1-0.6 s each at 20,000 sessions), so
-        that the first slider move does not wait for it. Engines whose table has columns of its own (their ``run_many`` reads
-        them), prepared at ``version``, only; once per engine and version."""
+        that the first slider move does not wait for it. Engines whose table has columns of
+        its own (their ``run_many`` reads them), prepared at ``version``, only; once per
+        engine and version."""
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         if (key in self._warmed or key not in self._prepared

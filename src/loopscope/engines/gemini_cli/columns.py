@@ -91,13 +91,13 @@ class Steps:
 
     def __init__(self, columns: Mapping[str, Any]) -> None:
         starts = columns["step_start"]
-        self.turn = columns["turn"].astype(np.int64)
-        self.call = columns["call"].astype(np.int64)
+        # (read as they are: 32-bit, one byte a detector code; RunColumns widens what it keeps)
+        self.turn, self.call = columns["turn"], columns["call"]
         self.repeats = columns["repeats"]
         self.content = columns["content"]
         self.owner = session_of(starts, len(self.turn))
         self.sessions = len(starts)
-        self.detector = np.where(self.call >= 0, 0, 1).astype(np.int64)
+        self.detector = (self.call < 0).view(np.int8)
 
     def __len__(self) -> int:
         return self.sessions

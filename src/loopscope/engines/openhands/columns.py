@@ -169,7 +169,7 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     one by one, by :func:`.fast._evaluate` over their columns (see the module docstring)."""
     n = len(checks)
     total = len(checks.turn)
-    detector = np.zeros(total, dtype=np.int64)
+    detector = np.zeros(total, dtype=np.int8)  # (read at first refusals only)
     out = {"refusals": np.zeros(n, dtype=np.int64), "warnings": np.zeros(n, dtype=np.int64),
            "first": np.full(n, -1, dtype=np.int64), "detector": detector,
            "turn": checks.turn, "call": checks.call}
