@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,3 +30,27 @@ def test_benchmark_runs_at_small_scale(tmp_path: Path) -> None:
                 "rerun_openhands_later_ms", "rerun_gemini-cli_first_ms",
                 "rerun_gemini-cli_later_ms", "rerun_gemini_content_what_if_ms"):
         assert figures[key] > 0, key
+
+
+def test_the_benchmarks_reopened_corpus_figure(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's in-process reopen (what the browser's second start does before
+    Streamlit's own work): every file from the cache the first load wrote."""
+    import shutil
+
+    from loopscope.corpus import build_corpus, prepared_folder_files
+
+    folder = tmp_path / "s"
+    shutil.copytree(REPO / "sample_transcripts", folder)
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(cache_dir))
+    monkeypatch.delenv("LOOPSCOPE_CACHE", raising=False)
+    files, _, root = prepared_folder_files(folder)
+    build_corpus(files, fingerprint="t", origin="folder", root=root)
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    sys.modules.pop("bench", None)
+    import bench
+
+    found = bench._reopened_corpus(folder, cache_dir)
+    assert found["reopen_corpus_cached_files"] == len(files)
+    assert found["reopen_corpus_open_s"] > 0 and found["reopen_corpus_tables_s"] > 0

@@ -20,6 +20,14 @@ from loopscope.formats import expand_paths, load_paths
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_transcripts"
 
 
+def _join_snapshot_writers() -> None:
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "loopscope-snapshot":
+            thread.join()
+
+
 @pytest.fixture()
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
@@ -235,17 +243,49 @@ def test_a_damaged_last_snapshot_is_not_reused(cache_dir: Path, tmp_path: Path) 
     assert not snapshot.exists()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "another key"])
+def _snapshot_of(cache_dir: Path, folder: Path) -> Path:
+    """The one snapshot of ``folder``'s files in the cache. (A test that damages a snapshot
+    loads a copy of the samples: the dashboard's tests leave scripts loading the samples
+    themselves, whose snapshot, written into whichever cache is set then, has their name.)"""
+    found = [p for p in cache_dir.glob("corpus/*.npz")
+             if (kept := cache.open_corpus(p.stem)) is not None
+             and kept.index["files"][0][0].startswith(str(folder))]
+    assert len(found) == 1
+    return found[0]
+
+
+def _flip_member(snapshot: Path, prefix: str) -> str:
+    """Flip one bit in the middle of the largest array of the snapshot whose name starts
+    with ``prefix``; that array's name."""
+    import zipfile
+
+    with zipfile.ZipFile(snapshot) as archive:
+        member = max((i for i in archive.infolist() if i.filename.startswith(prefix)),
+                     key=lambda i: i.file_size)
+    data = bytearray(snapshot.read_bytes())
+    header = member.header_offset
+    start = header + 30 + int.from_bytes(data[header + 26:header + 28], "little") + int.from_bytes(
+        data[header + 28:header + 30], "little")
+    data[start + member.file_size - max(member.file_size // 4, 1)] ^= 1
+    snapshot.write_bytes(bytes(data))
+    return member.filename
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped index", "flipped re-run", "garbage",
+                                    "another key"])
 def test_a_damaged_snapshot_is_ignored_and_rebuilt(cache_dir: Path, tmp_path: Path,
                                                    damage: str) -> None:
-    fresh = _corpus(SAMPLES)
-    (snapshot,) = cache_dir.glob("corpus/*.npz")
+    folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
+    shutil.copytree(SAMPLES, folder)
+    want = _everything(_corpus(folder))
+    snapshot = _snapshot_of(cache_dir, folder)
     data = snapshot.read_bytes()
     if damage == "truncated":
         snapshot.write_bytes(data[: len(data) // 2])
-    elif damage == "flipped":  # one bit of the arrays (the checksum catches it)
-        at = len(data) // 2
-        snapshot.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    elif damage == "flipped index":  # one bit (the checksum catches it)
+        _flip_member(snapshot, "index")
+    elif damage == "flipped re-run":
+        _flip_member(snapshot, "r0.")
     elif damage == "garbage":
         snapshot.write_bytes(b"PK\x03\x04 not a zip at all")
     else:  # a valid snapshot of other files, under this name: never trusted
@@ -253,13 +293,83 @@ def test_a_damaged_snapshot_is_ignored_and_rebuilt(cache_dir: Path, tmp_path: Pa
         other.mkdir()
         shutil.copy(sorted(SAMPLES.glob("*.json*"))[0], other)
         _corpus(other)
-        (foreign,) = [p for p in cache_dir.glob("corpus/*.npz") if p != snapshot]
-        shutil.copyfile(foreign, snapshot)
-    again = _corpus(SAMPLES)
-    assert _replays(again) == _replays(fresh)
-    assert again.heads == fresh.heads
+        shutil.copyfile(_snapshot_of(cache_dir, other), snapshot)
+    again = _corpus(folder)
+    assert again.cached_files == 0
+    assert _everything(again) == want
     assert snapshot.is_file() and snapshot.read_bytes() != b"PK\x03\x04 not a zip at all"
     assert cache.read_corpus(snapshot.stem) is not None  # written again, and sound
+
+
+@pytest.mark.parametrize("table", ["t0.", "t1.", "t2.", "t3."])
+@pytest.mark.parametrize("many_files", [False, True])
+def test_a_table_found_damaged_when_first_used_is_prepared_again(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str,
+        many_files: bool) -> None:
+    """A snapshot's tables are read when their engine is first used: one found damaged then
+    is prepared again from the files (the corpus the same: from many files on every core, as
+    a table; from a few, session by session), the snapshot deleted, and the next start
+    writes a sound one."""
+    from loopscope import corpus as corpus_mod
+    from loopscope.engines import engine_names
+    from loopscope.engines.table import PreparedTable
+
+    def outcomes(c: Any) -> dict[str, Any]:
+        # (what a corpus says, but its prepared objects: one prepared again session by session
+        # carries fewer memoised results than one read from a table)
+        return {k: v for k, v in _everything(c).items() if k not in engine_names()}
+
+    if many_files:
+        monkeypatch.setattr(corpus_mod, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
+    folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
+    shutil.copytree(SAMPLES, folder)
+    want = outcomes(_corpus(folder))
+    snapshot = _snapshot_of(cache_dir, folder)
+    _flip_member(snapshot, table)
+    again = _corpus(folder)
+    assert again.cached_files == len(again.report.files)  # (opened: index and re-runs sound)
+    assert outcomes(again) == want
+    assert not snapshot.exists()
+    damaged = corpus_mod._snapshot_specs(corpus_mod.every_engine())[int(table[1])].engine
+    for name in engine_names():
+        assert isinstance(again.prepared(name), PreparedTable) == (many_files or name != damaged)
+    _join_snapshot_writers()  # (a snapshot written meanwhile)
+    third = _corpus(folder)
+    assert third.cached_files == 0 and outcomes(third) == want
+    assert cache.read_corpus(snapshot.stem) is not None
+
+
+def test_a_reopened_corpus_reads_each_table_when_its_engine_is_first_used(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first chart of a reopened corpus (every engine's re-run under its default
+    configuration, the counts and first refusals) reads no table of the snapshot; a replay
+    read, or a re-run under another configuration, reads that engine's table only."""
+    from loopscope.engines import engine_names
+    from loopscope.engines.table import PreparedTable
+
+    fresh = _corpus(SAMPLES)
+    read: list[str] = []
+    original = cache.KeptCorpus.read
+    monkeypatch.setattr(cache.KeptCorpus, "read", lambda self, names: original(
+        self, [n for n in names if read.append(n) or True]))
+    again = _corpus(SAMPLES)
+    assert again.cached_files == len(again.report.files)
+    for name in engine_names():
+        kept = again.run_many(name, get_engine(name).default_config())
+        assert kept.first_refusals() == fresh.run_many(
+            name, get_engine(name).default_config()).first_refusals()
+    assert read and all(n.startswith("r") for n in read)
+    read.clear()
+    gglib = get_engine("gglib")
+    replays = again.run_many("gglib", gglib.default_config())
+    assert replays[0].to_json() == fresh.run_many("gglib", gglib.default_config())[0].to_json()
+    assert read and {n.split(".")[0] for n in read} == {"t0"}
+    assert isinstance(again.prepared("gglib"), PreparedTable)
+    read.clear()
+    other = get_engine("openclaw").resolve_config(None, [("warningThreshold", "3")]).config
+    assert [r.to_json() for r in again.run_many("openclaw", other)] == [
+        r.to_json() for r in fresh.run_many("openclaw", other)]
+    assert read and {n.split(".")[0] for n in read} == {"t1"}
 
 
 def test_snapshot_of_a_changed_folder_is_never_used(cache_dir: Path, tmp_path: Path) -> None:
@@ -380,3 +490,74 @@ def test_another_release_is_prepared_like_the_corpus_was_loaded(
     victim.write_text("[]")
     with pytest.raises(corpus_mod.SessionsChanged):
         third.prepared("openclaw", new)
+
+
+def test_the_dashboards_untouched_controls_read_the_re_run_made_while_loading(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration built from every setting's default spelled out (the dashboard's
+    controls before any is moved) may be written differently from the engine's default
+    configuration (OpenClaw's), but behaves the same, so the re-run made while loading serves
+    it: for every engine and version, the same replays either way."""
+    from loopscope import corpus as corpus_mod
+    from loopscope.engines import engine_names
+
+    sessions = load_paths([str(SAMPLES)]).sessions
+    spelled_differently = []
+    for name in engine_names():
+        eng = get_engine(name)
+        for version in eng.versions:
+            default = eng.default_config(version)
+            spelled = eng.config({spec.name: spec.default for spec in eng.settings_for(version)},
+                                 version).config
+            assert repr(spelled) == corpus_mod._defaults_spelled(name, version)
+            if repr(spelled) != repr(default):
+                spelled_differently.append(name)
+            assert [eng.replay(s, spelled).to_json() for s in sessions] == [
+                eng.replay(s, default).to_json() for s in sessions]
+    assert "openclaw" in spelled_differently  # (what the alias is for)
+    c = _corpus(SAMPLES)
+    eng = get_engine("openclaw")
+    spelled = eng.config({spec.name: spec.default for spec in eng.settings_for()}).config
+    with monkeypatch.context() as m:  # read off the kept re-run: no re-run made
+        m.setattr(corpus_mod, "run_many", lambda *a: pytest.fail("re-run"))
+        served = c.run_many("openclaw", spelled)
+    assert [r.to_json() for r in served] == [eng.replay(s, spelled).to_json() for s in sessions]
+
+
+def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dashboard reads a reopened corpus's tables in a thread as soon as it is opened
+    (its first chart's rows need them all): every table, in engine order, the replays the
+    same; a corpus not read from a snapshot starts no thread."""
+    import threading
+
+    from loopscope.engines.table import PreparedTable
+    from loopscope.ui import data
+
+    want = _replays(_corpus(SAMPLES))
+    read: list[str] = []
+    original = cache.KeptCorpus.read
+    monkeypatch.setattr(cache.KeptCorpus, "read", lambda self, names: original(
+        self, [n for n in names if read.append(n) or True]))
+    started: list[str] = []
+    start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start",
+                        lambda self: started.append(self.name) or start(self))
+    again = data.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder",
+                              root=str(SAMPLES))
+    assert started == ["loopscope-read-tables"]
+    for thread in threading.enumerate():
+        if thread.name == "loopscope-read-tables":
+            thread.join()
+    tables = [n.split(".")[0] for n in read if n.startswith("t")]
+    assert [t for k, t in enumerate(tables) if k == 0 or tables[k - 1] != t] == [
+        "t0", "t1", "t2", "t3"]
+    read.clear()
+    assert all(isinstance(again.prepared(name), PreparedTable) for name in ("gglib", "openclaw"))
+    assert read == []  # (read already)
+    assert _replays(again) == want
+    started.clear()
+    with monkeypatch.context() as off:
+        off.setattr(cache, "active", lambda: False)
+        data.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder", root=str(SAMPLES))
+    assert "loopscope-read-tables" not in started

@@ -21,9 +21,12 @@ instead of importing and preparing every session file again.
   path alone): a hint that lets ``loopscope replay`` of a folder never prepared skip naming a
   snapshot (which needs every engine's code, numpy and every file's stamp). Only a hint — the
   snapshot may have aged out — never a reason to trust one.
+* **Read as needed**: a snapshot's index and re-runs are read when it is opened, each engine's
+  table when that engine is first used (:class:`KeptCorpus`).
 * **Never trusted blindly**: every member's CRC-32 is checked as it is read, the index and the
   tables are validated column by column (types, lengths, every position in range) before use;
-  a damaged or foreign snapshot is ignored, deleted and written again.
+  a damaged or foreign snapshot is ignored, deleted and written again (a table found damaged
+  after the corpus was opened is prepared again from its files).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ import hashlib
 import itertools
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,6 +49,8 @@ from loopscope.model import Problem
 
 __all__ = [
     "CORPUS_FORMAT",
+    "DamagedSnapshot",
+    "KeptCorpus",
     "SessionHead",
     "active",
     "cache_dir",
@@ -55,6 +61,7 @@ __all__ = [
     "has_corpora",
     "last_corpus",
     "mark_folder",
+    "open_corpus",
     "pointer_name",
     "read_corpus",
     "remember_corpus",
@@ -294,27 +301,83 @@ def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) 
         return False
 
 
-def read_corpus(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """``(index, arrays)`` of the snapshot called ``key``, or ``None`` when there is none or it
-    is damaged (it is then deleted, to be written again). Read without pickle; every member's
-    CRC-32 is verified as it is read (a changed byte fails it), the index's fields and the
-    arrays' shapes are the caller's to check."""
+class DamagedSnapshot(ValueError):
+    """A member of a snapshot failed its check as it was read (the snapshot is deleted)."""
+
+
+class KeptCorpus:
+    """A snapshot opened for reading (:func:`open_corpus`): its index, and its arrays read from
+    the file when asked (:meth:`read`), each member's CRC-32 checked as it is read.
+
+    Why not all at once: a reopened corpus draws its first chart from the index and the
+    re-runs kept beside the tables, and at 20,000 sessions the tables are 540 MB of the
+    snapshot's 545 (a cold disk read of seconds); each is read when its engine is first used
+    (the dashboard's first idle moment, or a re-run). The file stays open until every reader
+    is done with it, so a snapshot deleted or replaced meanwhile (``loopscope cache clear``,
+    :func:`prune`, another process) is still read whole."""
+
+    def __init__(self, key: str, archive: Any, index: dict[str, Any]) -> None:
+        self.key = key
+        self.index = index
+        """The JSON index written with the arrays (format and key checked)."""
+        self.names = frozenset(archive.files) - {"index"}
+        """The arrays' names."""
+        self._archive = archive
+        self._lock = threading.Lock()
+
+    def read(self, names: Iterable[str]) -> dict[str, Any]:
+        """The arrays ``names``, read now; :class:`DamagedSnapshot` when one is missing or
+        fails its checksum (the snapshot is then deleted, to be written again)."""
+        try:
+            with self._lock:
+                return {name: self._archive[name] for name in names}
+        except Exception as exc:  # a damaged zip raises many kinds of errors: never trusted
+            forget_corpus(self.key)
+            raise DamagedSnapshot(f"the kept snapshot {self.key[:12]}… is damaged") from exc
+
+    def forget(self) -> None:
+        """Delete the snapshot (its contents did not pass the caller's checks)."""
+        forget_corpus(self.key)
+
+
+def open_corpus(key: str) -> KeptCorpus | None:
+    """The snapshot called ``key``, opened (its index read and checked; arrays read when
+    asked: :class:`KeptCorpus`), or ``None`` when there is none or it is damaged (it is then
+    deleted, to be written again). Read without pickle."""
     import numpy as np
 
     path = _corpus_path(key)
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-        doc = orjson.loads(arrays.pop("index").tobytes())
-        if type(doc) is not dict or doc.get("format") != CORPUS_FORMAT or doc.get("key") != key:
-            raise ValueError("not a snapshot of this cache")
+        archive = np.load(path, allow_pickle=False)
+        try:
+            doc = orjson.loads(archive["index"].tobytes())
+            if type(doc) is not dict or doc.get("format") != CORPUS_FORMAT \
+                    or doc.get("key") != key:
+                raise ValueError("not a snapshot of this cache")
+        except BaseException:
+            archive.close()
+            raise
         with _quiet():
             os.utime(path)  # recently used: pruned last
-        return doc, arrays
+        return KeptCorpus(key, archive, doc)
     except Exception:  # a damaged zip raises many kinds of errors: never trusted
         forget_corpus(key)
+        return None
+
+
+def read_corpus(key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(index, arrays)`` of the snapshot called ``key``, every array read now
+    (:func:`open_corpus` reads them when asked), or ``None`` when there is none or it is
+    damaged (it is then deleted). The index's fields and the arrays' shapes are the caller's
+    to check."""
+    kept = open_corpus(key)
+    if kept is None:
+        return None
+    try:
+        return kept.index, kept.read(kept.names)
+    except DamagedSnapshot:
         return None
 
 

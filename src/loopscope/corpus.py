@@ -85,6 +85,16 @@ class Corpus:
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         found = self._prepared.get(key)
+        if isinstance(found, _KeptTable):
+            # Read from the snapshot now (under the table's own lock: another engine's table
+            # read meanwhile, by the idle warm-up, does not hold this one up).
+            kept, found = found, _opened(found)
+            with self._prepare_lock:
+                if self._prepared.get(key) is kept:
+                    if found is None:  # damaged: prepared again, below
+                        del self._prepared[key]
+                    else:
+                        self._prepared[key] = found
         if found is not None:
             return found
         with self._prepare_lock:
@@ -121,23 +131,41 @@ class Corpus:
         loaded = _ingested(files, [(engine, version)], self.root, ingest, None, progress, True)
         if [r.heads for r in loaded.files] != [part.heads for part in sessions.parts]:
             return None
-        found = loaded.prepared.get((engine, get_engine(engine).prepare_key(version)))
+        found = _opened(loaded.prepared.get((engine, get_engine(engine).prepare_key(version))))
         if found is not None:
             self._runs.update(loaded.runs)
         return found
+
+    def read_ahead(self) -> None:
+        """Read the engines' tables of the snapshot the corpus was opened from in a thread
+        now, in engine order, rather than when each engine is first used: the dashboard draws
+        its first chart from the re-runs kept beside them meanwhile, and the rows it draws
+        need every engine's table (a cold disk read of seconds at 20,000 sessions). A table
+        found damaged is left to :meth:`prepared`."""
+        kept = [t for t in self._prepared.values() if isinstance(t, _KeptTable)]
+        if kept:
+            threading.Thread(target=_read_tables, args=(kept,), daemon=True,
+                             name="loopscope-read-tables").start()
 
     def run_many(self, engine: str, config: Any) -> RunColumns:
         """Every session under ``config`` (``engine.run_many`` over :meth:`prepared`): read
         off the re-run made while loading when ``config`` is the one it used (the engine's
         default), each replay built when read."""
         eng = get_engine(engine)
-        prepared = self.prepared(engine, eng.version_of(config))
+        version = eng.version_of(config)
+        # (A table kept in a snapshot is not read for a re-run kept beside it: only for the
+        # replays read, the rows drawn and a session opened.)
+        prepared = self._prepared.get((engine, eng.prepare_key(version)))
+        if prepared is None:
+            prepared = self.prepared(engine, version)
         kept = self._runs.get((engine, repr(config)))
+        if kept is None and repr(config) == _defaults_spelled(engine, version):
+            kept = self._runs.get((engine, repr(eng.default_config(version))))
         if kept is not None and len(kept[0]["first"]) == len(prepared):
             columns, detectors = kept
-            return RunColumns.from_compact(columns, detectors,
-                                           lambda i: eng.run(prepared[i], config))
-        return run_many(eng, prepared, config)
+            return RunColumns.from_compact(
+                columns, detectors, lambda i: eng.run(self.prepared(engine, version)[i], config))
+        return run_many(eng, self.prepared(engine, version), config)
 
     def reruns_in_columns(self, engine: str, version: str | None = None) -> bool:
         """Whether a re-run of ``engine`` is a few vectorised passes over columns (every
@@ -636,7 +664,8 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
     snapshot = _exact_snapshot(names, files, wanted) if names is not None else None
     if snapshot is None:
         return None
-    prepared = snapshot.ingested.prepared.get((engine, get_engine(engine).prepare_key(version)))
+    prepared = _opened(snapshot.ingested.prepared.get(
+        (engine, get_engine(engine).prepare_key(version))))
     if prepared is None:
         return None
     out: list[PreparedFile] = []
@@ -790,7 +819,7 @@ def _with_changes(old: _Snapshot, names: _Names, files: Sequence[tuple[str, bool
     prepared: dict[tuple[str, str], Sequence[Any]] = {}
     for spec in _snapshot_specs(wanted):
         key = (spec.engine, spec.key)
-        before, after = old.ingested.prepared.get(key), new.prepared.get(key)
+        before, after = _opened(old.ingested.prepared.get(key)), new.prepared.get(key)
         if before is None or after is None:
             return None
         columns = gather(spec.schema, concat(spec.schema, [before.columns,  # type: ignore[attr-defined]
@@ -853,10 +882,10 @@ def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snaps
     deleted)."""
     from loopscope.engines.table import TableError
 
-    found = cache.read_corpus(key)
-    if found is None:
+    kept = cache.open_corpus(key)
+    if kept is None:
         return None
-    doc, arrays = found
+    doc = kept.index
     specs = _snapshot_specs(wanted)
     try:
         records = doc["files"]
@@ -878,25 +907,92 @@ def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snaps
             at += count
         if at != len(heads) or doc["tables"] != [[s.engine, s.key] for s in specs]:
             raise ValueError("tables")
-        prepared: dict[tuple[str, str], Sequence[Any]] = {}
-        for k, spec in enumerate(specs):
-            prefix = f"t{k}."
-            columns = {name[len(prefix):]: value for name, value in arrays.items()
-                       if name.startswith(prefix)}
-            table = spec.open(columns)
-            if len(table) != len(heads):
-                raise ValueError("sessions")
-            prepared[(spec.engine, spec.key)] = table
+        prepared: dict[tuple[str, str], Sequence[Any]] = {
+            (spec.engine, spec.key): _KeptTable(spec, kept, f"t{k}.", len(heads))
+            for k, spec in enumerate(specs)}
         runs = {}
         for k, (engine, config, detectors) in enumerate(doc["runs"]):
-            columns = _run_columns(arrays, f"r{k}.", len(heads), detectors)
+            prefix = f"r{k}."
+            arrays = kept.read(name for name in kept.names if name.startswith(prefix))
+            columns = _run_columns(arrays, prefix, len(heads), detectors)
             if type(engine) is not str or type(config) is not str:
                 raise ValueError("runs")
             runs[(engine, config)] = (columns, tuple(detectors))
     except (ValueError, TypeError, KeyError, IndexError, TableError):
-        cache.forget_corpus(key)
+        kept.forget()
         return None
     return _Snapshot(files, Ingested(results, prepared, runs))
+
+
+class _KeptTable(Sequence[Any]):
+    """An engine's table in a snapshot, read from the file when first used (:meth:`opened`):
+    a reopened corpus draws its first chart from the re-runs kept beside the tables, and its
+    tables are most of the snapshot (see :class:`loopscope.cache.KeptCorpus`). Only its length
+    is known before; :meth:`Corpus.prepared` opens it."""
+
+    def __init__(self, spec: Any, kept: cache.KeptCorpus, prefix: str, sessions: int) -> None:
+        self.spec = spec
+        self._kept: cache.KeptCorpus | None = kept
+        self._prefix = prefix
+        self._sessions = sessions
+        self._table: Any = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._sessions
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.opened()[index]
+
+    def opened(self) -> Any:
+        """The table, read and validated (once); :class:`~loopscope.cache.DamagedSnapshot`
+        when it is damaged (the snapshot is then deleted)."""
+        from loopscope.engines.table import TableError
+
+        with self._lock:
+            if self._table is None:
+                kept, prefix = self._kept, self._prefix
+                if kept is None:
+                    raise cache.DamagedSnapshot("a damaged table of a snapshot")
+                self._kept = None  # (the file is closed once no table needs it)
+                columns = kept.read(name for name in kept.names if name.startswith(prefix))
+                try:
+                    table = self.spec.open({name[len(prefix):]: value
+                                            for name, value in columns.items()})
+                    if len(table) != self._sessions:
+                        raise TableError("sessions")
+                except (TableError, ValueError, TypeError, KeyError, IndexError) as exc:
+                    kept.forget()
+                    raise cache.DamagedSnapshot(f"{self.spec.engine}: {exc}") from exc
+                self._table = table
+            return self._table
+
+
+def _defaults_spelled(engine: str, version: str) -> str:
+    """The repr of ``engine``'s configuration at ``version`` built from every setting's
+    default spelled out — what the dashboard's controls give before any is moved. It may
+    differ from the engine's ``default_config`` (OpenClaw's keeps the real guard's document,
+    with no value given) while behaving the same (tested for every engine and version), so
+    the re-run made while loading serves both."""
+    eng = get_engine(engine)
+    defaults = {spec.name: spec.default for spec in eng.settings_for(version)}
+    return repr(eng.config(defaults, version).config)
+
+
+def _read_tables(tables: Sequence[_KeptTable]) -> None:
+    for table in tables:
+        _opened(table)
+
+
+def _opened(found: Sequence[Any] | None) -> Sequence[Any] | None:
+    """``found`` with a snapshot's table read (:class:`_KeptTable`); None when it is
+    damaged."""
+    if isinstance(found, _KeptTable):
+        try:
+            return found.opened()
+        except cache.DamagedSnapshot:
+            return None
+    return found
 
 
 def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,

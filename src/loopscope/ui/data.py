@@ -218,8 +218,10 @@ def build_corpus(files: Sequence[tuple[str, bool]], **kwargs: Any) -> Corpus:
     """:func:`loopscope.corpus.build_corpus`, with a large corpus moved out of the cyclic GC's
     way before engines prepare it (otherwise every collection during prepare walks it all), and
     full collections moved to idle time (:func:`gc_policy.calm_for_large_corpus`)."""
-    return core_build_corpus(files, on_large=gc_policy.calm_for_large_corpus,
-                             snapshot_in_background=True, **kwargs)
+    corpus = core_build_corpus(files, on_large=gc_policy.calm_for_large_corpus,
+                               snapshot_in_background=True, **kwargs)
+    corpus.read_ahead()  # (the rows of the first chart need every engine's table)
+    return corpus
 
 
 # --------------------------------------------------------------------------- entry points

@@ -455,7 +455,9 @@ def run_all(engine: str, c: Corpus, config: Any) -> RunColumns:
     """Every session under ``config``: one batch pass (``run_many``) giving the per-session
     columns (refused, counts, first refusal), each replay built when read."""
     eng = get_engine(engine)
-    prepared_version(c, engine, eng.version_of(config))  # (with progress when not yet)
+    version = eng.version_of(config)
+    if not c.is_prepared(engine, version):
+        prepared_version(c, engine, version)  # (with progress)
     return c.run_many(engine, config)
 
 
