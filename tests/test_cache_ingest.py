@@ -3,6 +3,7 @@ same replays whichever way it was loaded; a damaged cache entry is ignored and r
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,14 @@ def _everything(c: Any) -> dict[str, Any]:
     return out
 
 
+def _outcomes(c: Any) -> dict[str, Any]:
+    """:func:`_everything` but the prepared objects (one prepared again session by session
+    carries fewer memoised results than one read from a table)."""
+    from loopscope.engines import engine_names
+
+    return {k: v for k, v in _everything(c).items() if k not in engine_names()}
+
+
 def test_a_changed_folder_reuses_what_did_not_change(cache_dir: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Files added, removed and rewritten: only those are imported again; the corpus equals a
@@ -314,28 +323,23 @@ def test_a_table_found_damaged_when_first_used_is_prepared_again(
     from loopscope.engines import engine_names
     from loopscope.engines.table import PreparedTable
 
-    def outcomes(c: Any) -> dict[str, Any]:
-        # (what a corpus says, but its prepared objects: one prepared again session by session
-        # carries fewer memoised results than one read from a table)
-        return {k: v for k, v in _everything(c).items() if k not in engine_names()}
-
     if many_files:
         monkeypatch.setattr(corpus_mod, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
     folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
     shutil.copytree(SAMPLES, folder)
-    want = outcomes(_corpus(folder))
+    want = _outcomes(_corpus(folder))
     snapshot = _snapshot_of(cache_dir, folder)
     _flip_member(snapshot, table)
     again = _corpus(folder)
     assert again.cached_files == len(again.report.files)  # (opened: index and re-runs sound)
-    assert outcomes(again) == want
+    assert _outcomes(again) == want
     assert not snapshot.exists()
     damaged = corpus_mod._snapshot_specs(corpus_mod.every_engine())[int(table[1])].engine
     for name in engine_names():
         assert isinstance(again.prepared(name), PreparedTable) == (many_files or name != damaged)
     _join_snapshot_writers()  # (a snapshot written meanwhile)
     third = _corpus(folder)
-    assert third.cached_files == 0 and outcomes(third) == want
+    assert third.cached_files == 0 and _outcomes(third) == want
     assert cache.read_corpus(snapshot.stem) is not None
 
 
@@ -561,3 +565,80 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
         off.setattr(cache, "active", lambda: False)
         data.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder", root=str(SAMPLES))
     assert "loopscope-read-tables" not in started
+
+
+@pytest.fixture()
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every string pool read piece by piece, in pieces of 64 bytes (the samples' pools are
+    smaller than a real corpus's first piece)."""
+    monkeypatch.setattr(cache, "PIECEWISE_FROM_BYTES", 1)
+    monkeypatch.setattr(cache, "CHUNK_BYTES", 64)
+
+
+def test_string_pools_are_read_piece_by_piece(cache_dir: Path, small_pieces: None,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reopened corpus reads its tables' string pools (the sessions' texts of some guards)
+    a checked piece at a time, as sessions are read: the corpus says the same as a fresh one,
+    a session read reads a few pieces, and every piece is checked once read."""
+    from loopscope.engines import engine_names
+
+    want = _everything(_corpus(SAMPLES))
+    again = _corpus(SAMPLES)
+    pools = {name: again.prepared(name).columns["string_bytes"] for name in engine_names()}
+    assert all(isinstance(pool, cache.KeptBytes) for pool in pools.values())
+    reads: list[tuple[int, int]] = []
+    original = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, size, at: reads.append((size, at)) or original(
+        fd, size, at))
+    gglib = get_engine("gglib")
+    again.run_many("gglib", gglib.default_config())[3].to_json()
+    pool = pools["gglib"]
+    assert reads and all(size <= 64 for size, _ in reads) and len(reads) < len(pool) // 64
+    monkeypatch.setattr(os, "pread", original)
+    assert _everything(again) == want
+    assert all(isinstance(again.prepared(name).columns["string_bytes"], cache.KeptBytes)
+               for name in engine_names())  # (never read whole)
+
+
+def test_a_damaged_piece_of_a_pool_is_found_when_read(cache_dir: Path, tmp_path: Path,
+                                                      small_pieces: None) -> None:
+    """A piece of a string pool that fails its checksum when a session is read: the read
+    fails saying so, the snapshot is deleted, the guard's sessions are prepared again from
+    the files (the corpus the same), and a command line imports instead."""
+    import numpy as np
+
+    folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
+    shutil.copytree(SAMPLES, folder)
+    want = _outcomes(_corpus(folder))
+    snapshot = _snapshot_of(cache_dir, folder)
+    runner = CliRunner()
+    printed = runner.invoke(main, ["replay", str(folder), "--engine", "gglib", "--json"])
+    _flip_member(snapshot, "t0.string_bytes")
+    damaged = snapshot.read_bytes()
+    again = _corpus(folder)
+    with pytest.raises(cache.DamagedSnapshot, match="damaged"):
+        np.asarray(again.prepared("gglib").columns["string_bytes"])
+    assert not snapshot.exists()
+    assert _outcomes(again) == want  # (gglib prepared again)
+    snapshot.write_bytes(damaged)
+    assert runner.invoke(main, ["replay", str(folder), "--engine", "gglib", "--json"]
+                         ).output == printed.output
+    assert not snapshot.exists()
+
+
+def test_a_changed_folder_joins_pools_read_piece_by_piece(cache_dir: Path, tmp_path: Path,
+                                                          small_pieces: None) -> None:
+    """Reusing a snapshot whose pools are read piece by piece (a changed folder) reads them
+    whole, checked: the corpus equals one loaded from scratch."""
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    _corpus(folder)
+    victims = sorted(folder.glob("*.json*"))
+    victims[0].unlink()
+    victims[3].write_text(victims[3].read_text() + "\n")
+    changed = _corpus(folder)
+    assert changed.cached_files == len(changed.report.files) - 1
+    with pytest.MonkeyPatch.context() as off:
+        off.setattr(cache, "active", lambda: False)
+        want = _everything(_corpus(folder))
+    assert _everything(changed) == want

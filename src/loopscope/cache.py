@@ -22,11 +22,14 @@ instead of importing and preparing every session file again.
   snapshot (which needs every engine's code, numpy and every file's stamp). Only a hint — the
   snapshot may have aged out — never a reason to trust one.
 * **Read as needed**: a snapshot's index and re-runs are read when it is opened, each engine's
-  table when that engine is first used (:class:`KeptCorpus`).
-* **Never trusted blindly**: every member's CRC-32 is checked as it is read, the index and the
-  tables are validated column by column (types, lengths, every position in range) before use;
-  a damaged or foreign snapshot is ignored, deleted and written again (a table found damaged
-  after the corpus was opened is prepared again from its files).
+  table when that engine is first used (:class:`KeptCorpus`), and a table's string pool (the
+  sessions' texts, most of a snapshot) a checked piece at a time as sessions are read
+  (:class:`KeptBytes`).
+* **Never trusted blindly**: every member's CRC-32 is checked as it is read (a pool's, each
+  64 KiB piece's, against checksums written beside it), the index and the tables are
+  validated column by column (types, lengths, every position in range) before use; a damaged
+  or foreign snapshot is ignored, deleted and written again (a table found damaged after the
+  corpus was opened is prepared again from its files).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import os
 import tempfile
 import threading
 import time
+import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -50,6 +55,7 @@ from loopscope.model import Problem
 __all__ = [
     "CORPUS_FORMAT",
     "DamagedSnapshot",
+    "KeptBytes",
     "KeptCorpus",
     "SessionHead",
     "active",
@@ -285,6 +291,9 @@ def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) 
     try:
         doc = {**index, "format": CORPUS_FORMAT, "key": key}
         members = {"index": np.frombuffer(orjson.dumps(doc), dtype=np.uint8), **arrays}
+        for name, value in arrays.items():
+            if value.dtype == np.uint8 and value.size >= PIECEWISE_FROM_BYTES:
+                members[_CHECKSUMS + name] = _chunk_checksums(value)
         target = _corpus_path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-", suffix=".npz")
@@ -299,6 +308,25 @@ def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) 
         return True
     except (OSError, TypeError, ValueError):
         return False
+
+
+PIECEWISE_FROM_BYTES = 1 << 20
+"""A byte array of a snapshot at least this large (a table's string pool: the sessions' JSON
+texts of some guards) is read piece by piece when used (:class:`KeptBytes`), its pieces
+checked against checksums of :data:`CHUNK_BYTES` each written beside it."""
+CHUNK_BYTES = 1 << 16
+_CHECKSUMS = "crc."
+_KEEP_CHUNKS = 256
+"""Chunks of a :class:`KeptBytes` kept once read (16 MiB): a session's strings are near each
+other, and read again as its replays are built."""
+
+
+def _chunk_checksums(value: Any) -> Any:
+    import numpy as np
+
+    data = np.ascontiguousarray(value).tobytes()
+    return np.array([zlib.crc32(data[at:at + CHUNK_BYTES])
+                     for at in range(0, len(data), CHUNK_BYTES)], dtype=np.uint32)
 
 
 class DamagedSnapshot(ValueError):
@@ -316,28 +344,172 @@ class KeptCorpus:
     is done with it, so a snapshot deleted or replaced meanwhile (``loopscope cache clear``,
     :func:`prune`, another process) is still read whole."""
 
-    def __init__(self, key: str, archive: Any, index: dict[str, Any]) -> None:
+    def __init__(self, key: str, archive: Any, index: dict[str, Any], path: Path) -> None:
         self.key = key
         self.index = index
         """The JSON index written with the arrays (format and key checked)."""
-        self.names = frozenset(archive.files) - {"index"}
+        self.names = frozenset(n for n in archive.files
+                               if n != "index" and not n.startswith(_CHECKSUMS))
         """The arrays' names."""
         self._archive = archive
+        self._path = path
+        self._file: Any = None
         self._lock = threading.Lock()
 
     def read(self, names: Iterable[str]) -> dict[str, Any]:
-        """The arrays ``names``, read now; :class:`DamagedSnapshot` when one is missing or
+        """The arrays ``names``: read now, but a large byte array, which is read piece by
+        piece when used (:class:`KeptBytes`); :class:`DamagedSnapshot` when one is missing or
         fails its checksum (the snapshot is then deleted, to be written again)."""
         try:
             with self._lock:
-                return {name: self._archive[name] for name in names}
+                out = {}
+                for name in names:
+                    found = None
+                    if _CHECKSUMS + name in self._archive.files:
+                        found = self._piecewise(name)
+                    out[name] = self._archive[name] if found is None else found
+                return out
+        except DamagedSnapshot:
+            raise
         except Exception as exc:  # a damaged zip raises many kinds of errors: never trusted
-            forget_corpus(self.key)
-            raise DamagedSnapshot(f"the kept snapshot {self.key[:12]}… is damaged") from exc
+            raise self.damaged() from exc
+
+    def damaged(self) -> DamagedSnapshot:
+        """The error to raise when a part of the snapshot fails its check (which deletes
+        it)."""
+        forget_corpus(self.key)
+        return DamagedSnapshot(f"the kept snapshot {self.key[:12]}… is damaged; it was "
+                               "deleted, and the sessions are prepared again from their files")
+
+    def _piecewise(self, name: str) -> KeptBytes:
+        """The byte array ``name`` as a :class:`KeptBytes`: where its bytes lie in the file
+        (an uncompressed member, as numpy writes them) and their checksums."""
+        import zipfile
+
+        import numpy as np
+
+        info = self._archive.zip.getinfo(name + ".npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ValueError(f"{name}: compressed")
+        if self._file is None:
+            self._file = open(self._path, "rb")  # noqa: SIM115 (kept open: see the class)
+        fh = self._file
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError(f"{name}: no local header")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") \
+            + int.from_bytes(local[28:30], "little")
+        fh.seek(start)
+        version = np.lib.format.read_magic(fh)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read_header is None:
+            raise ValueError(f"{name}: npy version {version}")
+        shape, fortran, dtype = read_header(fh)
+        begin = fh.tell()
+        if dtype != np.uint8 or len(shape) != 1 or fortran \
+                or begin + shape[0] != start + info.file_size:
+            raise ValueError(f"{name}: not a byte array")
+        checksums = self._archive[_CHECKSUMS + name]
+        if checksums.dtype != np.uint32 or len(checksums) != -(-shape[0] // CHUNK_BYTES):
+            raise ValueError(f"{name}: checksums")
+        return KeptBytes(self, fh.fileno(), begin, shape[0], checksums)
 
     def forget(self) -> None:
         """Delete the snapshot (its contents did not pass the caller's checks)."""
         forget_corpus(self.key)
+
+
+class KeptBytes:
+    """A byte array of a snapshot (a table's string pool) read piece by piece as it is used:
+    each :data:`CHUNK_BYTES` chunk read is checked against its checksum (a chunk that fails
+    raises :class:`DamagedSnapshot` and deletes the snapshot), and the last few are kept.
+
+    Stands for a 1-D ``uint8`` array where a table reads its pool: ``len``, slices
+    (``blob[begin:end]``, an array), :meth:`read`, and ``numpy.asarray(blob)`` (every chunk
+    read and checked: joining or compacting a table). Why: the rows a chart draws read the
+    texts of a few sessions, and the pools are most of a snapshot (at 20,000 sessions 320 of
+    545 MB), which is then neither read from disk nor held in memory."""
+
+    lazy_bytes = True
+    """What :func:`loopscope.engines.table.validate` recognises."""
+
+    def __init__(self, kept: KeptCorpus, fd: int, begin: int, length: int,
+                 checksums: Any) -> None:
+        import numpy as np
+
+        self.kept = kept  # (keeps the file open)
+        self._fd = fd
+        self._begin = begin
+        self._length = length
+        self._checksums = checksums
+        self._chunks: OrderedDict[int, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        self.dtype = np.dtype(np.uint8)
+        self.ndim = 1
+        self.shape = (length,)
+        self.damaged = False
+        """Whether a chunk failed its checksum."""
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def size(self) -> int:
+        return self._length
+
+    @property
+    def nbytes(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        import numpy as np
+
+        if not isinstance(index, slice) or index.step not in (None, 1):
+            raise TypeError("a pool is read by contiguous slices")
+        begin, end, _ = index.indices(self._length)
+        return np.frombuffer(self.read(begin, max(begin, end)), dtype=np.uint8)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        out = np.frombuffer(self.read(0, self._length), dtype=np.uint8)
+        return out if dtype is None else out.astype(dtype)
+
+    def read(self, begin: int, end: int) -> bytes:
+        """Bytes ``begin .. end - 1``, each chunk they lie in checked."""
+        if not 0 <= begin <= end <= self._length:
+            raise IndexError((begin, end))
+        if begin == end:
+            return b""
+        first, last = begin // CHUNK_BYTES, (end - 1) // CHUNK_BYTES
+        parts = [self._chunk(k) for k in range(first, last + 1)]
+        offset = first * CHUNK_BYTES
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        return data[begin - offset:end - offset]
+
+    def _chunk(self, k: int) -> bytes:
+        with self._lock:
+            found = self._chunks.get(k)
+            if found is not None:
+                self._chunks.move_to_end(k)
+                return found
+        at = k * CHUNK_BYTES
+        size = min(CHUNK_BYTES, self._length - at)
+        try:
+            data = os.pread(self._fd, size, self._begin + at)
+        except OSError as exc:
+            self.damaged = True
+            raise self.kept.damaged() from exc
+        if len(data) != size or zlib.crc32(data) != int(self._checksums[k]):
+            self.damaged = True
+            raise self.kept.damaged()
+        with self._lock:
+            self._chunks[k] = data
+            while len(self._chunks) > _KEEP_CHUNKS:
+                self._chunks.popitem(last=False)
+        return data
 
 
 def open_corpus(key: str) -> KeptCorpus | None:
@@ -361,7 +533,7 @@ def open_corpus(key: str) -> KeptCorpus | None:
             raise
         with _quiet():
             os.utime(path)  # recently used: pruned last
-        return KeptCorpus(key, archive, doc)
+        return KeptCorpus(key, archive, doc, path)
     except Exception:  # a damaged zip raises many kinds of errors: never trusted
         forget_corpus(key)
         return None

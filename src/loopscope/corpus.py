@@ -85,6 +85,12 @@ class Corpus:
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         found = self._prepared.get(key)
+        if found is not None and _pool_damaged(found):
+            # (a piece of its strings failed its check as a session was read: prepared again)
+            with self._prepare_lock:
+                if self._prepared.get(key) is found:
+                    del self._prepared[key]
+            found = None
         if isinstance(found, _KeptTable):
             # Read from the snapshot now (under the table's own lock: another engine's table
             # read meanwhile, by the idle warm-up, does not hold this one up).
@@ -666,7 +672,7 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
         return None
     prepared = _opened(snapshot.ingested.prepared.get(
         (engine, get_engine(engine).prepare_key(version))))
-    if prepared is None:
+    if prepared is None or not _read_whole_pools(prepared):
         return None
     out: list[PreparedFile] = []
     at = 0
@@ -977,6 +983,33 @@ def _defaults_spelled(engine: str, version: str) -> str:
     eng = get_engine(engine)
     defaults = {spec.name: spec.default for spec in eng.settings_for(version)}
     return repr(eng.config(defaults, version).config)
+
+
+def _pool_damaged(found: Sequence[Any]) -> bool:
+    """Whether ``found`` is a table whose string pool, read piece by piece from a snapshot
+    (:class:`~loopscope.cache.KeptBytes`), had a piece fail its check."""
+    columns = getattr(found, "columns", None)
+    return isinstance(columns, dict) and bool(getattr(columns.get("string_bytes"), "damaged",
+                                                      False))
+
+
+def _read_whole_pools(found: Any) -> bool:
+    """Read every piece of ``found``'s string pool now, when it is read piece by piece from a
+    snapshot (a command line reads every session: better checked before the first line is
+    printed); False when a piece is damaged."""
+    columns = getattr(found, "columns", None)
+    if not isinstance(columns, dict):
+        return True
+    pool = columns.get("string_bytes")
+    if not getattr(pool, "lazy_bytes", False):
+        return True
+    import numpy as np
+
+    try:
+        columns["string_bytes"] = np.asarray(pool)
+    except cache.DamagedSnapshot:
+        return False
+    return True
 
 
 def _read_tables(tables: Sequence[_KeptTable]) -> None:

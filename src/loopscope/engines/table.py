@@ -140,6 +140,9 @@ def validate(schema: Schema, columns: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, col in schema.items():
         value = columns[name]
+        if col.axis == _STRING_BYTES and getattr(value, "lazy_bytes", False):
+            out[name] = value  # (a pool read piece by piece, each piece checked)
+            continue
         if type(value) is not np.ndarray or value.ndim != 1 or value.dtype != np.dtype(
                 col.dtype):
             raise TableError(f"{name}: expected a column of {col.dtype}")
@@ -374,8 +377,9 @@ class PreparedTable(Sequence[Any]):
         found = self._strings.get(code)
         if found is None:
             begin, end = self.span("string_start", code)
-            found = self.columns["string_bytes"][begin:end].tobytes().decode(
-                "utf-8", "surrogatepass")
+            pool = self.columns["string_bytes"]
+            found = (pool.read(begin, end) if getattr(pool, "lazy_bytes", False)
+                     else pool[begin:end].tobytes()).decode("utf-8", "surrogatepass")
             if len(self._strings) > 200_000:
                 self._strings.clear()
             self._strings[code] = found
@@ -389,7 +393,11 @@ class PreparedTable(Sequence[Any]):
             return []
         at = np.asarray(codes, dtype=np.int64)
         ends = np.append(starts[1:], self.axis_length(_STRING_BYTES))
-        blob = np.ascontiguousarray(self.columns["string_bytes"]).data
+        pool = self.columns["string_bytes"]
+        if getattr(pool, "lazy_bytes", False):  # (read piece by piece: only what is asked)
+            return [pool.read(b, e).decode("utf-8", "surrogatepass")
+                    for b, e in zip(starts[at].tolist(), ends[at].tolist(), strict=True)]
+        blob = np.ascontiguousarray(pool).data
         return [bytes(blob[b:e]).decode("utf-8", "surrogatepass")
                 for b, e in zip(starts[at].tolist(), ends[at].tolist(), strict=True)]
 
