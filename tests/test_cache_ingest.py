@@ -199,6 +199,14 @@ def _everything(c: Any) -> dict[str, Any]:
     return out
 
 
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every string pool of a snapshot read piece by piece, in pieces of 64 bytes (the
+    samples' pools are smaller than a real corpus's first piece)."""
+    monkeypatch.setattr(cache, "PIECEWISE_FROM_BYTES", 1)
+    monkeypatch.setattr(cache, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(cache, "_KEEP_CHUNKS", 4)  # (a piece read again is read again)
+
+
 def _outcomes(c: Any) -> dict[str, Any]:
     """:func:`_everything` but the prepared objects (one prepared again session by session
     carries fewer memoised results than one read from a table)."""
@@ -207,11 +215,17 @@ def _outcomes(c: Any) -> dict[str, Any]:
     return {k: v for k, v in _everything(c).items() if k not in engine_names()}
 
 
+@pytest.mark.parametrize("pieces", [False, True])
 def test_a_changed_folder_reuses_what_did_not_change(cache_dir: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      pieces: bool) -> None:
     """Files added, removed and rewritten: only those are imported again; the corpus equals a
-    corpus loaded from scratch."""
+    corpus loaded from scratch (also when the snapshot's string pools are read piece by
+    piece: they are then joined whole, checked)."""
     from loopscope import corpus as corpus_mod
+
+    if pieces:
+        small_pieces(monkeypatch)
 
     folder = tmp_path / "s"
     shutil.copytree(SAMPLES, folder)
@@ -567,21 +581,16 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
     assert "loopscope-read-tables" not in started
 
 
-@pytest.fixture()
-def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every string pool read piece by piece, in pieces of 64 bytes (the samples' pools are
-    smaller than a real corpus's first piece)."""
-    monkeypatch.setattr(cache, "PIECEWISE_FROM_BYTES", 1)
-    monkeypatch.setattr(cache, "CHUNK_BYTES", 64)
 
 
-def test_string_pools_are_read_piece_by_piece(cache_dir: Path, small_pieces: None,
+def test_string_pools_are_read_piece_by_piece(cache_dir: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A reopened corpus reads its tables' string pools (the sessions' texts of some guards)
     a checked piece at a time, as sessions are read: the corpus says the same as a fresh one,
     a session read reads a few pieces, and every piece is checked once read."""
     from loopscope.engines import engine_names
 
+    small_pieces(monkeypatch)
     want = _everything(_corpus(SAMPLES))
     again = _corpus(SAMPLES)
     pools = {name: again.prepared(name).columns["string_bytes"] for name in engine_names()}
@@ -594,6 +603,10 @@ def test_string_pools_are_read_piece_by_piece(cache_dir: Path, small_pieces: Non
     again.run_many("gglib", gglib.default_config())[3].to_json()
     pool = pools["gglib"]
     assert reads and all(size <= 64 for size, _ in reads) and len(reads) < len(pool) // 64
+    reads.clear()  # a re-run under another configuration reads the tool-name sets only
+    again.run_many("gglib", gglib.resolve_config(None, [("max_repeated_batch_steps", "5")]
+                                                 ).config)
+    assert reads and len(reads) < len(pool) // 64
     monkeypatch.setattr(os, "pread", original)
     assert _everything(again) == want
     assert all(isinstance(again.prepared(name).columns["string_bytes"], cache.KeptBytes)
@@ -601,12 +614,13 @@ def test_string_pools_are_read_piece_by_piece(cache_dir: Path, small_pieces: Non
 
 
 def test_a_damaged_piece_of_a_pool_is_found_when_read(cache_dir: Path, tmp_path: Path,
-                                                      small_pieces: None) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A piece of a string pool that fails its checksum when a session is read: the read
     fails saying so, the snapshot is deleted, the guard's sessions are prepared again from
     the files (the corpus the same), and a command line imports instead."""
     import numpy as np
 
+    small_pieces(monkeypatch)
     folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
     shutil.copytree(SAMPLES, folder)
     want = _outcomes(_corpus(folder))
@@ -624,21 +638,3 @@ def test_a_damaged_piece_of_a_pool_is_found_when_read(cache_dir: Path, tmp_path:
     assert runner.invoke(main, ["replay", str(folder), "--engine", "gglib", "--json"]
                          ).output == printed.output
     assert not snapshot.exists()
-
-
-def test_a_changed_folder_joins_pools_read_piece_by_piece(cache_dir: Path, tmp_path: Path,
-                                                          small_pieces: None) -> None:
-    """Reusing a snapshot whose pools are read piece by piece (a changed folder) reads them
-    whole, checked: the corpus equals one loaded from scratch."""
-    folder = tmp_path / "s"
-    shutil.copytree(SAMPLES, folder)
-    _corpus(folder)
-    victims = sorted(folder.glob("*.json*"))
-    victims[0].unlink()
-    victims[3].write_text(victims[3].read_text() + "\n")
-    changed = _corpus(folder)
-    assert changed.cached_files == len(changed.report.files) - 1
-    with pytest.MonkeyPatch.context() as off:
-        off.setattr(cache, "active", lambda: False)
-        want = _everything(_corpus(folder))
-    assert _everything(changed) == want
