@@ -324,7 +324,7 @@ other, and read again as its replays are built."""
 def _chunk_checksums(value: Any) -> Any:
     import numpy as np
 
-    data = np.ascontiguousarray(value).tobytes()
+    data: Any = np.ascontiguousarray(value)  # (read in place: a pool is hundreds of MB)
     return np.array([zlib.crc32(data[at:at + CHUNK_BYTES])
                      for at in range(0, len(data), CHUNK_BYTES)], dtype=np.uint32)
 
