@@ -638,3 +638,21 @@ def test_a_damaged_piece_of_a_pool_is_found_when_read(cache_dir: Path, tmp_path:
     assert runner.invoke(main, ["replay", str(folder), "--engine", "gglib", "--json"]
                          ).output == printed.output
     assert not snapshot.exists()
+
+
+def test_a_snapshot_read_piece_by_piece_is_closed_with_its_corpus(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file a pool is read from stays open while the corpus lives, and is closed when it
+    goes (no file left open per reopened corpus)."""
+    import gc
+    import warnings
+
+    small_pieces(monkeypatch)
+    _corpus(SAMPLES)
+    again = _corpus(SAMPLES)
+    again.prepared("gemini-cli")[0]  # (a piece read: the file opened)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        del again
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

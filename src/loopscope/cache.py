@@ -40,6 +40,7 @@ import os
 import tempfile
 import threading
 import time
+import weakref
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -393,6 +394,7 @@ class KeptCorpus:
             raise ValueError(f"{name}: compressed")
         if self._file is None:
             self._file = open(self._path, "rb")  # noqa: SIM115 (kept open: see the class)
+            weakref.finalize(self, self._file.close)  # (closed with the last reader)
         fh = self._file
         fh.seek(info.header_offset)
         local = fh.read(30)
