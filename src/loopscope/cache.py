@@ -40,7 +40,6 @@ import os
 import tempfile
 import threading
 import time
-import weakref
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -345,7 +344,7 @@ class KeptCorpus:
     is done with it, so a snapshot deleted or replaced meanwhile (``loopscope cache clear``,
     :func:`prune`, another process) is still read whole."""
 
-    def __init__(self, key: str, archive: Any, index: dict[str, Any], path: Path) -> None:
+    def __init__(self, key: str, archive: Any, index: dict[str, Any]) -> None:
         self.key = key
         self.index = index
         """The JSON index written with the arrays (format and key checked)."""
@@ -353,8 +352,7 @@ class KeptCorpus:
                                if n != "index" and not n.startswith(_CHECKSUMS))
         """The arrays' names."""
         self._archive = archive
-        self._path = path
-        self._file: Any = None
+        """The open ``numpy.load`` archive (its file closed when it is collected)."""
         self._lock = threading.Lock()
 
     def read(self, names: Iterable[str]) -> dict[str, Any]:
@@ -375,6 +373,11 @@ class KeptCorpus:
         except Exception as exc:  # a damaged zip raises many kinds of errors: never trusted
             raise self.damaged() from exc
 
+    def read_group(self, prefix: str) -> dict[str, Any]:
+        """:meth:`read` of every array named ``prefix…``, by the rest of its name."""
+        return {name[len(prefix):]: value for name, value in self.read(
+            name for name in self.names if name.startswith(prefix)).items()}
+
     def damaged(self) -> DamagedSnapshot:
         """The error to raise when a part of the snapshot fails its check (which deletes
         it)."""
@@ -392,10 +395,7 @@ class KeptCorpus:
         info = self._archive.zip.getinfo(name + ".npy")
         if info.compress_type != zipfile.ZIP_STORED:
             raise ValueError(f"{name}: compressed")
-        if self._file is None:
-            self._file = open(self._path, "rb")  # noqa: SIM115 (kept open: see the class)
-            weakref.finalize(self, self._file.close)  # (closed with the last reader)
-        fh = self._file
+        fh = self._archive.fid  # (positioned here under the lock, as the zip reads it)
         fh.seek(info.header_offset)
         local = fh.read(30)
         if len(local) != 30 or local[:4] != b"PK\x03\x04":
@@ -535,7 +535,7 @@ def open_corpus(key: str) -> KeptCorpus | None:
             raise
         with _quiet():
             os.utime(path)  # recently used: pruned last
-        return KeptCorpus(key, archive, doc, path)
+        return KeptCorpus(key, archive, doc)
     except Exception:  # a damaged zip raises many kinds of errors: never trusted
         forget_corpus(key)
         return None

@@ -85,22 +85,19 @@ class Corpus:
         eng = get_engine(engine)
         key = (engine, eng.prepare_key(version))
         found = self._prepared.get(key)
-        if found is not None and _pool_damaged(found):
-            # (a piece of its strings failed its check as a session was read: prepared again)
-            with self._prepare_lock:
-                if self._prepared.get(key) is found:
-                    del self._prepared[key]
-            found = None
-        if isinstance(found, _KeptTable):
-            # Read from the snapshot now (under the table's own lock: another engine's table
-            # read meanwhile, by the idle warm-up, does not hold this one up).
-            kept, found = found, _opened(found)
-            with self._prepare_lock:
-                if self._prepared.get(key) is kept:
-                    if found is None:  # damaged: prepared again, below
-                        del self._prepared[key]
-                    else:
-                        self._prepared[key] = found
+        if found is not None:
+            # A table of a snapshot is read now (under its own lock: another engine's table
+            # read meanwhile does not hold this one up); one found damaged, now or as a
+            # session was read, is prepared again below.
+            usable = None if _pool_damaged(found) else _opened(found)
+            if usable is not found:
+                with self._prepare_lock:
+                    if self._prepared.get(key) is found:
+                        if usable is None:
+                            del self._prepared[key]
+                        else:
+                            self._prepared[key] = usable
+            found = usable
         if found is not None:
             return found
         with self._prepare_lock:
@@ -918,9 +915,7 @@ def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snaps
             for k, spec in enumerate(specs)}
         runs = {}
         for k, (engine, config, detectors) in enumerate(doc["runs"]):
-            prefix = f"r{k}."
-            arrays = kept.read(name for name in kept.names if name.startswith(prefix))
-            columns = _run_columns(arrays, prefix, len(heads), detectors)
+            columns = _run_columns(kept.read_group(f"r{k}."), len(heads), detectors)
             if type(engine) is not str or type(config) is not str:
                 raise ValueError("runs")
             runs[(engine, config)] = (columns, tuple(detectors))
@@ -957,19 +952,17 @@ class _KeptTable(Sequence[Any]):
 
         with self._lock:
             if self._table is None:
-                kept, prefix = self._kept, self._prefix
+                kept = self._kept
                 if kept is None:
                     raise cache.DamagedSnapshot("a damaged table of a snapshot")
                 self._kept = None  # (the file is closed once no table needs it)
-                columns = kept.read(name for name in kept.names if name.startswith(prefix))
+                columns = kept.read_group(self._prefix)
                 try:
-                    table = self.spec.open({name[len(prefix):]: value
-                                            for name, value in columns.items()})
+                    table = self.spec.open(columns)
                     if len(table) != self._sessions:
                         raise TableError("sessions")
                 except (TableError, ValueError, TypeError, KeyError, IndexError) as exc:
-                    kept.forget()
-                    raise cache.DamagedSnapshot(f"{self.spec.engine}: {exc}") from exc
+                    raise kept.damaged() from exc
                 self._table = table
             return self._table
 
@@ -1028,15 +1021,14 @@ def _opened(found: Sequence[Any] | None) -> Sequence[Any] | None:
     return found
 
 
-def _run_columns(arrays: Mapping[str, Any], prefix: str, sessions: int,
-                 detectors: Any) -> dict[str, Any]:
+def _run_columns(arrays: Mapping[str, Any], sessions: int, detectors: Any) -> dict[str, Any]:
     """Compact re-run columns (:meth:`RunColumns.compact`) of a snapshot, checked."""
     import numpy as np
 
     if type(detectors) is not list or any(type(d) is not str for d in detectors):
         raise ValueError("runs: detector names")
-    columns = {name: arrays[prefix + name] for name in ("refusals", "warnings", "first",
-                                                        "turn", "call", "detector")}
+    columns = {name: arrays[name] for name in ("refusals", "warnings", "first", "turn", "call",
+                                               "detector")}
     for value in columns.values():
         if type(value) is not np.ndarray or value.ndim != 1 or value.dtype != np.int64:
             raise ValueError("runs: columns")

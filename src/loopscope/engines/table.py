@@ -377,9 +377,8 @@ class PreparedTable(Sequence[Any]):
         found = self._strings.get(code)
         if found is None:
             begin, end = self.span("string_start", code)
-            pool = self.columns["string_bytes"]
-            found = (pool.read(begin, end) if getattr(pool, "lazy_bytes", False)
-                     else pool[begin:end].tobytes()).decode("utf-8", "surrogatepass")
+            found = _pool_reader(self.columns["string_bytes"])(begin, end).decode(
+                "utf-8", "surrogatepass")
             if len(self._strings) > 200_000:
                 self._strings.clear()
             self._strings[code] = found
@@ -393,13 +392,18 @@ class PreparedTable(Sequence[Any]):
             return []
         at = np.asarray(codes, dtype=np.int64)
         ends = np.append(starts[1:], self.axis_length(_STRING_BYTES))
-        pool = self.columns["string_bytes"]
-        if getattr(pool, "lazy_bytes", False):  # (read piece by piece: only what is asked)
-            return [pool.read(b, e).decode("utf-8", "surrogatepass")
-                    for b, e in zip(starts[at].tolist(), ends[at].tolist(), strict=True)]
-        blob = np.ascontiguousarray(pool).data
-        return [bytes(blob[b:e]).decode("utf-8", "surrogatepass")
+        read = _pool_reader(self.columns["string_bytes"])
+        return [read(b, e).decode("utf-8", "surrogatepass")
                 for b, e in zip(starts[at].tolist(), ends[at].tolist(), strict=True)]
+
+
+def _pool_reader(pool: Any) -> Callable[[int, int], bytes]:
+    """``read(begin, end)``: bytes of a string pool, an array or a pool read piece by piece
+    from a snapshot (only the pieces asked for: :class:`loopscope.cache.KeptBytes`)."""
+    if getattr(pool, "lazy_bytes", False):
+        return pool.read
+    blob = np.ascontiguousarray(pool).data
+    return lambda begin, end: bytes(blob[begin:end])
 
 
 @dataclass(frozen=True, slots=True)
