@@ -5,8 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.advice import advise, corpus_effect, describe_outcome, smallest_changes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopscope.advice import (
+    advise,
+    corpus_effect,
+    corpus_effect_of_runs,
+    describe_outcome,
+    smallest_changes,
+)
 from loopscope.engines import FirstRefusal, get_engine
+from loopscope.engines.base import RunColumns
 from tests.engines.gglib._gglib_helpers import DEF, A, P, T, U
 from tests.engines.openclaw.test_openclaw_replay import S
 
@@ -141,6 +153,46 @@ def test_outcomes_and_side_effects_in_words() -> None:
     assert effect.summary() == ("2 newly refused · 1 no longer refused · 1 labelled loop no "
                                 "longer caught · 1 good session newly refused · 1 labelled loop "
                                 "newly caught")
+
+
+def _run(firsts: list[FirstRefusal | None], detector_order: list[str]) -> RunColumns:
+    """A batch run whose first refusals are ``firsts``, its detectors numbered in
+    ``detector_order`` (two runs of a corpus number them each in its own order)."""
+    refused = [f for f in firsts if f is not None]
+    names = list(dict.fromkeys([*detector_order, *(f.detector for f in refused)]))
+    at = iter(range(len(refused)))
+    columns = {
+        "refusals": np.array([int(f is not None) for f in firsts], dtype=np.int64),
+        "warnings": np.zeros(len(firsts), dtype=np.int64),
+        "first": np.array([-1 if f is None else next(at) for f in firsts], dtype=np.int64),
+        "turn": np.array([f.turn for f in refused], dtype=np.int64),
+        "call": np.array([-1 if f.call is None else f.call for f in refused], dtype=np.int64),
+        "detector": np.array([names.index(f.detector) for f in refused], dtype=np.int64),
+    }
+    return RunColumns.from_compact(columns, names, lambda i: None)
+
+
+_FIRSTS = st.one_of(st.none(), st.builds(FirstRefusal, st.integers(0, 3),
+                                         st.one_of(st.none(), st.integers(0, 3)),
+                                         st.sampled_from(["loop", "poll", "x"])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 12).flatmap(lambda n: st.tuples(
+    st.lists(_FIRSTS, min_size=n, max_size=n), st.lists(_FIRSTS, min_size=n, max_size=n),
+    st.lists(st.sampled_from(["loop", "ok", None]), max_size=n + 2))),
+    st.permutations(["x", "poll", "loop"]))
+def test_a_corpus_effect_read_from_two_runs_columns_is_the_reference_one(
+        case: tuple[list[Any], list[Any], list[Any]], order: list[str]) -> None:
+    before, after, labels = case
+    a, b = _run(before, ["loop", "poll", "x"]), _run(after, order)
+    assert a.first_refusals() == before and b.first_refusals() == after
+    assert corpus_effect_of_runs(a, b, labels) == corpus_effect(before, after, labels)
+
+
+def test_a_corpus_effect_of_runs_of_two_corpora_is_refused() -> None:
+    with pytest.raises(ValueError, match="2 sessions before, 1 after"):
+        corpus_effect_of_runs(_run([None, None], []), _run([None], []))
 
 
 # --------------------------------------------------------------------------- honest advice

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from loopscope import cache
 from loopscope.cli import main
-from loopscope.corpus import build_corpus, ingest
+from loopscope.corpus import PART_MAX_FILES, PARTS_PER_WORKER, build_corpus, ingest, part_size
 from loopscope.engines import get_engine
 from loopscope.engines.base import run_many
 from loopscope.formats import expand_paths, load_paths
@@ -95,6 +95,30 @@ def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
         assert len(table) == sum(len(r.heads) for r in serial.files)
         assert [eng.encode_prepared(p) for p in pooled.prepared[key]] == \
             [eng.encode_prepared(p) for p in table]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 8])
+def test_parts_are_large_for_many_files_and_many_per_worker_for_few(workers: int) -> None:
+    assert part_size(20_000, workers) == PART_MAX_FILES == 64
+    for n in [*range(1, 200), 1_000, 2_000, 5_000]:
+        size = part_size(n, workers)
+        assert 1 <= size <= PART_MAX_FILES
+        # Below the largest, the smallest parts that make at most PARTS_PER_WORKER per worker.
+        if size < PART_MAX_FILES:
+            assert -(-n // size) <= workers * PARTS_PER_WORKER
+            assert size == 1 or -(-n // (size - 1)) > workers * PARTS_PER_WORKER
+
+
+def test_loading_a_corpus_turns_numpys_huge_pages_off(cache_dir: Path) -> None:
+    import numpy as np
+
+    switch = np._core.multiarray  # (numpy 2; the bulk helper finds numpy 1's too)
+    switch._set_madvise_hugepage(True)
+    try:
+        _corpus(SAMPLES)
+        assert switch._get_madvise_hugepage() is False
+    finally:
+        switch._set_madvise_hugepage(True)
 
 
 def test_cache_command_clears(cache_dir: Path) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "SettingChange",
     "advise",
     "corpus_effect",
+    "corpus_effect_of_runs",
     "describe_outcome",
     "smallest_changes",
 ]
@@ -389,6 +390,42 @@ def corpus_effect(
             moved.append(i)
     return CorpusEffect(tuple(newly), tuple(gone), tuple(moved), tuple(lost), tuple(caught),
                         tuple(good_new), tuple(good_gone))
+
+
+def corpus_effect_of_runs(before: Any, after: Any,
+                          labels: Sequence[str | None] = ()) -> CorpusEffect:
+    """:func:`corpus_effect` of two batch runs of one corpus (:class:`~loopscope.engines.base.
+    RunColumns`), read from their columns: the same groups (a test compares the two on random
+    runs), with no first-refusal object made for a session. The dashboard asks for it on
+    every slider move, with 20,000 sessions of which thousands are refused."""
+    import numpy as np
+
+    b_turn, b_call, b_code, b_names = before.first_refusal_columns()
+    a_turn, a_call, a_code, a_names = after.first_refusal_columns()
+    if len(b_turn) != len(a_turn):  # (as zip(strict=True) refuses)
+        raise ValueError(f"{len(b_turn)} sessions before, {len(a_turn)} after")
+    # The two runs number their detectors each in its own order: one numbering for both.
+    common = {name: i for i, name in enumerate(dict.fromkeys((*b_names, *a_names)))}
+
+    def detectors(code: Any, names: Sequence[str]) -> Any:
+        mapped = np.array([common[n] for n in names] or [0], dtype=np.int64)
+        return np.where(code >= 0, mapped[np.clip(code, 0, None)], -1)
+
+    b_refused, a_refused = b_turn >= 0, a_turn >= 0
+    newly = ~b_refused & a_refused
+    gone = b_refused & ~a_refused
+    moved = b_refused & a_refused & ((b_turn != a_turn) | (b_call != a_call) | (
+        detectors(b_code, b_names) != detectors(a_code, a_names)))
+    kind = np.zeros(len(b_turn), dtype=np.int8)  # 1: a labelled loop, 2: good work
+    given = np.array([{"loop": 1, "ok": 2}.get(x or "", 0) for x in labels[:len(kind)]],
+                     dtype=np.int8)
+    kind[:len(given)] = given
+
+    def at(mask: Any) -> tuple[int, ...]:
+        return tuple(np.flatnonzero(mask).tolist())
+
+    return CorpusEffect(at(newly), at(gone), at(moved), at(gone & (kind == 1)),
+                        at(newly & (kind == 1)), at(newly & (kind == 2)), at(gone & (kind == 2)))
 
 
 # --------------------------------------------------------------------------- honest advice

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loopscope import cache
-from loopscope.bulk import CollectorPaused
+from loopscope.bulk import CollectorPaused, without_huge_pages
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
 from loopscope.engines.base import PreparedSessions, RunColumns, run_many
@@ -312,6 +312,9 @@ def build_corpus(
     chart meanwhile; the process waits for it before it exits).
     """
     started = time.perf_counter()
+    # (Its tables, joined from the workers' parts or read from a snapshot, are hundreds of MB
+    # of new arrays at team scale: written faster in small pages, see there.)
+    without_huge_pages()
     wanted = list(prepare) if prepare is not None else every_engine()
     loaded = _ingested(files, wanted, root, ingest_with or ingest, workers, progress,
                        snapshot_in_background)
@@ -423,7 +426,19 @@ class Ingested:
 
 PARALLEL_MIN_FILES = 64
 """Below this many files, ingest runs in this process (starting workers costs ~0.5 s)."""
-_CHUNK = 16
+PART_MAX_FILES = 64
+"""The most files a worker imports as one part. Each part costs a fixed amount beyond its
+files (each engine's table encoded and re-run, the arrays pickled back, and joined here):
+at 20,000 files, parts of 64 files instead of 16 took ~1.5 s less of this process's time
+and ~2 s less of the whole ingest (``benchmarks/README.md``, round 8)."""
+PARTS_PER_WORKER = 8
+"""With fewer files, parts as small as makes this many per worker: the workers then finish
+close together (at the end, one may wait on another's last part)."""
+
+
+def part_size(n_files: int, workers: int) -> int:
+    """How many files go in one part of an ingest of ``n_files`` on ``workers``."""
+    return max(1, min(PART_MAX_FILES, -(-n_files // (workers * PARTS_PER_WORKER))))
 
 # What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
 _Part = tuple[str, Any]
@@ -439,6 +454,7 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | 
     configuration, joined here (:func:`join_parts`)."""
     if workers is None:
         workers = os.cpu_count() or 1
+    without_huge_pages()  # (the parts are joined here: see there)
     wanted = list(wanted)
     n = len(files)
     parts: list[_PartResult] = []
@@ -460,7 +476,8 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
     import multiprocessing
 
     n = len(files)
-    chunks = [list(files[i:i + _CHUNK]) for i in range(0, n, _CHUNK)]
+    size = part_size(n, workers)
+    chunks = [list(files[i:i + size]) for i in range(0, n, size)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
     parts: list[_PartResult] = []
@@ -662,6 +679,7 @@ def read_prepared(path: str, engine: str, version: str | None) -> PreparedFolder
             or g[len(given_root):].lstrip("/\\") != f[len(found_root):].lstrip("/\\")
             for (g, g_scanned), (f, f_explicit) in zip(given, files, strict=True)):
         return None
+    without_huge_pages()  # (a table of hundreds of MB is read: see there)
     wanted = every_engine()
     names = _snapshot_names(files, wanted, root)
     snapshot = _exact_snapshot(names, files, wanted) if names is not None else None

@@ -544,6 +544,15 @@ def test_a_pinned_baseline_is_what_later_changes_are_measured_against() -> None:
     at = run_app({"gglib.max_repeated_batch_steps": "3"})
     assert "against the shipped defaults" in _delta_text(at)
     assert "no longer refused" in _delta_text(at)
+    # The table says which sessions, each as the two runs' first refusals differ.
+    before = table(run_app())["gglib first refusal"]
+    after, changed = table(at)["gglib first refusal"], table(at)["against the baseline"]
+    assert changed[WRITE_LOOP] == "gglib: no longer refused"
+    for name, text in changed.items():
+        was, now = before[name], after[name]
+        assert text == ("" if was == now else "gglib: no longer refused" if not now
+                        else "gglib: newly refused" if not was else "gglib: refused elsewhere")
+    assert "" in set(changed)
     at.button(key="delta.pin").click()
     at.run()
     text = _delta_text(at)
@@ -603,3 +612,32 @@ def test_the_page_runs_before_the_sidebar_controls_once_their_values_are_known(
     assert order == ["controls", "page"]  # not a setting moved
     assert control(at, "openclaw.warningThreshold").value == 10
     assert not at.exception, [e.value for e in at.exception]
+
+
+# --------------------------------------------------------------------------- start-up
+
+
+def test_the_pages_libraries_are_imported_once_on_a_thread_while_the_corpus_loads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from loopscope.ui import app, data
+
+    monkeypatch.setattr(app, "_preloading", [])
+    monkeypatch.setattr(app, "PAGE_LIBRARIES", ("colorsys",))
+    monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+    seen: list[bool] = []
+    loading = data.load_current_corpus
+
+    def load(**kwargs: Any) -> Any:  # (the thread was started before the load)
+        seen.append(bool(app._preloading))
+        return loading(**kwargs)
+
+    monkeypatch.setattr(data, "load_current_corpus", load)
+    at = run_app()
+    at.run()  # (a second run starts no second thread)
+    assert seen and all(seen) and len(app._preloading) == 1
+    thread = app._preloading[0]
+    assert thread.name == "loopscope-preload" and thread.daemon
+    thread.join(10)
+    assert "colorsys" in sys.modules

@@ -23,8 +23,9 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.advice import CorpusEffect, corpus_effect
+from loopscope.advice import CorpusEffect, corpus_effect, corpus_effect_of_runs
 from loopscope.engines import get_engine
+from loopscope.engines.base import RunColumns
 from loopscope.ui import state, views
 from loopscope.ui.plain import md
 
@@ -135,19 +136,21 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
                    labels_key: str, _corpus: Any, _base: Any, _current: Any,
                    _labels: tuple[str | None, ...]) -> CorpusEffect:
     del base_key, current_key, labels_key  # cache keys only
-    before = state.first_refusals(
-        state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base))
-    after = state.first_refusals(
-        state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
-                              _current))
-    return corpus_effect(before, after, list(_labels))
+    before = state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base)
+    after = state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
+                                  _current)
+    if isinstance(before, RunColumns) and isinstance(after, RunColumns):
+        return corpus_effect_of_runs(before, after, _labels)  # (from the columns)
+    return corpus_effect(state.first_refusals(before), state.first_refusals(after),
+                         list(_labels))
 
 
 def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
     """Per guard: what the current settings change against the baseline."""
     corpus = state.corpus()
     labels = tuple(views.session_labels(corpus))
-    labels_key = "".join({"loop": "l", "ok": "o"}.get(x or "", "-") for x in labels)
+    labels_key = "".join({"loop": "l", "ok": "o"}.get(x or "", "-") for x in labels) if any(
+        labels) else ""  # (no label at all, the usual case: no text per session to write)
     out = {}
     for engine in engines:
         base, current = baseline_config(engine), state.resolve(engine).config
@@ -188,9 +191,8 @@ def selected(found: Mapping[str, CorpusEffect]) -> tuple[str, str, tuple[int, ..
     return (engine, kind, positions) if positions else None
 
 
-def render(engines: Sequence[str]) -> dict[str, CorpusEffect]:
-    """The ``delta`` container; returns the effects (the overview narrows to a group)."""
-    found = effects(engines)
+def render(found: Mapping[str, CorpusEffect]) -> None:
+    """The ``delta`` container of the :func:`effects` ``found``."""
     with st.container(key="delta", border=True):
         head, pin, reset = st.columns([3, 1.5, 1.5], vertical_alignment="center")
         head.markdown(f"**What these settings change**, against {describe_baseline()}:")
@@ -209,7 +211,7 @@ def render(engines: Sequence[str]) -> dict[str, CorpusEffect]:
             st.markdown(f"{same}: move a setting in the sidebar and this box says which "
                         "sessions it changes.")
             st.session_state.pop(ONLY_KEY, None)
-            return found
+            return
         lines = []
         for engine, effect in found.items():
             parts = [_count(kind, len(getattr(effect, kind))) for kind, _, _ in KINDS
@@ -223,4 +225,3 @@ def render(engines: Sequence[str]) -> dict[str, CorpusEffect]:
                  key=ONLY_KEY, bind="query-params",
                  help="Narrow the timeline and the table below to one group; click again to "
                  "show every session.")
-    return found

@@ -33,12 +33,14 @@ def render() -> None:
     _welcome()
     engines = state.shown_engines()
     results = {name: state.replays(name) for name in engines}
-    found = delta.render(engines)
-    # The counts and the guards' table keep their place above the timeline but are filled
-    # after it: on a slider move the browser draws the elements in the order they arrive, and
-    # the timeline is what the person moving the slider watches.
-    summary, guards = st.container(), st.container()
+    found = delta.effects(engines)
+    # What the settings change, the counts and the guards' table keep their place above the
+    # timeline but are filled after it: on a slider move the browser draws the elements in
+    # the order they arrive, and the timeline is what the person moving the slider watches.
+    changes, summary, guards = st.container(), st.container(), st.container()
     _sessions(corpus, results, found)
+    with changes:
+        delta.render(found)
     with summary:
         _summary(corpus, results)
     with guards:
@@ -190,18 +192,25 @@ def _open_selected(event: Any, window: list[int]) -> None:
             return
 
 
-def _change_text(i: int, found: dict[str, Any]) -> str:
-    """What the settings change for session ``i`` against the baseline, in a few words."""
-    out = []
+_CHANGES = (("newly_refused", "newly refused"), ("no_longer_refused", "no longer refused"),
+            ("moved", "refused elsewhere"))
+
+
+def _change_texts(window: list[int], found: dict[str, Any]) -> list[str]:
+    """What the settings change for each session of ``window`` against the baseline, in a
+    few words. (A group is a tuple of thousands of positions at 20,000 sessions: looked up
+    as a set, once per group, not searched per row.)"""
+    rows: list[list[str]] = [[] for _ in window]
     for engine, effect in found.items():
         title = state.ENGINE_TITLES[engine]
-        if i in effect.newly_refused:
-            out.append(f"{title}: newly refused")
-        elif i in effect.no_longer_refused:
-            out.append(f"{title}: no longer refused")
-        elif i in effect.moved:
-            out.append(f"{title}: refused elsewhere")
-    return "; ".join(out)
+        done: set[int] = set()
+        for kind, text in _CHANGES:
+            group = set(getattr(effect, kind))
+            for row, i in enumerate(window):
+                if i in group and i not in done:
+                    rows[row].append(f"{title}: {text}")
+                    done.add(i)
+    return ["; ".join(r) for r in rows]
 
 
 def _table(corpus: Any, results: dict[str, Any], window: list[int],
@@ -222,7 +231,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
         columns[f"{title} warnings"] = [warnings[i] for i in window]
     if any(e.changed for e in found.values()):
-        columns["against the baseline"] = [_change_text(i, found) for i in window]
+        columns["against the baseline"] = _change_texts(window, found)
     event = st.dataframe(
         pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-cell",
         key="session_table", width="stretch",
