@@ -35,7 +35,7 @@ def wait_idle(page: Any) -> None:
     page.wait_for_function(
         """() => !document.querySelector("[data-testid='stStatusWidget'] [data-testid='stStatusWidgetRunningIcon']")
                  && !document.querySelector("[data-stale='true']")""",
-        timeout=30_000,
+        timeout=60_000,
     )
     page.wait_for_timeout(300)
 
