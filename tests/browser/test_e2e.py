@@ -40,6 +40,25 @@ def wait_idle(page: Any) -> None:
     page.wait_for_timeout(300)
 
 
+def upload(scope: Any, path: Path) -> None:
+    """Give the file uploader in ``scope`` the file ``path`` and wait until it lists it. Once
+    in a CI run the uploader never received a file set right after the page had settled (it
+    listed nothing for 60 s; every run since passed): a file the uploader does not list within
+    15 s is set again, twice at most, so a lost upload still fails the test."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(3):
+        scope.get_by_test_id("stFileUploaderDropzoneInput").first.set_input_files(str(path))
+        try:
+            # (A long name is shortened in its middle: "..evil...rm -rf.json".)
+            scope.get_by_test_id("stFileChipName").filter(has_text=path.name[-8:]).first.wait_for(
+                timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+
+
 def no_exception(page: Any) -> None:
     exceptions = page.get_by_test_id("stException")
     assert exceptions.count() == 0, exceptions.first.inner_text()
@@ -348,7 +367,7 @@ def test_an_uploaded_file_appears(page: Any, server: Any, tmp_path: Path) -> Non
     hostile = tmp_path / "..evil name;rm -rf.json"
     shutil.copy(SAMPLES / "write_loop_refused_at_third_batch.json", hostile)
     open_app(page, server.url + "/?source=upload")
-    page.get_by_test_id("stFileUploaderDropzoneInput").first.set_input_files(str(hostile))
+    upload(page, hostile)
     page.get_by_text(re.compile(r"1\s+sessions from\s+1\s+files")).wait_for()
     wait_idle(page)
     no_exception(page)
@@ -381,7 +400,7 @@ def test_loading_an_openclaw_config_file_sets_the_controls(page: Any, server: An
     open_app(page, server.url)
     page.get_by_text("Presets and config files").click()
     uploader = page.get_by_test_id("stFileUploader").filter(has_text="Load a config file")
-    uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(cfg))
+    upload(uploader, cfg)
     page.get_by_role("button", name="Apply this config").click()
     wait_idle(page)
     no_exception(page)
