@@ -23,9 +23,8 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.advice import CorpusEffect, corpus_effect, corpus_effect_of_runs
+from loopscope.advice import CorpusEffect, corpus_effect_of_runs
 from loopscope.engines import get_engine
-from loopscope.engines.base import RunColumns
 from loopscope.ui import state, views
 from loopscope.ui.plain import md
 
@@ -139,10 +138,7 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
     before = state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base)
     after = state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
                                   _current)
-    if isinstance(before, RunColumns) and isinstance(after, RunColumns):
-        return corpus_effect_of_runs(before, after, _labels)  # (from the columns)
-    return corpus_effect(state.first_refusals(before), state.first_refusals(after),
-                         list(_labels))
+    return corpus_effect_of_runs(before, after, _labels)  # (batch runs: from their columns)
 
 
 def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
