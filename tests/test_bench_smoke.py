@@ -30,6 +30,10 @@ def test_benchmark_runs_at_small_scale(tmp_path: Path) -> None:
                 "rerun_openhands_later_ms", "rerun_gemini-cli_first_ms",
                 "rerun_gemini-cli_later_ms", "rerun_gemini_content_what_if_ms"):
         assert figures[key] > 0, key
+    # The yardstick at the start and at the end (no browser part here).
+    assert len(figures["machine_yardstick_s"]) == 2
+    assert all(y > 0 for y in figures["machine_yardstick_s"])
+    assert "machine yardstick" in proc.stdout
 
 
 def test_the_benchmarks_reopened_corpus_figure(tmp_path: Path,
