@@ -31,9 +31,10 @@ keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}`
   mixed corpus): slider move → updated chart (and → the whole page settled), and the app's
   peak resident memory.
 
-A machine yardstick (fixed Python work, in a fresh process) is taken at the start, before the
-browser part and at the end: on this shared machine one run can be half as fast as the next,
-and the yardstick says whether the machine or loopscope was slower.
+A machine yardstick (fixed Python work and a first touch of fresh memory, in a fresh process)
+is taken at the start, before the browser part and at the end: on this shared machine one run
+can be half as fast as the next, and the yardstick says whether the machine or loopscope was
+slower.
 
 Like the dashboard, the benchmark moves the loaded corpus out of the cyclic garbage
 collector's way (``gc.freeze()``), here right after loading and again after preparing. Targets and reference figures are in
@@ -338,6 +339,10 @@ def bench_chat_openclaw(corpus: Path, repeats: int) -> dict[str, Any]:
 
 _YARDSTICK = """
 import hashlib, json, time
+start = time.perf_counter()
+fresh = b"\\1" * (256 << 20)  # 256 MiB this process never had: every page touched once
+memory = (time.perf_counter() - start) * 4
+del fresh
 doc = [{"role": "tool", "name": f"t{i % 13}", "content": "x" * (i % 97) + str(i)}
        for i in range(20_000)]
 best = float("inf")
@@ -348,18 +353,21 @@ for _ in range(3):
         for message in json.loads(json.dumps(doc)):
             digest.update(message["content"].encode())
     best = min(best, time.perf_counter() - start)
-print(best)
+print(best, memory)
 """
 
 
-def yardstick_s() -> float:
-    """The machine's speed now: a fixed piece of Python work (JSON and hashing, as an import
-    is), the fastest of three, in a fresh process. On this shared machine a whole run can be
-    half as fast as the run before it; the yardstick, taken at the start, before the browser
-    part and at the end, tells a slow machine from a slower loopscope."""
+def yardstick() -> tuple[float, float]:
+    """The machine's speed now, in a fresh process: a fixed piece of Python work (JSON and
+    hashing, as an import is; seconds, the fastest of three) and the time to touch fresh
+    memory (seconds per GiB). On this shared machine one run can be half as fast as the
+    next, and memory the machine has not used for a while costs up to 25 times more to touch
+    again (it hands idle memory back to its host); taken at the start, before the browser part
+    and at the end, the two tell a slow machine from a slower loopscope."""
     proc = subprocess.run([sys.executable, "-c", _YARDSTICK], capture_output=True, text=True,
                           check=True, timeout=300)
-    return float(proc.stdout.strip())
+    cpu, memory = proc.stdout.split()
+    return float(cpu), float(memory)
 
 
 def release() -> None:
@@ -633,8 +641,10 @@ def print_table(f: dict[str, Any]) -> None:
         rows.append(("browser", f["browser"]))
     if "machine_yardstick_s" in f:
         rows.append(("machine yardstick: start, (before the browser,) end",
-                     f"{' / '.join(f'{y:.3f}' for y in f['machine_yardstick_s'])} s  (fixed "
-                     "Python work; a higher figure = a slower machine in that part of the run)"))
+                     f"{' / '.join(f'{y:.3f}' for y in f['machine_yardstick_s'])} s of fixed "
+                     "Python work; fresh memory "
+                     f"{' / '.join(f'{y:.2f}' for y in f['machine_fresh_memory_s_per_gib'])} s/GiB"
+                     "  (higher = a slower machine then)"))
     rows.append(("benchmark wall time", f"{f.get('bench_s', 0):.0f} s"))
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
@@ -671,7 +681,7 @@ def main() -> None:
     if not chat.is_dir() and not (args.skip_node and args.skip_cli):  # (only they read it)
         generate(chat, sessions, formats=("openai_chat",))
 
-    yardstick = [yardstick_s()]
+    machine = [yardstick()]
     figures = bench_core(mixed, args.repeats, max(args.ingest_runs, 1))
     release()
     if not args.skip_node:
@@ -682,10 +692,11 @@ def main() -> None:
     if not args.skip_cli:
         figures.update(bench_cli(chat, full_size=sessions == 2000))
     if not args.skip_browser:
-        yardstick.append(yardstick_s())
+        machine.append(yardstick())
         figures.update(bench_browser(mixed, workdir))
-    yardstick.append(yardstick_s())
-    figures["machine_yardstick_s"] = [round(y, 3) for y in yardstick]
+    machine.append(yardstick())
+    figures["machine_yardstick_s"] = [round(cpu, 3) for cpu, _ in machine]
+    figures["machine_fresh_memory_s_per_gib"] = [round(memory, 3) for _, memory in machine]
     figures["bench_s"] = time.perf_counter() - started
 
     print_table(figures)
