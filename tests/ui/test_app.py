@@ -641,3 +641,51 @@ def test_the_pages_libraries_are_imported_once_on_a_thread_while_the_corpus_load
     assert thread.name == "loopscope-preload" and thread.daemon
     thread.join(10)
     assert "colorsys" in sys.modules
+
+
+def test_the_browser_loads_plotly_while_the_corpus_loads_once_per_session(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run of a browser session holds an empty chart while the corpus loads (the
+    browser then fetches Plotly's code meanwhile) and removes it after; later runs don't."""
+    from loopscope.ui import app, charts, data
+
+    events: list[str] = []
+    primer, loading = charts.primer_figure, data.load_current_corpus
+
+    def primed() -> Any:
+        events.append("primer")
+        return primer()
+
+    def load(**kwargs: Any) -> Any:
+        events.append("load")
+        return loading(**kwargs)
+
+    monkeypatch.setattr(charts, "primer_figure", primed)
+    monkeypatch.setattr(data, "load_current_corpus", load)
+    at = run_app()
+    assert events == ["primer", "load"]
+    assert at.get("plotly_chart")  # (the overview's charts)
+    assert not [c for c in at.get("plotly_chart") if '"data":[]' in c.proto.spec]  # removed
+    assert at.session_state[app.CHARTS_PRIMED_KEY]
+    events.clear()
+    at.run()
+    assert events == ["load"]
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_no_chart_is_primed_while_another_session_imports_pandas(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """plotly.py serialising a figure reads a half-imported pandas (and fails): while the
+    preload imports, a new session starts without the primer, and without an error."""
+    from loopscope.ui import app, charts
+
+    calls: list[int] = []
+    primer = charts.primer_figure
+    monkeypatch.setattr(charts, "primer_figure", lambda: calls.append(1) or primer())
+    assert app._importing.acquire(timeout=30)
+    try:
+        at = run_app()
+    finally:
+        app._importing.release()
+    assert calls == [] and app.CHARTS_PRIMED_KEY not in at.session_state
+    assert not at.exception, [e.value for e in at.exception]

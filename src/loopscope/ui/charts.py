@@ -696,6 +696,16 @@ def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None)
     }})
 
 
+def primer_figure() -> go.Figure:
+    """An empty, blank figure: what the dashboard shows (out of sight) while a corpus loads, so
+    that the browser has loaded Plotly before the first real chart arrives."""
+    hidden = {"visible": False, "fixedrange": True}
+    return _figure_of_spec({"data": [], "layout": {
+        "height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": hidden,
+        "yaxis": hidden, "showlegend": False, "template": _PLAIN,
+        "plot_bgcolor": "rgba(0,0,0,0)", "paper_bgcolor": "rgba(0,0,0,0)"}})
+
+
 def _overview_height(n_rows: int, row_height: int) -> int:
     return max(260, min(150 + row_height * n_rows, 60000))
 
