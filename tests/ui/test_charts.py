@@ -561,7 +561,7 @@ def _as_sent(spec_json: str) -> Any:
 
 def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The overview and its legend skip plotly.py's checks (a third of a slider move): every
+    """The overview, its legend and the primer skip plotly.py's checks (a third of a slider move): every
     spec must come out exactly as the checked figure would, as Streamlit sends it."""
     from loopscope.corpus import build_corpus
     from loopscope.engines import engine_names
@@ -584,9 +584,10 @@ def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
             fig = charts.overview_figure(rows, engines)
             charts.legend_figure(charts.legend_entries(fig))
             charts.legend_figure(charts.legend_entries(fig), columns=2)
+        charts.primer_figure()  # (the empty chart that loads Plotly while a corpus loads)
 
     pairs = _figures_both_ways(monkeypatch, build)
-    assert len(pairs) == 12
+    assert len(pairs) == 13
     for unchecked, checked in pairs:
         assert unchecked == checked
 

@@ -98,7 +98,7 @@ def _prime_browser_charts() -> DeltaGenerator | None:
     """On a browser session's first run, an empty chart one pixel tall while the corpus loads
     (then removed): the browser fetches, compiles and starts Plotly's code (a 4.7 MB script)
     only when the page first holds a Plotly chart, and a large folder's first chart waited
-    2.2–2.7 s from leaving the server to being drawn, where a slider move's chart takes 0.4
+    2.3–3.7 s from leaving the server to being drawn, where a slider move's chart takes 0.4
     s. Loaded meanwhile, Plotly is ready when the first chart arrives. Returns the slot to
     empty after the load (None after the first run, the browser keeping Plotly loaded, or
     while another browser session's preload imports pandas: the primer is only a head start)."""

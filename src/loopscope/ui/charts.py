@@ -665,6 +665,9 @@ def legend_entries(fig: go.Figure) -> list[LegendEntry]:
     return out
 
 
+_HIDDEN_AXIS = {"visible": False, "fixedrange": True}
+
+
 def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None) -> go.Figure:
     """The legend as a small figure of its own: the entries in columns across the page (two
     when a name is long), a marker or a line sample beside each name."""
@@ -686,7 +689,7 @@ def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None)
         data.append({"type": "scatter", "mode": "text", "x": [col + 0.07], "y": [row],
                      "text": [_esc(e.name, 90)], "textposition": "middle right",
                      "textfont": {"size": 12, "color": "#1f1f1f"}, "hoverinfo": "skip"})
-    hidden = {"visible": False, "fixedrange": True}
+    hidden = _HIDDEN_AXIS
     return _figure_of_spec({"data": data, "layout": {
         "height": rows * LEGEND_ROW_PX + 12, "margin": {"l": 4, "r": 4, "t": 6, "b": 6},
         "xaxis": {**hidden, "range": [-0.02, columns]},
@@ -699,10 +702,9 @@ def legend_figure(entries: Sequence[LegendEntry], *, columns: int | None = None)
 def primer_figure() -> go.Figure:
     """An empty, blank figure: what the dashboard shows (out of sight) while a corpus loads, so
     that the browser has loaded Plotly before the first real chart arrives."""
-    hidden = {"visible": False, "fixedrange": True}
     return _figure_of_spec({"data": [], "layout": {
-        "height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": hidden,
-        "yaxis": hidden, "showlegend": False, "template": _PLAIN,
+        "height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0}, "xaxis": dict(_HIDDEN_AXIS),
+        "yaxis": dict(_HIDDEN_AXIS), "showlegend": False, "template": _PLAIN,
         "plot_bgcolor": "rgba(0,0,0,0)", "paper_bgcolor": "rgba(0,0,0,0)"}})
 
 
