@@ -261,19 +261,3 @@ def test_import_problem_counts_are_the_reports() -> None:
     corpus = _samples_corpus()
     severities = [p.severity for p in corpus.report.problems]
     assert corpus.import_problem_counts == (severities.count("error"), severities.count("warning"))
-
-
-def test_the_loading_progress_is_drawn_a_few_times_a_second_with_the_first_and_last() -> None:
-    shown: list[tuple[float, str]] = []
-    now = [0.0]
-    progress = data.throttled(lambda f, t: shown.append((f, t)), every_s=0.25,
-                              clock=lambda: now[0])
-    for part in range(1, 1251):  # 20,000 files in parts of 16, one part every 40 ms
-        now[0] = part * 0.04
-        progress(part / 1250, f"Read {part * 16} files")
-    progress(1.0, "Loaded 20000 sessions")
-    assert shown[0] == (1 / 1250, "Read 16 files")
-    assert shown[-2:] == [(1.0, "Read 20000 files"), (1.0, "Loaded 20000 sessions")]
-    assert 170 <= len(shown) <= 205  # 50 s at up to 4 a second, not 1,250
-    gaps = [b - a for a, b in zip([f for f, _ in shown], [f for f, _ in shown][1:], strict=False)]
-    assert all(g >= 0 for g in gaps)

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from loopscope.corpus import Corpus, Progress
 from loopscope.corpus import build_corpus as core_build_corpus
 from loopscope.model import Problem, escape_for_display
 from loopscope.ui import gc_policy
+from loopscope.ui.progress import throttled
 
 # The extensions a folder scan reads (JSON, JSON Lines, SWE-agent trajectories, inspect_ai
 # logs, Markdown exports); uploads also accept zip archives.
@@ -344,27 +345,6 @@ def samples_fallback_note() -> str | None:
     return ("The bundled sample sessions lie outside the folders this server may read "
             f"(LOOPSCOPE_ALLOWED_ROOTS: {allowed}), so none are shown. Upload files, or open "
             "a folder inside those roots, from the sidebar.")
-
-
-PROGRESS_EVERY_S = 0.25
-"""The loading progress bar is redrawn at most this often."""
-
-
-def throttled(show: Progress, every_s: float = PROGRESS_EVERY_S,
-              clock: Callable[[], float] = time.monotonic) -> Progress:
-    """``show`` for at most one update every ``every_s`` seconds, plus the first and the last
-    (fraction 1). Each update is a message the browser draws, on the cores the import runs
-    on: one per part of 16 files was 1,250 for 20,000 files, and ~9 s of a cold start."""
-    last: list[float] = []
-
-    def progress(fraction: float, text: str) -> None:
-        now = clock()
-        if last and fraction < 1.0 and now - last[0] < every_s:
-            return
-        last[:] = [now]
-        show(fraction, text)
-
-    return progress
 
 
 def load_current_corpus(show_progress: bool = True) -> Corpus:

@@ -410,11 +410,11 @@ def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
         return c.prepared(engine, version)
     from loopscope.corpus import LARGE_CORPUS
     from loopscope.ui import gc_policy
+    from loopscope.ui.progress import bar_progress
 
     bar = st.progress(0.0, text=f"Preparing sessions for {get_engine(engine).title}")
     try:
-        out = c.prepared(engine, version,
-                         progress=lambda f, text: bar.progress(min(max(f, 0.0), 1.0), text=text))
+        out = c.prepared(engine, version, progress=bar_progress(bar))
     finally:
         bar.empty()
     if len(c.sessions) >= LARGE_CORPUS:

@@ -25,6 +25,7 @@ from loopscope.experiments.sweep import (
 )
 from loopscope.ui import labelling, metrics_panel, state, views
 from loopscope.ui.plain import md
+from loopscope.ui.progress import bar_progress
 
 ENGINE_KEY = "sweep.engine"
 RESULT_KEY = "_sweep_result"
@@ -311,11 +312,12 @@ def render() -> None:
             st.error(md(str(exc)))
         else:
             bar = st.progress(0.0, text="Sweeping…")
+            show = bar_progress(bar)
             done = [0]
 
             def tick(n: int) -> None:
                 done[0] += n
-                bar.progress(done[0] / size, text=f"Sweeping… {done[0]}/{size} configurations")
+                show(done[0] / size, f"Sweeping… {done[0]}/{size} configurations")
 
             st.session_state[RESULT_KEY] = run_grid(engine, axes, tick)
             st.session_state["_sweep_labels"] = labelling.labels_version(
