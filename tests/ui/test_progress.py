@@ -1,4 +1,4 @@
-"""Progress bars: redrawn a few times a second at most, and jumping rather than gliding."""
+"""Progress bars: redrawn at most twice a second, and jumping rather than gliding."""
 
 from __future__ import annotations
 
