@@ -190,7 +190,7 @@ def slider_to_chart(corpus_folder: Path, moves: int = len(MOVES),
             page.wait_for_function(f"() => ({CHART_SIGNATURE_JS})() !== null")
             page.wait_for_function(IDLE_JS)
             load_s = time.perf_counter() - started
-            sessions_caption = page.get_by_text(re.compile(r"\d+\s+sessions from")).first.inner_text()
+            sessions_caption = page.get_by_text(re.compile(r"[\d,]+\s+sessions from")).first.inner_text()
             page.wait_for_timeout(FIRST_LOOK_S * 1000)
             for label, key in (sliders * (1 + moves // len(sliders)))[:moves]:
                 page.wait_for_timeout(300)

@@ -13,7 +13,14 @@ from click.testing import CliRunner
 
 from loopscope import cache
 from loopscope.cli import main
-from loopscope.corpus import PART_MAX_FILES, PARTS_PER_WORKER, build_corpus, ingest, part_size
+from loopscope.corpus import (
+    PART_MAX_FILES,
+    PARTS_PER_WORKER,
+    build_corpus,
+    ingest,
+    part_size,
+    time_left,
+)
 from loopscope.engines import get_engine
 from loopscope.engines.base import run_many
 from loopscope.formats import expand_paths, load_paths
@@ -97,6 +104,59 @@ def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
             [eng.encode_prepared(p) for p in table]
 
 
+def test_the_pool_says_how_long_is_left(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+
+    import loopscope.corpus as corpus_mod
+
+    # A clock 10 s further on every time it is read: the pool starts at 0 s, its first part
+    # arrives at 10 s, the next at 20 s…
+    ticks = itertools.count(0, 10)
+    monkeypatch.setattr(corpus_mod, "_clock", lambda: float(next(ticks)))
+    files = _files(SAMPLES) * 6
+    seen: list[tuple[float, str]] = []
+    ingest(files, [("gglib", None)], workers=2, progress=lambda f, t: seen.append((f, t)))
+    n = len(files)
+    assert seen and seen[-1][0] == 1.0
+    assert seen[-1][1] == f"Read {n:,} of {n:,} files on 2 cores"  # (done: nothing left)
+    first_done = round(seen[0][0] * n)
+    assert first_done < n
+    # 10 s for the first part: the rest at that pace.
+    assert seen[0][1] == (f"Read {first_done:,} of {n:,} files on 2 cores"
+                          + time_left(10.0, first_done, n))
+    assert "left" in seen[0][1]
+
+
+@pytest.mark.parametrize(("elapsed", "done", "total", "text"), [
+    (10.0, 100, 1000, " · about 90 s left"),
+    (10.0, 500, 1000, " · about 10 s left"),
+    (10.0, 600, 1000, " · a few seconds left"),
+    (30.0, 100, 1000, " · about 4 min left"),
+    (12.0, 250, 1000, " · about 35 s left"),  # 36 s, to the nearest 5
+    (1.0, 500, 1000, ""),  # the workers are still starting
+    (10.0, 20, 1000, ""),  # too little done to say
+    (10.0, 1000, 1000, ""),  # done
+    (10.0, 0, 1000, ""),
+])
+def test_time_left(elapsed: float, done: int, total: int, text: str) -> None:
+    assert time_left(elapsed, done, total) == text
+
+
+def test_time_left_never_grows_as_the_files_come_in() -> None:
+    # At one pace (0.01 s a file) the estimate only ever falls.
+    total = 20_000
+    shown = []
+    for done in range(600, total, 250):
+        text = time_left(done * 0.01, done, total)
+        if "min" in text:
+            shown.append(60 * int(text.split("about ")[1].split(" min")[0]))
+        elif " s left" in text:
+            shown.append(int(text.split("about ")[1].split(" s")[0]))
+        else:
+            shown.append(5 if text else 0)
+    assert shown == sorted(shown, reverse=True) and shown[0] >= 180 and shown[-1] <= 5
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
 def test_parts_are_large_for_many_files_and_many_per_worker_for_few(workers: int) -> None:
     assert part_size(20_000, workers) == PART_MAX_FILES == 64
@@ -124,11 +184,16 @@ def test_loading_a_corpus_turns_numpys_huge_pages_off(cache_dir: Path) -> None:
 def test_cache_command_clears(cache_dir: Path) -> None:
     _corpus(SAMPLES)
     runner = CliRunner()
+    entries, size = cache.stats()
+    assert entries >= 1
     info = runner.invoke(main, ["cache", "info"])
-    assert info.exit_code == 0 and "entries" in info.output
+    named = f"{entries} entry" if entries == 1 else f"{entries} entries"
+    assert info.exit_code == 0 and f": {named}, {size / 1e6:.1f} MB; cache on" in info.output
     cleared = runner.invoke(main, ["cache", "clear"])
-    assert cleared.exit_code == 0 and "removed" in cleared.output
+    # (the same count and size as info gave: the snapshot's pointer files are not entries)
+    assert cleared.exit_code == 0 and f"removed {named} ({size / 1e6:.1f} MB)" in cleared.output
     assert cache.stats() == (0, 0)
+    assert not any(p.is_file() for p in cache.cache_dir().rglob("*"))
 
 
 def test_cache_off(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -598,7 +598,8 @@ def stats() -> tuple[int, int]:
 
 
 def clear() -> tuple[int, int]:
-    """Delete every entry and snapshot; ``(entries, bytes)`` removed. Only this cache's own
+    """Delete every entry and snapshot; ``(entries, bytes)`` removed, counted as :func:`stats`
+    counts them. Only this cache's own
     files (``<2 hex>/<64 hex>.json``, ``corpus/<64 hex>.npz``, ``.last`` and ``.root`` and
     unfinished ``.part-*``) are touched."""
     count = size = 0
@@ -607,9 +608,13 @@ def clear() -> tuple[int, int]:
         return 0, 0
     for path in _cached_files(root):
         with _quiet():
-            size += path.stat().st_size
+            # (counted as :func:`stats` counts them: the pointers and unfinished writes go
+            # too, but are not entries)
+            entry = not (path.name.startswith(".part-") or path.suffix in _MARKS)
+            length = path.stat().st_size
             path.unlink()
-            count += 1
+            count += entry
+            size += length if entry else 0
     for sub in root.iterdir():
         if sub.is_dir() and (len(sub.name) == 2 or sub.name == _CORPUS):
             with _quiet():

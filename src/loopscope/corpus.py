@@ -27,7 +27,7 @@ from loopscope.model import Problem, Session, escape_for_display
 
 __all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "PreparedFile",
            "PreparedFolder", "Progress", "build_corpus", "every_engine", "ingest",
-           "prepared_folder_files", "read_prepared"]
+           "prepared_folder_files", "read_prepared", "time_left"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -440,6 +440,27 @@ def part_size(n_files: int, workers: int) -> int:
     """How many files go in one part of an ingest of ``n_files`` on ``workers``."""
     return max(1, min(PART_MAX_FILES, -(-n_files // (workers * PARTS_PER_WORKER))))
 
+
+_clock = time.monotonic
+"""The clock of the time left (a test moves it)."""
+
+
+def time_left(elapsed_s: float, done: int, total: int) -> str:
+    """`` · about 40 s left`` for an ingest that read ``done`` of ``total`` files in
+    ``elapsed_s`` seconds, at the same pace; ``""`` while too little is done to say (the
+    first few per cent, the first two seconds: the workers are still starting) and at the end.
+
+    A large folder takes a minute or more to load the first time: the loading message says
+    how long is left, not only how far it got."""
+    if done <= 0 or done >= total or elapsed_s < 2.0 or done < 0.03 * total:
+        return ""
+    left = elapsed_s * (total - done) / done
+    if left < 10:
+        return " · a few seconds left"
+    if left <= 90:
+        return f" · about {max(10, 5 * round(left / 5))} s left"
+    return f" · about {round(left / 60)} min left"
+
 # What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
 _Part = tuple[str, Any]
 _Runs = dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]]
@@ -482,6 +503,7 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
     context = multiprocessing.get_context("spawn")
     parts: list[_PartResult] = []
     done = 0
+    started = _clock()
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
@@ -489,7 +511,8 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
                 parts.append(part)
                 done += len(part[0])
                 if progress:
-                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores")
+                    left = time_left(_clock() - started, done, n)
+                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores{left}")
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.

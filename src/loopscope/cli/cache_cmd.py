@@ -18,11 +18,15 @@ def cache_info() -> None:
     """Where the cache is and how much it holds."""
     entries, size = cache.stats()
     state = "on" if cache.active() else "off (LOOPSCOPE_CACHE=off)"
-    click.echo(f"{cache.cache_dir()}: {entries} entries, {size / 1e6:.1f} MB; cache {state}")
+    click.echo(f"{cache.cache_dir()}: {_entries(entries)}, {size / 1e6:.1f} MB; cache {state}")
 
 
 @cache_group.command(name="clear")
 def cache_clear() -> None:
     """Delete every cached entry (the next load prepares the sessions again)."""
     entries, size = cache.clear()
-    click.echo(f"removed {entries} entries ({size / 1e6:.1f} MB) from {cache.cache_dir()}")
+    click.echo(f"removed {_entries(entries)} ({size / 1e6:.1f} MB) from {cache.cache_dir()}")
+
+
+def _entries(count: int) -> str:
+    return f"{count:,} {'entry' if count == 1 else 'entries'}"

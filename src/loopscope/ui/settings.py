@@ -93,9 +93,9 @@ def render_corpus_status(corpus: data.Corpus) -> None:
     """A one-line count in the sidebar (problems are shown in the main area)."""
     report = corpus.report
     n_err, n_warn = corpus.import_problem_counts
-    parts = [f"**{len(corpus.sessions)}** sessions from **{len(report.files)}** files"]
+    parts = [f"**{len(corpus.sessions):,}** sessions from **{len(report.files):,}** files"]
     if n_err or n_warn:
-        parts.append(f"{n_err} file errors, {n_warn} warnings (see *Import report*)")
+        parts.append(f"{n_err:,} file errors, {n_warn:,} warnings (see *Import report*)")
     st.caption(" · ".join(parts))
     data.render_cache_notice(corpus)
 

@@ -78,13 +78,13 @@ SUMMARY_PER_ROW = 5
 def _summary(corpus: Any, results: dict[str, Any]) -> None:
     n = min(1 + len(results), SUMMARY_PER_ROW)
     cols = [c for _ in range(0, 1 + len(results), n) for c in st.columns(n)]
-    cols[0].metric("Sessions", len(corpus.sessions))
+    cols[0].metric("Sessions", f"{len(corpus.sessions):,}")
     for i, (name, reps) in enumerate(results.items()):
         refused, warned = state.refused_warned(reps)
         cols[1 + i].metric(
-            f"{state.ENGINE_TITLES[name]}: refused", refused,
+            f"{state.ENGINE_TITLES[name]}: refused", f"{refused:,}",
             help="Sessions where the guard would have blocked a call at least once.")
-        cols[1 + i].caption(f"{warned} with warnings")
+        cols[1 + i].caption(f"{warned:,} with warnings")
 
 
 def _guards(corpus: Any, results: dict[str, Any]) -> None:
@@ -142,7 +142,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
         st.caption(f"Showing only {md(state.ENGINE_TITLES[group[0]])}: {md(what)}, against "
                    f"{delta.describe_baseline()}. Click the pill again to show every session.")
     else:
-        st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order)}, in this order. "
+        st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order):,}, in this order. "
                    "One row per session; x is the tool call. Filled marker = refused, hollow = "
                    "warned; each detector has its own shape. Hatched grey: after the first "
                    "refusal (would not have happened). **Click a marker or a row to open the "
