@@ -153,6 +153,9 @@ def test_outcomes_and_side_effects_in_words() -> None:
     assert effect.summary() == ("2 newly refused · 1 no longer refused · 1 labelled loop no "
                                 "longer caught · 1 good session newly refused · 1 labelled loop "
                                 "newly caught")
+    # A team's corpus: counts past a thousand with separators, as the rest of the page.
+    many = corpus_effect([None] * 1234 + [a], [a] * 1234 + [None])
+    assert many.summary() == "1,234 newly refused · 1 no longer refused"
 
 
 def _run(firsts: list[FirstRefusal | None], detector_order: list[str]) -> RunColumns:

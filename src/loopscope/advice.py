@@ -344,20 +344,20 @@ class CorpusEffect:
         """"3 newly refused · 2 no longer refused · 1 loop missed" (empty parts left out)."""
         parts = []
         if self.newly_refused:
-            parts.append(f"{len(self.newly_refused)} newly refused")
+            parts.append(f"{len(self.newly_refused):,} newly refused")
         if self.no_longer_refused:
-            parts.append(f"{len(self.no_longer_refused)} no longer refused")
+            parts.append(f"{len(self.no_longer_refused):,} no longer refused")
         if self.moved:
-            parts.append(f"{len(self.moved)} refused at another point")
+            parts.append(f"{len(self.moved):,} refused at another point")
         if self.loops_no_longer_caught:
             n = len(self.loops_no_longer_caught)
-            parts.append(f"{n} labelled loop{'s' if n != 1 else ''} no longer caught")
+            parts.append(f"{n:,} labelled loop{'s' if n != 1 else ''} no longer caught")
         if self.good_newly_refused:
             n = len(self.good_newly_refused)
-            parts.append(f"{n} good session{'s' if n != 1 else ''} newly refused")
+            parts.append(f"{n:,} good session{'s' if n != 1 else ''} newly refused")
         if self.loops_newly_caught:
             n = len(self.loops_newly_caught)
-            parts.append(f"{n} labelled loop{'s' if n != 1 else ''} newly caught")
+            parts.append(f"{n:,} labelled loop{'s' if n != 1 else ''} newly caught")
         return " · ".join(parts) if parts else "no session changes"
 
 

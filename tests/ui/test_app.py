@@ -389,6 +389,36 @@ def test_a_folder_inside_the_allowed_roots_loads() -> None:
     assert not _main_errors(at)
 
 
+def test_counts_past_a_thousand_are_written_with_separators(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import streamlit as st
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    one = SAMPLES / "write_loop_refused_at_third_batch.json"
+    for i in range(1001):
+        shutil.copy(one, folder / f"s{i:04d}.json")
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    st.cache_resource.clear()
+    try:
+        at = run_app({"source": "folder", "folder": str(folder)})
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Sessions"] == "1,001"
+        assert metrics["gglib: refused"] == "1,001"  # (every copy is the write loop)
+        assert any("**1,001** sessions from **1,001** files" in c.value
+                   for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+        assert any("of 1,001, in this order" in c.value for c in at.caption)
+        at.switch_page(str((PAGES / "compare.py").relative_to(ROOT)))
+        at.run()
+        assert {m.label: m.value for m in at.metric}["Unchanged"] == "1,001"
+        assert any(m.label == "Sessions refused" and m.value == "1,001" for m in at.metric)
+    finally:
+        st.cache_resource.clear()
+
+
 # --------------------------------------------------------------------------- session page
 
 

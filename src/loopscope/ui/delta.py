@@ -158,7 +158,7 @@ def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
 
 def _count(kind: str, n: int) -> str:
     one, many = next((o, m) for k, o, m in KINDS if k == kind)
-    return f"{n} {one if n == 1 else many}"
+    return f"{n:,} {one if n == 1 else many}"
 
 
 def options(found: Mapping[str, CorpusEffect]) -> dict[str, str]:

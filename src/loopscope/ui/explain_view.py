@@ -196,7 +196,7 @@ def render_applied() -> None:
     with st.container(border=True, key="applied"):
         st.markdown(f":material/check_circle: **Applied for every session:** "
                     f"{md(record['description'], 300)} ({md(title)}). Across the "
-                    f"{len(state.corpus().sessions)} loaded sessions: {record['summary']}.")
+                    f"{len(state.corpus().sessions):,} loaded sessions: {record['summary']}.")
         c1, c2, _ = st.columns([1, 1, 4])
         c1.button("Undo", key="applied.undo", on_click=_undo, icon=":material/undo:",
                   help="Put the settings back as they were before this change.")

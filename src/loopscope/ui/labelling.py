@@ -379,8 +379,8 @@ def label_table(
     counts = labels.counts() if isinstance(labels, LabelSet) else {}
     where = label_root(corpus)
     st.caption(
-        f"{counts.get('loop', 0)} real loop(s), {counts.get('ok', 0)} good session(s), "
-        f"{len(sources) - sum(1 for s in sources if s in labels)} not labelled. "
+        f"{counts.get('loop', 0):,} real loop(s), {counts.get('ok', 0):,} good session(s), "
+        f"{len(sources) - sum(1 for s in sources if s in labels):,} not labelled. "
         + (f"Saved in labels.csv under {escape_for_display(where, 120)}." if where else "")
     )
 

@@ -50,7 +50,7 @@ def _fmt(value: float | int | None, metric: str) -> str:
         return "–"
     if metric in ("precision", "recall"):
         return f"{value:.0%}"
-    return str(value)
+    return f"{value:,}"
 
 
 def _label_note() -> str:
@@ -94,7 +94,7 @@ def render_pair(a: Metrics, b: Metrics, *, names: tuple[str, str] = ("A", "B")) 
         delta: str | None = None
         if va is not None and vb is not None and va != vb:
             diff = vb - va
-            delta = f"{diff:+.0%}" if metric in ("precision", "recall") else f"{diff:+d}"
+            delta = f"{diff:+.0%}" if metric in ("precision", "recall") else f"{diff:+,d}"
         with col:
             st.metric(
                 label,

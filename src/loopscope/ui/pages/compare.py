@@ -144,10 +144,10 @@ def _differences(engine: str) -> list[str]:
 def _summary(result: CompareResult) -> None:
     s = result.summary
     cols = st.columns(4)
-    cols[0].metric("Gain a refusal", s["gained"], help=CHANGE_TEXT["gained"])
-    cols[1].metric("Lose a refusal", s["lost"], help=CHANGE_TEXT["lost"])
-    cols[2].metric("Refusal moves", s["moved"], help=CHANGE_TEXT["moved"])
-    cols[3].metric("Unchanged", s["same"])
+    cols[0].metric("Gain a refusal", f"{s['gained']:,}", help=CHANGE_TEXT["gained"])
+    cols[1].metric("Lose a refusal", f"{s['lost']:,}", help=CHANGE_TEXT["lost"])
+    cols[2].metric("Refusal moves", f"{s['moved']:,}", help=CHANGE_TEXT["moved"])
+    cols[3].metric("Unchanged", f"{s['same']:,}")
 
 
 def _changes(result: CompareResult, engine: str) -> None:

@@ -28,11 +28,11 @@ def render() -> None:
     n_warn = sum(1 for p in problems if p.severity == "warning")
     n_info = sum(1 for p in problems if p.severity == "info")
     c = st.columns(5)
-    c[0].metric("Files", len(report.files))
-    c[1].metric("Sessions", len(corpus.sessions))
-    c[2].metric("Files with errors", sum(1 for f in report.files if f.has_errors))
-    c[3].metric("Warnings", n_warn)
-    c[4].metric("Other files ignored", report.ignored_files,
+    c[0].metric("Files", f"{len(report.files):,}")
+    c[1].metric("Sessions", f"{len(corpus.sessions):,}")
+    c[2].metric("Files with errors", f"{sum(1 for f in report.files if f.has_errors):,}")
+    c[3].metric("Warnings", f"{n_warn:,}")
+    c[4].metric("Other files ignored", f"{report.ignored_files:,}",
                 help="Files a folder scan skipped because of their extension.")
     st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {n_err} errors, {n_warn} warnings, "
                f"{n_info} notes. Files with problems never stop the other files.")

@@ -290,7 +290,7 @@ def render() -> None:
     axes = [y_axis, x_axis]
     size = len(y_axis.values) * len(x_axis.values)
     st.caption(
-        f"{size} configurations × {len(corpus.sessions)} sessions. Every other setting is the "
+        f"{size} configurations × {len(corpus.sessions):,} sessions. Every other setting is the "
         "sidebar's."
     )
     too_big = size > MAX_UI_CELLS

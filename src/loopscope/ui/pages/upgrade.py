@@ -124,13 +124,13 @@ def render() -> None:
         st.code(text, language=None, wrap_lines=True)
     cols = st.columns(len(CLASSES))
     for col, (field, title) in zip(cols, CLASSES, strict=True):
-        col.metric(title.capitalize(), len(getattr(impact, field)))
+        col.metric(title.capitalize(), f"{len(getattr(impact, field)):,}")
     if any(labels):
         l1, l2, l3, l4 = st.columns(4)
-        l1.metric("Loops newly caught", len(impact.loops_newly_caught))
-        l2.metric("Loops now missed", len(impact.loops_no_longer_caught))
-        l3.metric("Good sessions newly refused", len(impact.good_newly_refused))
-        l4.metric("Good sessions freed", len(impact.good_no_longer_refused))
+        l1.metric("Loops newly caught", f"{len(impact.loops_newly_caught):,}")
+        l2.metric("Loops now missed", f"{len(impact.loops_no_longer_caught):,}")
+        l3.metric("Good sessions newly refused", f"{len(impact.good_newly_refused):,}")
+        l4.metric("Good sessions freed", f"{len(impact.good_no_longer_refused):,}")
     else:
         st.caption("No session is labelled: label sessions to see which changes are right.")
 
