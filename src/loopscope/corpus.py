@@ -112,7 +112,7 @@ class Corpus:
                 with CollectorPaused():
                     for i, s in enumerate(self.sessions):
                         if progress is not None and i % 200 == 0:
-                            progress(i / n, f"Preparing {len(self.sessions)} sessions for "
+                            progress(i / n, f"Preparing {len(self.sessions):,} sessions for "
                                             f"{eng.title}")
                         found.append(eng.prepare(s, version))
                 self._prepared[key] = found
@@ -335,7 +335,7 @@ def build_corpus(
         on_large()
     labels, label_problems, label_file = load_labels(root)
     if progress:
-        progress(1.0, f"Loaded {len(sessions)} sessions")
+        progress(1.0, f"Loaded {len(sessions):,} sessions")
     corpus = Corpus(
         fingerprint=fingerprint,
         origin=origin,

@@ -45,6 +45,9 @@ def test_no_change_says_so() -> None:
     assert text == ("Moving OpenClaw from 2026.6.11 to 2026.7.35 with the same settings changes "
                     "nothing for these 2 sessions: every session is refused, or let through, "
                     "exactly where it was before.")
+    many = [None] * 20_000
+    assert "nothing for these 20,000 sessions:" in summary_text(
+        upgrade_impact(many, many), "OpenClaw", "2026.6.11", "2026.9.6")
 
 
 def test_sessions_must_match() -> None:

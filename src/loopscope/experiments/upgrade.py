@@ -116,7 +116,7 @@ def impact_of_compare(result: CompareResult, labels: Mapping[str, Any]) -> Upgra
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
 def _join(parts: Sequence[str]) -> str:
