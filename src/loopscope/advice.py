@@ -525,4 +525,4 @@ def _advice_verdict(goal: Goal, used: Goal, advised: Sequence[AdvisedChange],
         return prefix + f"The smallest change that {what} changes no other session."
     n = len(recommended.others.sessions)
     return (prefix + f"The smallest change that {what} without going against a label also "
-            f"changes {n} other session{'s' if n != 1 else ''}.")
+            f"changes {n:,} other session{'s' if n != 1 else ''}.")
