@@ -415,6 +415,9 @@ def test_counts_past_a_thousand_are_written_with_separators(
         at.run()
         assert {m.label: m.value for m in at.metric}["Unchanged"] == "1,001"
         assert any(m.label == "Sessions refused" and m.value == "1,001" for m in at.metric)
+        at.switch_page(str((PAGES / "sweep.py").relative_to(ROOT)))
+        at.run()
+        assert any("labelled good work, of 1,001." in c.value for c in at.caption)
     finally:
         st.cache_resource.clear()
 

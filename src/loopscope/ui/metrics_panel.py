@@ -58,8 +58,8 @@ def _label_note() -> str:
     counts = labels.counts()
     n = len(state.corpus().sessions)
     return (
-        f"Against {counts['loop']} session(s) labelled a real loop and {counts['ok']} labelled "
-        f"good work, of {n}. Unlabelled sessions count only in “Sessions refused”."
+        f"Against {counts['loop']:,} session(s) labelled a real loop and {counts['ok']:,} "
+        f"labelled good work, of {n:,}. Unlabelled sessions count only in “Sessions refused”."
     )
 
 
