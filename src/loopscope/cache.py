@@ -599,17 +599,15 @@ def stats() -> tuple[int, int]:
 
 def clear() -> tuple[int, int]:
     """Delete every entry and snapshot; ``(entries, bytes)`` removed, counted as :func:`stats`
-    counts them. Only this cache's own
-    files (``<2 hex>/<64 hex>.json``, ``corpus/<64 hex>.npz``, ``.last`` and ``.root`` and
-    unfinished ``.part-*``) are touched."""
+    counts them (the pointer files and unfinished writes go too, but are not entries). Only
+    this cache's own files (``<2 hex>/<64 hex>.json``, ``corpus/<64 hex>.npz``, ``.last`` and
+    ``.root`` and unfinished ``.part-*``) are touched."""
     count = size = 0
     root = cache_dir()
     if not root.is_dir():
         return 0, 0
     for path in _cached_files(root):
         with _quiet():
-            # (counted as :func:`stats` counts them: the pointers and unfinished writes go
-            # too, but are not entries)
             entry = not (path.name.startswith(".part-") or path.suffix in _MARKS)
             length = path.stat().st_size
             path.unlink()

@@ -461,6 +461,7 @@ def time_left(elapsed_s: float, done: int, total: int) -> str:
         return f" · about {max(10, 5 * round(left / 5))} s left"
     return f" · about {round(left / 60)} min left"
 
+
 # What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
 _Part = tuple[str, Any]
 _Runs = dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]]
