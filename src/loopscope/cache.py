@@ -582,6 +582,12 @@ _MARKS = (".last", ".root")
 """Small files that point at snapshots: not entries, never pruned (cleared with the rest)."""
 
 
+def _is_entry(path: Path) -> bool:
+    """An entry or a snapshot, as :func:`stats` counts and :func:`prune` deletes them: not a
+    pointer file (:data:`_MARKS`) nor an unfinished write."""
+    return not (path.name.startswith(".part-") or path.suffix in _MARKS)
+
+
 def stats() -> tuple[int, int]:
     """``(entries, bytes)`` in the cache (corpus snapshots count as entries)."""
     count = size = 0
@@ -589,7 +595,7 @@ def stats() -> tuple[int, int]:
     if not root.is_dir():
         return 0, 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-") or path.suffix in _MARKS:
+        if not _is_entry(path):
             continue
         with _quiet():
             size += path.stat().st_size
@@ -608,7 +614,7 @@ def clear() -> tuple[int, int]:
         return 0, 0
     for path in _cached_files(root):
         with _quiet():
-            entry = not (path.name.startswith(".part-") or path.suffix in _MARKS)
+            entry = _is_entry(path)
             length = path.stat().st_size
             path.unlink()
             count += entry
@@ -635,7 +641,7 @@ def prune(max_bytes: int | None = None) -> int:
     entries = []
     total = 0
     for path in _cached_files(root):
-        if path.name.startswith(".part-") or path.suffix in _MARKS:
+        if not _is_entry(path):
             continue
         with _quiet():
             st = path.stat()

@@ -27,7 +27,7 @@ from loopscope.model import Problem, Session, escape_for_display
 
 __all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "PreparedFile",
            "PreparedFolder", "Progress", "build_corpus", "every_engine", "ingest",
-           "prepared_folder_files", "read_prepared", "time_left"]
+           "prepared_folder_files", "read_prepared", "reading_message", "time_left"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -462,6 +462,19 @@ def time_left(elapsed_s: float, done: int, total: int) -> str:
     return f" · about {round(left / 60)} min left"
 
 
+def reading_message(total: int, where: str) -> Callable[[int], str]:
+    """``message(done)``: "Read 3,840 of 20,000 files on 2 cores · about 20 s left", the time
+    left at the pace since this call (the ingest's progress, on this machine's cores or on a
+    Dask cluster)."""
+    started = _clock()
+
+    def message(done: int) -> str:
+        left = time_left(_clock() - started, done, total)
+        return f"Read {done:,} of {total:,} files on {where}{left}"
+
+    return message
+
+
 # What a part of the files gives back for one engine: ("table", columns) or ("list", objects).
 _Part = tuple[str, Any]
 _Runs = dict[tuple[str, str], tuple[dict[str, Any], tuple[str, ...]]]
@@ -504,7 +517,7 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
     context = multiprocessing.get_context("spawn")
     parts: list[_PartResult] = []
     done = 0
-    started = _clock()
+    message = reading_message(n, f"{workers} cores")
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
@@ -512,8 +525,7 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: list[tuple[str, str 
                 parts.append(part)
                 done += len(part[0])
                 if progress:
-                    left = time_left(_clock() - started, done, n)
-                    progress(done / n, f"Read {done:,} of {n:,} files on {workers} cores{left}")
+                    progress(done / n, message(done))
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.

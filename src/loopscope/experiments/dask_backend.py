@@ -16,7 +16,6 @@ arrays, so this machine never holds the sessions themselves.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -122,7 +121,7 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
     the files on ``client``'s cluster (``chunk`` files per task; by default about four tasks
     per worker, 8 to 256 files each), for ``build_corpus(..., ingest_with=...)``."""
     distributed = _distributed()
-    from loopscope.corpus import ingest_part, join_parts, time_left
+    from loopscope.corpus import ingest_part, join_parts, reading_message
 
     def run(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
             workers: int | None = None, progress: IngestProgress | None = None) -> Ingested:
@@ -135,16 +134,14 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[Any] = [None] * len(futures)
         done = 0
-        started = time.monotonic()
+        message = reading_message(n, "the Dask cluster")
         try:
             for future in distributed.as_completed(futures):
                 i = index[future.key]
                 results[i] = future.result()
                 done += len(parts[i])
                 if progress is not None:
-                    left = time_left(time.monotonic() - started, done, n)
-                    progress(done / max(n, 1), f"Read {done:,} of {n:,} files on the Dask "
-                                               f"cluster{left}")
+                    progress(done / max(n, 1), message(done))
         except BaseException:
             client.cancel(futures)
             raise
