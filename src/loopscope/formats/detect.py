@@ -73,7 +73,7 @@ FORMAT_NAMES = {
     "openinference_spans": "OpenInference spans (Phoenix)",
     "langsmith_runs": "LangSmith runs",
     "langfuse_observations": "Langfuse observations",
-    "otel_genai": "OpenTelemetry GenAI spans (OTLP JSON)",
+    "otel_genai": "OpenTelemetry spans (OTLP JSON)",
 }
 
 # ------------------------------------------------------------------------ descriptions
