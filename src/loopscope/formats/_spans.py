@@ -127,6 +127,8 @@ def span_step(span: SpanRecord, trace_inputs: dict[str, Any]) -> Step | None:
     elif rules == "langfuse":
         step = observation_step(_observation(span, failed), span.order, span.origin,
                                 trace_inputs)
+        if step is not None:  # one time scale for the trace's spans, whatever their rules
+            step.start, step.timestamp = span.start, span.timestamp
     else:
         step = _genai_step(span, attrs, common, failed)
     if step is not None and step.kind == "input":

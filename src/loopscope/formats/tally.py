@@ -620,23 +620,13 @@ def _otlp_record(value: Any, line: int, saw: Saw) -> None:
 
 
 def _console_document(value: Any, saw: Saw) -> None:
-    """Console-exporter spans: one span object, or the spans one after another (a list; the
-    repeats of a span printed twice are one span, as the importer reads them)."""
+    """Console-exporter spans: one span object, or the spans one after another (a list; a span
+    printed twice is counted twice, and the importer sets the repeat's calls aside)."""
     if type(value) is dict:
         _span(value, "", saw)
-        return
-    if type(value) is not list:
-        return
-    seen: set[tuple[Any, Any]] = set()
-    for i, span in enumerate(value):
-        context = span.get("context") if type(span) is dict else None
-        if type(context) is dict:
-            key = (context.get("trace_id"), context.get("span_id"))
-            if isinstance(key[0], str) and isinstance(key[1], str):
-                if key in seen:
-                    continue
-                seen.add(key)
-        _span(span, f"/{i}", saw)
+    elif type(value) is list:
+        for i, span in enumerate(value):
+            _span(span, f"/{i}", saw)
 
 
 def _console_record(value: Any, line: int, saw: Saw) -> None:
