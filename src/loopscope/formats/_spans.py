@@ -256,8 +256,11 @@ def output_parts(messages: Any) -> tuple[str, list[ModelCall]]:
 def _task(messages: Any) -> str:
     if not isinstance(messages, list):
         return as_text(messages)
-    texts = [p["content"] for m in messages if isinstance(m, dict) and m.get("role") == "user"
-             for p in (m.get("parts") if isinstance(m.get("parts"), list) else [])
-             if isinstance(p, dict) and p.get("type") == "text"
-             and isinstance(p.get("content"), str)]
+    texts: list[str] = []
+    for message in messages:
+        parts = message.get("parts") if isinstance(message, dict) \
+            and message.get("role") == "user" else None
+        if isinstance(parts, list):
+            texts.extend(p["content"] for p in parts if isinstance(p, dict)
+                         and p.get("type") == "text" and isinstance(p.get("content"), str))
     return texts[-1] if texts else ""
