@@ -314,3 +314,33 @@ def test_a_damaged_console_dump_keeps_the_spans_before_the_damage(tmp_path: Path
     assert result.detection.format == "otel_console"
     assert [len(s.calls) for s in result.sessions] == [2]
     assert "unknown_record_type" in codes(result)
+
+
+def _otlp(*spans: tuple[str, str, dict[str, str], list[tuple[str, dict[str, str]]]]) -> str:
+    def attrs(values: dict[str, str]) -> list[dict[str, Any]]:
+        return [{"key": k, "value": {"stringValue": v}} for k, v in values.items()]
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "t1", "spanId": sid, "parentSpanId": "", "name": sid,
+         "startTimeUnixNano": str(1777885200000000000 + n), "attributes": attrs(a),
+         "events": [{"name": e, "attributes": attrs(ea)} for e, ea in events]}
+        for n, (sid, _, a, events) in enumerate(spans)]}]}]})
+
+
+def test_newest_genai_output_in_an_event_and_under_a_langfuse_generation(
+        tmp_path: Path) -> None:
+    parts = json.dumps([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "c1", "name": "ls", "arguments": {"path": "."}}]}])
+    more = json.dumps([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "c2", "name": "cat", "arguments": {"path": "a"}}]}])
+    text = _otlp(
+        ("s1", "", {"langfuse.observation.type": "generation",
+                    "gen_ai.output.messages": parts}, []),
+        ("s2", "", {"gen_ai.operation.name": "chat"},
+         [("gen_ai.client.inference.operation.details", {"gen_ai.output.messages": more})]),
+        ("s3", "", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "cat",
+                    "gen_ai.tool.call.id": "c2", "gen_ai.tool.call.result": "hello"}, []))
+    result = load_file(write(tmp_path, "e.json", text))
+    (session,) = result.sessions
+    assert shape(session) == "A0[ls] A1[cat] R1"
+    assert [c.arguments for c in session.calls] == [{"path": "."}, {"path": "a"}]
+    assert (result.calls_seen, result.calls_imported, result.calls_lost) == (3, 2, 0)

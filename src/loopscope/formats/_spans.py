@@ -16,7 +16,8 @@ for **each span**, never from the file's first span:
   :func:`langfuse_observations.observation_step`; where a ``langfuse.*`` attribute is missing
   the ``gen_ai.*`` and OpenInference ones Langfuse itself falls back to are read
   (``gen_ai.prompt`` / ``input.value`` for the input, ``gen_ai.completion`` / ``output.value``
-  for the output, ``gen_ai.request.model`` for the model). A ``span`` or ``event`` that also
+  for the output, ``gen_ai.request.model`` for the model); a generation with none of these
+  outputs is read by the GenAI rules for its output (``gen_ai.output.messages`` …). A ``span`` or ``event`` that also
   names a GenAI operation is read by the GenAI rules.
 * **OpenTelemetry GenAI** (``gen_ai.operation.name``): ``execute_tool`` is a tool execution
   (``gen_ai.tool.name``, ``gen_ai.tool.call.id``, opt-in ``gen_ai.tool.call.arguments`` /
@@ -49,14 +50,14 @@ from loopscope.formats.langfuse_observations import (
 from loopscope.formats.openinference_spans import attribute_step, unflatten
 from loopscope.model import Origin
 
-__all__ = ["SPAN_CONTENT_KEYS", "SpanRecord", "convention", "span_step"]
+__all__ = ["SpanRecord", "convention", "output_parts", "span_step"]
 
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _COMPLETION_EVENT = "gen_ai.content.completion"
 _INDEXED_COMPLETION = re.compile(r"^gen_ai\.completion\.\d+\.")
 
-SPAN_CONTENT_KEYS = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+_LANGFUSE_OUTPUT = ("langfuse.observation.output", "gen_ai.completion", "output.value")
 
 
 @dataclass
@@ -129,6 +130,8 @@ def span_step(span: SpanRecord, trace_inputs: dict[str, Any]) -> Step | None:
                                 trace_inputs)
         if step is not None:  # one time scale for the trace's spans, whatever their rules
             step.start, step.timestamp = span.start, span.timestamp
+            if step.kind == "model" and _first(attrs, *_LANGFUSE_OUTPUT) is None:
+                step.text, step.calls = _genai_output(attrs, span.events)
     else:
         step = _genai_step(span, attrs, common, failed)
     if step is not None and step.kind == "input":
@@ -151,7 +154,7 @@ def _observation(span: SpanRecord, failed: bool) -> dict[str, Any]:
     input_keys = ["langfuse.observation.input", "gen_ai.prompt", "input.value"]
     if ltype == "TOOL":
         input_keys.insert(1, "gen_ai.tool.call.arguments")
-    output = _first(attrs, "langfuse.observation.output", "gen_ai.completion", "output.value",
+    output = _first(attrs, *_LANGFUSE_OUTPUT,
                     "gen_ai.tool.call.result" if ltype == "TOOL" else "")
     level = attrs.get("langfuse.observation.level")
     call_id = _first(attrs, "langfuse.observation.metadata.tool_call_id", "gen_ai.tool.call.id",

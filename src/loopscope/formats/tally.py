@@ -556,11 +556,13 @@ def _span_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]],
             ltype.lower() not in ("span", "event") or "gen_ai.operation.name" not in attrs):
         if ltype.upper() == "TOOL":
             saw((anchor, attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or name))
-        elif ltype.upper() == "GENERATION":
-            for key in ("langfuse.observation.output", "gen_ai.completion", "output.value"):
-                if attrs.get(key) is not None:
-                    _openai_output(_json_text(attrs[key]), anchor, saw)
-                    break
+        if ltype.upper() != "GENERATION":
+            return
+        for key in ("langfuse.observation.output", "gen_ai.completion", "output.value"):
+            if attrs.get(key) is not None:
+                _openai_output(_json_text(attrs[key]), anchor, saw)
+                return
+        _genai_output_calls(attrs, events, anchor, saw)
         return
     operation = attrs.get("gen_ai.operation.name")
     if operation is None and isinstance(attrs.get("llm.request.type"), str):
@@ -568,8 +570,12 @@ def _span_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]],
     if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attrs):
         saw((anchor, attrs.get("gen_ai.tool.name") or name))
         return
-    if operation is not None and operation not in _GENAI_MODEL_OPERATIONS:
-        return
+    if operation is None or operation in _GENAI_MODEL_OPERATIONS:
+        _genai_output_calls(attrs, events, anchor, saw)
+
+
+def _genai_output_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]],
+                        anchor: Anchor, saw: Saw) -> None:
     details = [a for n, a in events if n == "gen_ai.client.inference.operation.details"]
     for source in [attrs, *details]:
         if "gen_ai.output.messages" in source:
