@@ -104,3 +104,20 @@ def test_replay_reads_the_trajectory_end_to_end() -> None:
     rows = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
     assert len(rows) == 1
     assert rows[0]["format"] == "mini_swe_agent_traj"
+
+
+def test_a_trajectory_without_its_format_tag_is_found_by_its_content(tmp_path: Path) -> None:
+    value = json.loads((FIXTURES / NAME).read_text())
+    del value["trajectory_format"]
+    by_info = load_file(write(tmp_path, "a.json", json.dumps(value)))
+    assert by_info.detection.format == "mini_swe_agent_traj"
+    del value["info"]
+    by_messages = load_file(write(tmp_path, "b.json", json.dumps(value)))
+    assert by_messages.detection.format == "mini_swe_agent_traj"
+    assert by_messages.calls_imported == by_messages.calls_seen == 4
+    # a chat that only mentions a return code is still OpenAI chat
+    chat = {"messages": [{"role": "user", "content": "hi"},
+                         {"role": "assistant", "content": "no code here"},
+                         {"role": "user", "content": "<returncode>0</returncode>"}]}
+    assert load_file(write(tmp_path, "c.json", json.dumps(chat))).detection.format \
+        == "openai_chat"

@@ -251,6 +251,39 @@ def _is_gemini_contents(value: Any) -> bool:
             and any(c["role"] == "model" for c in value))
 
 
+_RETURNCODE_OBSERVATION = re.compile(r"\A\s*<returncode>-?\d+</returncode>")
+
+
+def _mini_swe_content(v: dict[str, Any]) -> bool:
+    """A mini-swe-agent trajectory without its ``trajectory_format`` (a copy, another tool's
+    re-save): ``info`` names the agent (``mini_version``, a ``minisweagent`` class), or the
+    messages hold no OpenAI tool field and a reply with one fenced ``bash`` block is answered
+    by a ``<returncode>`` observation."""
+    messages = v.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return False
+    info = v.get("info")
+    if isinstance(info, dict):
+        config = info.get("config")
+        agent_type = config.get("agent_type") if isinstance(config, dict) else None
+        if "mini_version" in info or (isinstance(agent_type, str)
+                                      and agent_type.startswith("minisweagent.")):
+            return True
+    if _openai_chat_fields(messages):
+        return False
+    previous: Any = None
+    for message in messages:
+        if (isinstance(message, dict) and message.get("role") == "user"
+                and isinstance(previous, dict) and previous.get("role") == "assistant"
+                and isinstance(message.get("content"), str)
+                and isinstance(previous.get("content"), str)
+                and _RETURNCODE_OBSERVATION.match(message["content"])
+                and previous["content"].count("```bash") == 1):
+            return True
+        previous = message
+    return False
+
+
 def document_signature(v: Any) -> Detection | None:
     """D1–D10 on a whole parsed value; ``None`` when nothing matches."""
     doc: Layout = "document"
@@ -277,6 +310,11 @@ def document_signature(v: Any) -> Detection | None:
         if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
             return Detection("mini_swe_agent_traj", doc,
                              "JSON object with trajectory_format mini-swe-agent (D3)")
+        if _mini_swe_content(v):
+            return Detection("mini_swe_agent_traj", doc,
+                             "JSON object with messages whose replies run one fenced bash block "
+                             "and whose observations start with <returncode> (D3, "
+                             "mini-swe-agent)")
     if isinstance(v, list) and v and isinstance(v[0], dict) and "task_id" in v[0] \
             and isinstance(v[0].get("traj"), list):
         return Detection("tau_bench", doc, "JSON array of task results with traj (D4)")
