@@ -20,7 +20,7 @@ DOCUMENTS: list[tuple[str, Any, str | None]] = [
     ("D1-header", {"eval": {}, "version": 2, "status": "success"}, "inspect_eval"),
     ("D2", {"trajectory": [{"action": "ls", "observation": ""}], "history": []},
      "swe_agent_traj"),
-    ("D3", {"trajectory_format": "mini-swe-agent-1", "messages": [MSG]}, None),
+    ("D3", {"trajectory_format": "mini-swe-agent-1", "messages": [MSG]}, "mini_swe_agent_traj"),
     ("D4", [{"task_id": 1, "traj": [MSG], "reward": 1.0}], "tau_bench"),
     ("D5", {"messages": [MSG], "response": {"choices": []}}, "openai_chat"),
     ("D6", {"sessionId": "s", "messages": [{"type": "user", "content": "x"},
@@ -57,11 +57,13 @@ def test_document_rows(row: str, value: Any, expected: str | None, tmp_path: Pat
     assert detect_format(path).format == expected
 
 
-def test_d3_is_unsupported_variant(tmp_path: Path) -> None:
-    value = {"trajectory_format": "mini-swe-agent-1", "messages": [MSG]}
+def test_d3_mini_swe_agent_is_read_not_taken_for_openai_chat(tmp_path: Path) -> None:
+    value = {"trajectory_format": "mini-swe-agent-1", "messages": [
+        MSG, {"role": "assistant", "content": "```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"}]}
     result = load_file(write(tmp_path, "mini.json", json.dumps(value, indent=1)))
-    assert codes(result) == ["unsupported_variant"]
-    assert "mini-swe-agent" in result.problems[0].message
+    assert result.detection.format == "mini_swe_agent_traj"
+    assert [c.name for c in result.sessions[0].calls] == ["bash"]
 
 
 RECORDS: list[tuple[str, list[Any], str]] = [

@@ -47,6 +47,35 @@ SEEDS: list[bytes] = [
         {"type": "message", "id": "a", "parentId": None, "message": {"role": "user",
                                                                     "content": "x"}}]),
     b"# Claude Session Export\n\n## Conversation\n\n### User\n\nhello\n",
+    # OTLP spans of three conventions (OpenInference, Langfuse, GenAI), one export per line
+    b"".join(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "t", "spanId": sid, "parentSpanId": parent, "name": "n",
+         "startTimeUnixNano": str(n), "attributes": [
+             {"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}]}]}]})
+        .encode() + b"\n" for n, (sid, parent, attrs) in enumerate([
+            ("a", "", {"openinference.span.kind": "CHAIN", "input.value": "go"}),
+            ("b", "a", {"openinference.span.kind": "LLM",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+                        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name":
+                            "run"}),
+            ("c", "a", {"langfuse.observation.type": "tool", "gen_ai.tool.call.id": "c1",
+                        "langfuse.observation.output": "{\"ok\": 1}"}),
+            ("d", "a", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ls"}),
+        ])),
+    # the Python console exporter: indented spans one after another, one printed twice
+    b"".join(json.dumps({"name": "t", "context": {"trace_id": "0x1", "span_id": f"0x{k}"},
+                         "kind": "SpanKind.INTERNAL", "parent_id": None,
+                         "start_time": f"2026-01-01T00:00:0{k}.000000Z",
+                         "status": {"status_code": "UNSET"},
+                         "attributes": {"gen_ai.operation.name": "execute_tool",
+                                        "gen_ai.tool.name": "ls"},
+                         "events": [], "resource": {"attributes": {}}}, indent=4).encode()
+             + b"\n" for k in (1, 2, 2)),
+    json.dumps({"trajectory_format": "mini-swe-agent-1", "info": {}, "messages": [
+        {"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"},
+    ]}).encode(),
 ]
 
 SMALL = ImportLimits(max_line_bytes=4096, max_json_depth=64, max_value_chars=500,

@@ -513,17 +513,19 @@ def test_otel_genai_with_content() -> None:
     assert session.calls[1].arguments == {"command": "rm -rf /var/log/journal"}
     assert [e.text for e in session.events if e.kind == "tool_result"] == [
         "41G\t/var/log", "Permission denied"]
-    assert "opt_in_content" not in codes(result)
+    assert "content_not_captured" not in codes(result)
     assert_tally(result, seen=3, set_aside=1)
 
 
-def test_otel_genai_without_opt_in_content_says_so() -> None:
+def test_otel_genai_without_opt_in_content_warns_once_for_the_file() -> None:
     result = fixture("otel_genai_no_content.jsonl")
     assert result.detection.format == "otel_genai"
     assert calls_per_session(result) == [4]
     assert [c.raw_arguments for c in result.sessions[0].calls] == [None] * 4
-    note = next(p for p in result.problems if p.code == "opt_in_content")
-    assert "can only see names" in note.message
+    (warning,) = [p for p in result.problems if p.code == "content_not_captured"]
+    assert warning.severity == "warning"
+    assert warning.source == result.path  # the file, not one of its sessions
+    assert "see only tool names" in warning.message
     assert_tally(result, seen=4)
 
 

@@ -190,6 +190,15 @@ def _seed(path: Path) -> Seed | None:
     suffix = path.suffix or ".json"
     if suffix == ".md":
         return Seed(path.name, fmt, suffix, raw[:32 * 1024], None, False)
+    if suffix == ".txt":  # a console exporter's dump: JSON objects one after another
+        text, decoder, objects, i = raw.decode(), json.JSONDecoder(), [], 0
+        while i < len(text):
+            if text[i] == "{":
+                obj, i = decoder.raw_decode(text, i)
+                objects.append(obj)
+            else:
+                i = text.find("\n", i) + 1 or len(text)
+        return Seed(path.name, fmt, suffix, raw, _shrink(objects), False)
     try:
         value = json.loads(raw)
     except ValueError:
@@ -233,7 +242,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
 SAMPLE_SEEDS = _seeds_from(sorted(
     [p for p in SAMPLES.iterdir() if p.suffix in (".json", ".jsonl")]
     # the trace-store fixtures: formats no sample or corpus file is in
-    + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl")]))
+    + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl", ".txt")]))
 CORPUS_SEEDS = _seeds_from(_corpus_paths())
 
 

@@ -55,3 +55,32 @@ def test_rows_say_what_was_not_imported(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     (row,) = calls_rows([load_file(str(path))], lambda p: Path(p).name)
     assert (row["calls seen"], row["calls imported"], row["not imported"]) == (1, 0, 1)
+
+
+def test_capture_off_warning_is_shown_beside_its_file(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace whose tool calls carry no arguments or results: the file's entry in the import
+    report is open (a warning) and lists content_not_captured."""
+    import shutil
+
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    shutil.copy(FIXTURES / "otlp_capture_off.json", tmp_path / "otlp_capture_off.json")
+    shutil.copy(FIXTURES / "otlp_langfuse.jsonl", tmp_path / "otlp_langfuse.jsonl")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["source"] = "folder"
+    at.query_params["folder"] = str(tmp_path)
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    entries = {re.sub(r"\\(.)", r"\1", e.label).split(" — ")[0]: e for e in at.expander}
+    off = next(e for name, e in entries.items() if name.endswith("otlp_capture_off.json"))
+    assert "warning" in off.label
+    frame = off.dataframe[0].value
+    row = frame[frame["code"] == "content_not_captured"].iloc[0]
+    assert row["severity"] == "warning"
+    assert row["file"].endswith("otlp_capture_off.json")
+    assert "see only tool names" in row["problem"]
+    full = next(e for name, e in entries.items() if name.endswith("otlp_langfuse.jsonl"))
+    assert not any("content_not_captured" in list(d.value.get("code", []))
+                   for d in full.dataframe)

@@ -155,14 +155,29 @@ def _depths(steps: list[Step]) -> dict[int, int]:
     return depths
 
 
+CONTENT_NOT_CAPTURED = (
+    "{n} of {total} trace(s) record tool calls with neither arguments nor results (the "
+    "instrumentation's content capture was off: GenAI's opt-in gen_ai.tool.call.arguments / "
+    "result, OpenInference's hidden inputs and outputs, Langfuse's masked input and output): "
+    "result-aware guards see only tool names")
+
+
 def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent: AgentInfo,
-             trace_note: str | None = None) -> Iterator[Session | None]:
-    """One session per trace, in order of each trace's first record in the file."""
+             tally_steps: bool = True) -> Iterator[Session | None]:
+    """One session per trace, in order of each trace's first record in the file.
+
+    ``tally_steps``: tell every call of the steps to the file's call tally (formats whose
+    records the tally cannot count itself); ``False`` where ``tally`` has a counter of its own
+    for the raw records. Traces whose calls carry no arguments and no results at all are
+    warned of once for the file (``content_not_captured``)."""
     traces: dict[str, list[Step]] = {}
     tally = ctx.tally
-    tally.counted = True
+    if tally_steps:
+        tally.counted = True
     for step in steps:
         traces.setdefault(step.trace, []).append(step)
+        if not tally_steps:
+            continue
         # Every call the records hold, told as read (before any pairing could lose one).
         anchor = step.origin.line if step.origin.line is not None else step.origin.pointer
         if step.kind == "model":
@@ -170,20 +185,39 @@ def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent
                 tally.saw(anchor, call.name)
         elif step.kind == "tool":
             tally.saw(anchor, step.name)
+    blind = sum(1 for trace_steps in traces.values() if _content_not_captured(trace_steps))
+    if blind:
+        ctx.problem("warning", "content_not_captured",
+                    CONTENT_NOT_CAPTURED.format(n=blind, total=len(traces)))
     several = len(traces) > 1
     for n, (trace, trace_steps) in enumerate(traces.items()):
         candidate = n if several else None
         try:
             depth = _depths(trace_steps)
             ordered = sorted(trace_steps, key=lambda s: (s.start, depth[id(s)], s.order))
-            yield _session(trace, ordered, ctx, candidate, format_id, agent, trace_note)
+            yield _session(trace, ordered, ctx, candidate, format_id, agent)
         except Exception as exc:  # one bad trace never loses the others
             ctx.internal_error(exc, candidate=candidate)
             yield None
 
 
+def _content_not_captured(steps: list[Step]) -> bool:
+    """Whether a trace holds tool calls but not one argument or result of any of them."""
+    calls = False
+    for step in steps:
+        if step.kind == "model" and step.calls:
+            calls = True
+            if any(call.arguments is not None for call in step.calls):
+                return False
+        elif step.kind == "tool":
+            calls = True
+            if step.arguments is not None or step.has_output:
+                return False
+    return calls
+
+
 def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int | None,
-             format_id: str, agent: AgentInfo, trace_note: str | None) -> Session:
+             format_id: str, agent: AgentInfo) -> Session:
     def report(severity: Any, code: str, message: str, *, line: int | None = None,
                pointer: str | None = None, count: int = 1) -> None:
         ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
@@ -246,8 +280,6 @@ def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int |
             b.result(match.id, content, text, is_error=step.is_error, name=step.name
                      if isinstance(step.name, str) else None, meta=step.meta,
                      structure_call=match, timestamp=step.timestamp, origin=step.origin)
-    if trace_note:
-        report("info", "opt_in_content", trace_note)
     return b.build(id=trace, source=ctx.path, format=format_id, agent=agent, models=models,
                    metadata={"trace_id": trace}, report=report)
 

@@ -1,5 +1,5 @@
 """Format detection from the content, never only the file name: head sniff, layout, then
-signatures (document rows ``D1``–``D11``, JSONL record rows ``L1``–``L14``, named in the reasons).
+signatures (document rows ``D1``–``D11``, JSONL record rows ``L1``–``L15``, named in the reasons).
 
 :func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
 ``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
@@ -23,6 +23,7 @@ from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layou
 from loopscope.formats.langfuse_observations import is_observation
 from loopscope.formats.langsmith_runs import is_run
 from loopscope.formats.openinference_spans import is_span
+from loopscope.formats.otel_console import is_console_span
 from loopscope.formats.otel_genai import is_otlp
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
@@ -73,7 +74,9 @@ FORMAT_NAMES = {
     "openinference_spans": "OpenInference spans (Phoenix)",
     "langsmith_runs": "LangSmith runs",
     "langfuse_observations": "Langfuse observations",
-    "otel_genai": "OpenTelemetry GenAI spans (OTLP JSON)",
+    "otel_genai": "OpenTelemetry spans (OTLP JSON)",
+    "otel_console": "OpenTelemetry console exporter",
+    "mini_swe_agent_traj": "mini-swe-agent trajectory",
 }
 
 # ------------------------------------------------------------------------ descriptions
@@ -218,6 +221,13 @@ def _trace_store(v: Any) -> Detection | None:
     doc: Layout = "document"
     if is_otlp(v):
         return Detection("otel_genai", doc, "OTLP JSON export with resourceSpans (D11)")
+    if is_console_span(v):
+        return Detection("otel_console", doc, "a span as the OpenTelemetry console exporter "
+                                              "prints it (D11)")
+    if isinstance(v, list) and v and sum(1 for item in v[:SAMPLE_RECORDS]
+                                         if is_console_span(item)) * 2 > len(v[:SAMPLE_RECORDS]):
+        return Detection("otel_console", doc, "JSON array of OpenTelemetry console-exporter "
+                                              "spans (D11)")
     items = v
     if isinstance(v, dict):
         items = next((v[k] for k in ("spans", "runs", "data", "observations")
@@ -239,6 +249,39 @@ def _is_gemini_contents(value: Any) -> bool:
             and all(isinstance(c, dict) and c.get("role") in ("user", "model")
                     and isinstance(c.get("parts"), list) for c in value)
             and any(c["role"] == "model" for c in value))
+
+
+_RETURNCODE_OBSERVATION = re.compile(r"\A\s*<returncode>-?\d+</returncode>")
+
+
+def _mini_swe_content(v: dict[str, Any]) -> bool:
+    """A mini-swe-agent trajectory without its ``trajectory_format`` (a copy, another tool's
+    re-save): ``info`` names the agent (``mini_version``, a ``minisweagent`` class), or the
+    messages hold no OpenAI tool field and a reply with one fenced ``bash`` block is answered
+    by a ``<returncode>`` observation."""
+    messages = v.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return False
+    info = v.get("info")
+    if isinstance(info, dict):
+        config = info.get("config")
+        agent_type = config.get("agent_type") if isinstance(config, dict) else None
+        if "mini_version" in info or (isinstance(agent_type, str)
+                                      and agent_type.startswith("minisweagent.")):
+            return True
+    if _openai_chat_fields(messages):
+        return False
+    previous: Any = None
+    for message in messages:
+        if (isinstance(message, dict) and message.get("role") == "user"
+                and isinstance(previous, dict) and previous.get("role") == "assistant"
+                and isinstance(message.get("content"), str)
+                and isinstance(previous.get("content"), str)
+                and _RETURNCODE_OBSERVATION.match(message["content"])
+                and previous["content"].count("```bash") == 1):
+            return True
+        previous = message
+    return False
 
 
 def document_signature(v: Any) -> Detection | None:
@@ -265,8 +308,13 @@ def document_signature(v: Any) -> Detection | None:
                              "retry agent)")
         tf = v.get("trajectory_format")
         if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
-            return Detection(None, doc, "mini-swe-agent trajectory (D3)", unsupported=(
-                "mini-swe-agent trajectories: actions live in assistant text; not supported"))
+            return Detection("mini_swe_agent_traj", doc,
+                             "JSON object with trajectory_format mini-swe-agent (D3)")
+        if _mini_swe_content(v):
+            return Detection("mini_swe_agent_traj", doc,
+                             "JSON object with messages whose replies run one fenced bash block "
+                             "and whose observations start with <returncode> (D3, "
+                             "mini-swe-agent)")
     if isinstance(v, list) and v and isinstance(v[0], dict) and "task_id" in v[0] \
             and isinstance(v[0].get("traj"), list):
         return Detection("tau_bench", doc, "JSON array of task results with traj (D4)")
@@ -360,7 +408,7 @@ _ROWS = [
     ("L4", "gemini_cli_stream"), ("L5", "gemini_cli_chat"), ("L6", "openhands_output"),
     ("L7", "claude_managed_events"), ("L8", "conversation"), ("L9", "message"),
     ("L10", "openai_responses"), ("L11", "otel_genai"), ("L12", "openinference_spans"),
-    ("L13", "langsmith_runs"), ("L14", "langfuse_observations"),
+    ("L13", "langsmith_runs"), ("L14", "langfuse_observations"), ("L15", "otel_console"),
 ]
 _ROW_TEXT = {
     "L1": "type+payload (Codex rollout)",
@@ -377,6 +425,7 @@ _ROW_TEXT = {
     "L12": "OpenInference spans",
     "L13": "LangSmith runs",
     "L14": "Langfuse observations",
+    "L15": "OpenTelemetry console-exporter spans",
 }
 
 
@@ -409,6 +458,8 @@ def _row(r: Any, first: bool, stream_context: bool) -> str | None:
     if "context" in r or "context.span_id" in r:
         if is_span(r):
             return "L12"
+        if is_console_span(r):
+            return "L15"
     elif "run_type" in r:
         if is_run(r):
             return "L13"
@@ -753,6 +804,9 @@ def _document(path: str, limits: ImportLimits, encoding: str,
     except jsonio.JsonError as exc:
         if _looks_like_jsonl(path, encoding, limits, data):
             return _jsonl(path, limits, encoding, notes, size, data)
+        printed = _printed_spans(text.data, limits, encoding, notes, size)
+        if printed is not None:
+            return printed
         if exc.kind == jsonio.TOO_DEEP:
             depth = min(limits.max_json_depth, jsonio.ORJSON_MAX_DEPTH)
             return _fail("document", "too_deep", f"JSON is nested deeper than {depth} levels "
@@ -785,6 +839,40 @@ def _document(path: str, limits: ImportLimits, encoding: str,
     return _fail("document", "unknown_format",
                  f"not a recorded-session format ({describe_value(value)})",
                  describe_value(value), notes=notes, size=size, value=value, has_value=True)
+
+
+_JS_CONSOLE = re.compile(rb"\A\s*\{\s*\n[ \t]+(?:resource|traceId|instrumentationScope|parentId)"
+                         rb":[ \t]")
+
+
+def _printed_spans(data: bytes, limits: ImportLimits, encoding: str,
+                   notes: list[tuple[str, str, str, int | None]], size: int) -> Probe | None:
+    """D11 for what a console exporter printed (a text that is no single JSON value): the
+    Python SDK's spans, JSON objects one after another (possibly with the program's own output
+    between them); the JavaScript SDK's ``console.dir`` dumps, named and refused."""
+    if _JS_CONSOLE.match(data):
+        return _fail("document", "unsupported_variant",
+                     "recognised as the OpenTelemetry JavaScript console exporter's output "
+                     "(console.dir of each span): it is not JSON (undefined values, strings "
+                     "cut at 10,000 characters, deeper values shown as [Object]) and cannot be "
+                     "read back without loss; not imported — export the spans with an OTLP "
+                     "exporter (a collector's file exporter writes OTLP JSON) instead",
+                     "OpenTelemetry JS console-exporter output", notes=notes, size=size)
+    found = jsonio.concatenated_objects(data, limits)
+    if found is None:
+        return None
+    objects, skipped = found
+    sample = objects[:SAMPLE_RECORDS]
+    if sum(1 for value in sample if is_console_span(value)) * 2 <= len(sample):
+        return None
+    if skipped:
+        notes.append(("info", "unknown_record_type",
+                      f"{skipped} line(s) between the printed spans are not JSON (the "
+                      "program's own output, or a span cut short); they were skipped", None))
+    return Probe(Detection("otel_console", "document",
+                           f"{len(objects)} JSON objects one after another, spans as the "
+                           "OpenTelemetry console exporter prints them (D11)"),
+                 encoding, objects, True, notes=notes, size=size)
 
 
 def _truncation_note(truncated: list[str],

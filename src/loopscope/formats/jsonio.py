@@ -892,3 +892,47 @@ def salvage_array(data: bytes, limits: ImportLimits) -> tuple[list[Any], int] | 
     if not elements:
         return None
     return elements, len(elements)
+
+
+CONCATENATED_FAILED_TRIES = 100
+""":func:`concatenated_objects` gives up after this many lines that start like an object but
+do not decode (each try may read to the end of the text)."""
+
+
+def concatenated_objects(data: bytes, limits: ImportLimits) -> tuple[list[Any], int] | None:
+    """JSON objects written one after another, each starting a line, as a program prints them
+    (OpenTelemetry's Python console exporter prints every span as indented JSON): ``(objects,
+    skipped)``, where ``skipped`` counts the other non-blank lines between them (the program's
+    own output, an object cut short). ``None`` when the text does not start with a complete
+    object. Each object obeys the depth and string-length rules of a whole document."""
+    text = data.decode("utf-8", "replace")
+    n = len(text)
+    max_depth = max(min(limits.max_json_depth, ORJSON_MAX_DEPTH) - 1, 0)
+    objects: list[Any] = []
+    skipped = failed = 0
+    i = 0
+    while i < n:
+        while i < n and text[i] in _WS:
+            i += 1
+        if i >= n:
+            break
+        value: Any = None
+        if text[i] == "{" and failed < CONCATENATED_FAILED_TRIES:
+            try:
+                value, end = _DECODER.raw_decode(text, i)
+                value = _walk(value, max_depth, limits.max_value_chars, None)
+            except (ValueError, RecursionError, JsonError):
+                value = None
+                failed += 1
+            if isinstance(value, dict):
+                objects.append(value)
+                i = end
+                continue
+        if not objects:
+            return None
+        skipped += 1
+        newline = text.find("\n", i)
+        if newline < 0:
+            break
+        i = newline + 1
+    return (objects, skipped) if objects else None

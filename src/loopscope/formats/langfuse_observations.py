@@ -35,7 +35,7 @@ OBSERVATION_TYPES = frozenset({"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "
                                "RETRIEVER", "EVALUATOR", "EMBEDDING", "GUARDRAIL"})
 
 __all__ = ["FORMAT_ID", "OBSERVATION_TYPES", "import_document", "import_records",
-           "is_observation"]
+           "is_observation", "message_calls", "observation_step"]
 
 
 def is_observation(value: Any) -> bool:
@@ -47,7 +47,10 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _message_calls(message: Any) -> tuple[str, list[ModelCall]]:
+def message_calls(message: Any) -> tuple[str, list[ModelCall]]:
+    """The text and tool calls of a model's output in the OpenAI shapes: a message with
+    ``tool_calls`` (``function`` or flat ``name``/``arguments``), a choice, or a list of them
+    (only assistant messages of a list count)."""
     if isinstance(message, list):  # several choices or messages: the assistant ones
         texts: list[str] = []
         found: list[ModelCall] = []
@@ -55,7 +58,7 @@ def _message_calls(message: Any) -> tuple[str, list[ModelCall]]:
             if isinstance(item, dict) and isinstance(item.get("role"), str) \
                     and item["role"] != "assistant":
                 continue  # the input echoed back: not the model's output
-            part_text, part_calls = _message_calls(item)
+            part_text, part_calls = message_calls(item)
             texts.append(part_text)
             found.extend(part_calls)
         return "".join(texts), found
@@ -64,7 +67,7 @@ def _message_calls(message: Any) -> tuple[str, list[ModelCall]]:
     if not isinstance(message, dict):
         return "", []
     if isinstance(message.get("message"), dict):  # a choice
-        return _message_calls(message["message"])
+        return message_calls(message["message"])
     calls: list[ModelCall] = []
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
@@ -83,8 +86,11 @@ def _message_calls(message: Any) -> tuple[str, list[ModelCall]]:
     return text, calls
 
 
-def _step(value: dict[str, Any], order: int, origin: Origin, trace_input: dict[str, Any]
-          ) -> Step | None:
+def observation_step(value: dict[str, Any], order: int, origin: Origin,
+                     trace_input: dict[str, Any]) -> Step | None:
+    """The step of one observation: a ``TOOL`` is a tool execution, a ``GENERATION`` a model
+    call, a root observation's input the task (once per trace). Shared with the OTLP and
+    console-exporter importers, which build the observation from ``langfuse.*`` attributes."""
     start = value.get("startTime")
     common: dict[str, Any] = {
         "trace": str(value.get("traceId")), "start": str(start or ""), "order": order,
@@ -102,7 +108,7 @@ def _step(value: dict[str, Any], order: int, origin: Origin, trace_input: dict[s
                     has_output=value.get("output") is not None, is_error=failed,
                     error=message if isinstance(message, str) else None, **common)
     if kind == "GENERATION":
-        text, calls = _message_calls(value.get("output"))
+        text, calls = message_calls(value.get("output"))
         return Step(kind="model", text=text, calls=calls, model=_str(value.get("model")),
                     **common)
     trace = common["trace"]
@@ -120,7 +126,7 @@ def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext,
         if not is_observation(value):
             skipped += 1
             continue
-        step = _step(value, order, origin, trace_input)
+        step = observation_step(value, order, origin, trace_input)
         if step is not None:
             steps.append(step)
     if skipped:

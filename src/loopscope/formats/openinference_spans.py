@@ -36,8 +36,8 @@ FORMAT_ID = "openinference_spans"
 
 AGENT = AgentInfo("OpenInference trace", None)
 
-__all__ = ["FORMAT_ID", "import_document", "import_parquet", "import_records", "is_span",
-           "unflatten"]
+__all__ = ["FORMAT_ID", "attribute_step", "import_document", "import_parquet", "import_records",
+           "is_span", "unflatten"]
 
 
 def unflatten(value: Any, depth: int = 0) -> Any:
@@ -178,6 +178,17 @@ def _step(value: Any, order: int, origin: Origin) -> Step | None:
         "span": _as_id(_get(span, "context", "span_id")), "parent": _as_id(span.get("parent_id")),
         "origin": origin, "timestamp": iso_timestamp(start) if start is not None else None,
     }
+    failed = span.get("status_code") == "ERROR"
+    return attribute_step(kind, attrs, common, span.get("name"), failed,
+                          _error_text(span) if failed else None)
+
+
+def attribute_step(kind: Any, attrs: dict[str, Any], common: dict[str, Any], span_name: Any,
+                   failed: bool, error: str | None) -> Step | None:
+    """The step of one span by the OpenInference rules, from its attributes (nested, see
+    :func:`unflatten`): a ``TOOL`` span is a tool execution, an ``LLM`` span a model call, a
+    root span's ``input.value`` the task; other spans make no step. Shared with the OTLP and
+    console-exporter importers, which read the same attributes from another span shape."""
     kind = kind.upper() if isinstance(kind, str) else ""
     if kind == "TOOL":
         call_id = _get(attrs, "tool_call", "id")
@@ -185,13 +196,12 @@ def _step(value: Any, order: int, origin: Origin) -> Step | None:
         if arguments is None:
             arguments = _get(attrs, "input", "value")
         name = _get(attrs, "tool", "name") or _get(attrs, "tool_call", "function", "name") \
-            or span.get("name")
+            or span_name
         output = _get(attrs, "output", "value")
-        error = span.get("status_code") == "ERROR"
         return Step(kind="tool", call_id=call_id if isinstance(call_id, str) else None,
                     name=name, arguments=arguments, output=output,
-                    has_output=output is not None, is_error=error,
-                    error=_error_text(span) if error else None, **common)
+                    has_output=output is not None, is_error=failed,
+                    error=error if failed else None, **common)
     if kind == "LLM":
         text, calls = _model_calls(attrs)
         model = _get(attrs, "llm", "model_name")

@@ -16,6 +16,7 @@ that an importer that fails to recognise a variant is caught rather than excused
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -459,6 +460,209 @@ def _claude_markdown_text(text: str, saw: Saw) -> None:
         saw((section_line, ""))
 
 
+# OpenTelemetry spans (OTLP JSON, console-exporter dumps), whatever GenAI convention each span
+# follows: a tool span (OpenInference ``TOOL``, Langfuse ``tool``, GenAI ``execute_tool``) is a
+# call, and so is every tool call in a model span's recorded output. The convention of a span
+# is its own (``openinference.span.kind``, else ``langfuse.observation.type``, else ``gen_ai.*``),
+# as the importer decides it, so that a call is not counted twice from two conventions.
+
+_OI_OUTPUT_CALL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.")
+_INDEXED_COMPLETION_CALL = re.compile(r"^gen_ai\.completion\.(\d+)\.tool_calls\.(\d+)\.")
+_LANGFUSE_TYPES = frozenset({"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "CHAIN",
+                             "RETRIEVER", "EVALUATOR", "EMBEDDING", "GUARDRAIL"})
+_GENAI_MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+
+
+def _json_text(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _any_value(value: Any, depth: int = 0) -> Any:
+    """An OTLP ``AnyValue`` as a plain value (only what a call's name or output needs)."""
+    if type(value) is not dict or depth > 64:
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue", "intValue", "bytesValue"):
+        if key in value:
+            return value[key]
+    array = value.get("arrayValue")
+    if type(array) is dict and type(array.get("values")) is list:
+        return [_any_value(v, depth + 1) for v in array["values"]]
+    return None
+
+
+def _span_attributes(items: Any) -> dict[str, Any]:
+    """Span or event attributes: OTLP's ``[{"key", "value"}]`` list, or a plain object."""
+    if type(items) is dict:
+        return items
+    out: dict[str, Any] = {}
+    if type(items) is list:
+        for item in items:
+            if type(item) is dict and isinstance(item.get("key"), str):
+                out[item["key"]] = _any_value(item.get("value"))
+    return out
+
+
+def _openai_output(value: Any, anchor: Anchor, saw: Saw, depth: int = 0) -> None:
+    """Tool calls of a model output in the OpenAI shapes (a message, a choice, a list of
+    them; in a list only messages without a role or with the role ``assistant``)."""
+    if depth > 8:
+        return
+    if type(value) is list:
+        for item in value:
+            if type(item) is dict and isinstance(item.get("role"), str) \
+                    and item["role"] != "assistant":
+                continue
+            _openai_output(item, anchor, saw, depth + 1)
+    elif type(value) is dict:
+        if type(value.get("message")) is dict:
+            _openai_output(value["message"], anchor, saw, depth + 1)
+            return
+        calls = value.get("tool_calls")
+        if type(calls) is list:
+            for call in calls:
+                if type(call) is dict:
+                    function = call.get("function")
+                    saw((anchor, function.get("name") if type(function) is dict
+                         else call.get("name")))
+
+
+def _indexed_pairs(attrs: dict[str, Any], pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    pairs: dict[tuple[str, str], None] = {}
+    for key in attrs:
+        match = pattern.match(key)
+        if match is not None:
+            pairs.setdefault((match.group(1), match.group(2)), None)
+    return sorted(pairs, key=lambda p: (int(p[0]), int(p[1])))
+
+
+def _span_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]], name: Any,
+                anchor: Anchor, saw: Saw) -> None:
+    kind = attrs.get("openinference.span.kind")
+    if isinstance(kind, str) and kind:
+        if kind.upper() == "TOOL":
+            saw((anchor, attrs.get("tool.name") or attrs.get("tool_call.function.name") or name))
+        elif kind.upper() == "LLM":
+            for i, j in _indexed_pairs(attrs, _OI_OUTPUT_CALL):
+                saw((anchor, attrs.get(f"llm.output_messages.{i}.message.tool_calls.{j}"
+                                       ".tool_call.function.name")))
+        return
+    ltype = attrs.get("langfuse.observation.type")
+    if isinstance(ltype, str) and ltype.upper() in _LANGFUSE_TYPES and (
+            ltype.lower() not in ("span", "event") or "gen_ai.operation.name" not in attrs):
+        if ltype.upper() == "TOOL":
+            saw((anchor, attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or name))
+        if ltype.upper() != "GENERATION":
+            return
+        for key in ("langfuse.observation.output", "gen_ai.completion", "output.value"):
+            if attrs.get(key) is not None:
+                _openai_output(_json_text(attrs[key]), anchor, saw)
+                return
+        _genai_output_calls(attrs, events, anchor, saw)
+        return
+    operation = attrs.get("gen_ai.operation.name")
+    if operation is None and isinstance(attrs.get("llm.request.type"), str):
+        operation = attrs["llm.request.type"]
+    if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attrs):
+        saw((anchor, attrs.get("gen_ai.tool.name") or name))
+        return
+    if operation is None or operation in _GENAI_MODEL_OPERATIONS:
+        _genai_output_calls(attrs, events, anchor, saw)
+
+
+def _genai_output_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]],
+                        anchor: Anchor, saw: Saw) -> None:
+    details = [a for n, a in events if n == "gen_ai.client.inference.operation.details"]
+    for source in [attrs, *details]:
+        if "gen_ai.output.messages" in source:
+            messages = _json_text(source["gen_ai.output.messages"])
+            for message in messages if type(messages) is list else []:
+                parts = message.get("parts") if type(message) is dict else None
+                for part in parts if type(parts) is list else []:
+                    if type(part) is dict and part.get("type") == "tool_call":
+                        saw((anchor, part.get("name")))
+            return
+    completions = [a for n, a in events if n == "gen_ai.content.completion"]
+    for source in [attrs, *completions]:
+        if "gen_ai.completion" in source:
+            _openai_output(_json_text(source["gen_ai.completion"]), anchor, saw)
+            return
+    for i, j in _indexed_pairs(attrs, _INDEXED_COMPLETION_CALL):
+        saw((anchor, attrs.get(f"gen_ai.completion.{i}.tool_calls.{j}.name")))
+
+
+def _span(span: Any, anchor: Anchor, saw: Saw) -> None:
+    if type(span) is not dict:
+        return
+    events = span.get("events")
+    _span_calls(_span_attributes(span.get("attributes")),
+                [(e.get("name"), _span_attributes(e.get("attributes")))
+                 for e in (events if type(events) is list else []) if type(e) is dict],
+                span.get("name"), anchor, saw)
+
+
+def _otlp(value: Any, saw: Saw, line: int | None) -> None:
+    if type(value) is not dict or type(value.get("resourceSpans")) is not list:
+        return
+    for r, resource in enumerate(value["resourceSpans"]):
+        scopes = resource.get("scopeSpans") if type(resource) is dict else None
+        for s, scope in enumerate(scopes if type(scopes) is list else []):
+            spans = scope.get("spans") if type(scope) is dict else None
+            for k, span in enumerate(spans if type(spans) is list else []):
+                _span(span, line if line is not None
+                      else f"/resourceSpans/{r}/scopeSpans/{s}/spans/{k}", saw)
+
+
+def _otlp_document(value: Any, saw: Saw) -> None:
+    _otlp(value, saw, None)
+
+
+def _otlp_record(value: Any, line: int, saw: Saw) -> None:
+    _otlp(value, saw, line)
+
+
+def _console_document(value: Any, saw: Saw) -> None:
+    """Console-exporter spans: one span object, or the spans one after another (a list; a span
+    printed twice is counted twice, and the importer sets the repeat's calls aside)."""
+    if type(value) is dict:
+        _span(value, "", saw)
+    elif type(value) is list:
+        for i, span in enumerate(value):
+            _span(span, f"/{i}", saw)
+
+
+def _console_record(value: Any, line: int, saw: Saw) -> None:
+    _span(value, line, saw)
+
+
+# mini-swe-agent: an assistant message's action is its one fenced ``bash`` (or, from version 2,
+# ``mswea_bash_command``) block; a message with none or several made no call (the agent answered
+# it with a format error). A tool-calling model's messages carry OpenAI ``tool_calls`` instead.
+MINI_SWE_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
+
+
+def _mini_swe_document(value: Any, saw: Saw) -> None:
+    messages = value.get("messages") if type(value) is dict else None
+    if type(messages) is not list:
+        return
+    for i, message in enumerate(messages):
+        if type(message) is not dict or message.get("role") != "assistant":
+            continue
+        calls = message.get("tool_calls")
+        if type(calls) is list and calls:
+            for call in calls:
+                function = call.get("function") if type(call) is dict else None
+                saw((f"/messages/{i}", function.get("name") if type(function) is dict else ""))
+            continue
+        content = message.get("content")
+        if isinstance(content, str) and len(MINI_SWE_ACTION.findall(content)) == 1:
+            saw((f"/messages/{i}", "bash"))
+
+
 RecordCounter = Callable[[Any, int, Saw], None]
 DocumentCounter = Callable[[Any, Saw], None]
 
@@ -473,6 +677,8 @@ _RECORD_COUNTERS: dict[str, RecordCounter] = {
     "gemini_cli_chat": _gemini_chat_record,
     "openhands_output": _openhands_output_record,
     "claude_managed_events": _managed_record,
+    "otel_genai": _otlp_record,
+    "otel_console": _console_record,
 }
 _DOCUMENT_COUNTERS: dict[str, DocumentCounter] = {
     "openai_chat": _openai_chat_document,
@@ -484,6 +690,9 @@ _DOCUMENT_COUNTERS: dict[str, DocumentCounter] = {
     "swe_agent_traj": _swe_agent_document,
     "tau_bench": _tau_bench_document,
     "inspect_eval": _inspect_document,
+    "otel_genai": _otlp_document,
+    "otel_console": _console_document,
+    "mini_swe_agent_traj": _mini_swe_document,
 }
 _TEXT_COUNTERS: dict[str, Callable[[str, Saw], None]] = {
     "claude_code_markdown": _claude_markdown_text,
