@@ -213,6 +213,10 @@ def _outcomes(segment: _Segment, reply: list[Edit]) -> list[Call]:
     refused: dict[str, tuple[str, int]] = {}
     failure: tuple[str, int] | None = None
     for n, text in enumerate(segment.lines):
+        if text.startswith(_NOT_CONFORM):
+            failure = ("\n".join(segment.lines[n:]).strip(), segment.line + n)
+            break
+    for n, text in enumerate(segment.lines):
         line = segment.line + n
         match = _APPLIED.match(text)
         if match is not None:
@@ -222,13 +226,10 @@ def _outcomes(segment: _Segment, reply: list[Edit]) -> list[Call]:
         if match is not None:
             refused.setdefault(_norm(match["path"]), (text, line))
             continue
-        if text.startswith(_NOT_CONFORM) and failure is None:
-            failure = ("\n".join(segment.lines[n:]).strip(), line)
-            continue
         match = _NO_MATCH.search(text)
         if match is not None:
-            refused.setdefault(_norm(match["path"]), ("\n".join(segment.lines[n:]).strip(),
-                                                      line))
+            shown = failure[0] if failure else "\n".join(segment.lines[n:]).strip()
+            refused.setdefault(_norm(match["path"]), (shown, line))
     calls: list[Call] = []
     done: set[str] = set()
     for path, args, line in reply:
@@ -247,7 +248,7 @@ def _outcomes(segment: _Segment, reply: list[Edit]) -> list[Call]:
             if key not in done:
                 calls.append(("edit", {"path": key}, text, error, line))
                 done.add(key)
-    if failure is not None and not any(c[3] and c[2] == failure[0] for c in calls):
+    if failure is not None and not any(c[3] for c in calls):
         calls.append(("edit", {}, failure[0], True, failure[1]))
     calls += _commands(segment)
     return calls

@@ -73,6 +73,10 @@ _SUMMARIES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r'^Searched files "(.*)"(?: • .*)?$'), "file_search", ("query",)),
     (re.compile(r'^Search files for "(.*)"(?: • .*)?$'), "file_search", ("query",)),
 )
+# The argument a Claude Code bubble of SpecStory's CLI shows as inline code (its own names).
+_INLINE_ARGUMENT = {"Bash": "command", "Read": "file_path", "Write": "file_path",
+                    "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path",
+                    "WebFetch": "url", "WebSearch": "query", "shell": "command", "Shell": "command"}
 _LISTINGS = frozenset({"list_dir", "codebase_search", "grep_search", "grep", "file_search",
                        "web_search", "glob_file_search"})
 _AGENTS = {"cursor": "Cursor", "claude code": "Claude Code", "codex cli": "Codex CLI",
@@ -286,7 +290,7 @@ def _tool(name: str, summary: str, body: list[str]) -> tuple[str, dict[str, Any]
         for line in body:
             code = re.fullmatch(r"\s*`([^`]+)`\s*", line)
             if code is not None:
-                args["command" if name in ("Bash", "shell", "Shell") else "target"] = code[1]
+                args[_INLINE_ARGUMENT.get(name, "target")] = code[1]
                 break
     if result is None and not diffs:
         outputs = [content for k, (info, content, _, _) in enumerate(fences)
@@ -390,6 +394,10 @@ def _text_items(start: int, lines: list[str]) -> list[Item]:
     if bare is not None:  # 2025-H2: "Tool use: **name**", then the body
         name, summary, after = _summary_of(rest)
         body = _strip_details(rest[after:] if after else rest)
+        lead = next((i for i, ln in enumerate(body) if ln.strip()), None)
+        if not summary and lead is not None and any(
+                pattern.match(body[lead].strip()) for pattern, _, _ in _SUMMARIES):
+            summary, body = body[lead].strip(), body[lead + 1:]
         call = _tool(bare["name"].strip(), summary or bare["rest"].strip(" •"), body)
         return [("call", call, line)]
     if head.startswith("<details"):
@@ -464,7 +472,8 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
             agent = _AGENTS.get(comment["agent"].strip().lower(), comment["agent"].strip())
             continue
         heading = TITLE.match(stripped)
-        if heading is not None and title is None and heading["title"] != "SpecStory":
+        if heading is not None and title is None and heading["title"] != "SpecStory" \
+                and not WHEN.fullmatch(heading["title"].strip()):
             title = heading["title"].strip()
             if heading["when"]:
                 metadata["started"] = heading["when"]
