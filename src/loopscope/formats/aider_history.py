@@ -227,9 +227,9 @@ def _outcomes(segment: _Segment, reply: list[Edit]) -> list[Call]:
             refused.setdefault(_norm(match["path"]), (text, line))
             continue
         match = _NO_MATCH.search(text)
-        if match is not None:
-            shown = failure[0] if failure else "\n".join(segment.lines[n:]).strip()
-            refused.setdefault(_norm(match["path"]), (shown, line))
+        if match is not None and _norm(match["path"]) not in refused:
+            shown = failure[0] if failure else "\n".join(segment.lines[n:n + 40]).strip()
+            refused[_norm(match["path"])] = (shown, line)
     calls: list[Call] = []
     done: set[str] = set()
     for path, args, line in reply:
