@@ -167,6 +167,13 @@ def test_an_edit_outcome_without_its_block_is_still_a_call(tmp_path: Path) -> No
     assert result.calls_lost == 0
 
 
+def test_an_empty_prompt_is_no_message(tmp_path: Path) -> None:
+    text = ("\n# aider chat started at 2025-01-02 03:04:05\n\n#### <blank>  \n\n"
+            "#### hello  \n\nHi.\n\n")
+    (session,) = load(tmp_path, "h.md", text).sessions
+    assert shape(session) == 'U A0("Hi.")' and session.events[0].text == "hello"
+
+
 def test_a_command_run_outside_a_reply_is_a_call_of_its_own_turn(tmp_path: Path) -> None:
     text = ("\n# aider chat started at 2025-01-02 03:04:05\n\n#### /lint  \n"
             "> Running flake8 app.py  \n> app.py:3:1: F401 unused import  \n")

@@ -140,6 +140,9 @@ def test_2025_h1_bubbles() -> None:
     (outcomes,) = [p for p in result.problems if p.code == "unnamed_tool_outcomes"]
     assert outcomes.count == 2 and outcomes.severity == "info" and outcomes.line == 83
     assert result.sessions[0].title == "Fix the flaky upload test"
+    # the heading's local time dates the chat (SpecStory wrote no other time)
+    assert result.sessions[0].started_at == "2025-04-12T09:14:03"
+    assert result.sessions[0].metadata["timezone"] == "unknown"
     assert result.calls_seen == result.calls_imported == 9
 
 
@@ -154,6 +157,7 @@ def test_early_2025_continuation_bubbles() -> None:
     assert _result_text(result, 3) == "built in 1.2s"
     assert codes(result, "info").count("unnamed_tool_outcomes") == 1
     assert result.sessions[0].title == "Tidy the landing page"
+    assert result.sessions[0].started_at == "2025-03-11T20:11:06"
 
 
 def test_tool_use_line_bubbles() -> None:

@@ -296,6 +296,8 @@ def _run(segments: list[_Segment], when: str | None, ctx: ImportContext,
         origin = line_origin(segment.line)
         if segment.kind == "user":
             text = "\n".join(segment.lines).strip()
+            if text == "<blank>":  # Enter on an empty prompt, as Aider logs it
+                continue
             if echo is not None and text == echo:
                 echo = None
                 continue

@@ -33,6 +33,7 @@ from typing import Any
 from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, TurnDraft, line_origin
+from loopscope.formats.claude_code_markdown import parse_timestamp
 from loopscope.model import AgentInfo, Session
 
 FORMAT_ID = "cursor_specstory"
@@ -477,6 +478,13 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
             title = heading["title"].strip()
             if heading["when"]:
                 metadata["started"] = heading["when"]
+    # The heading's time (local, no zone) dates the first message when SpecStory wrote no
+    # time of its own in the role headings.
+    first_ts = None
+    if "started" in metadata:
+        first_ts = iso_time(metadata["started"]) or parse_timestamp("> " + metadata["started"])
+        if first_ts is not None and not re.search(r"(?:Z|[+-]\d\d:\d\d)$", first_ts):
+            metadata["timezone"] = "unknown"
     b = SessionBuilder()
     turn: TurnDraft | None = None
     outcomes = 0
@@ -484,6 +492,8 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
     replies = 0
     for message in messages:
         model, ts = _label(message.label)
+        if first_ts is not None:
+            ts, first_ts = ts or first_ts, None
         if message.role == "User":
             turn = None
             body = "\n\n".join("\n".join(lines_).strip() for _, lines_ in message.blocks)
