@@ -184,6 +184,16 @@ def test_a_command_run_outside_a_reply_is_a_call_of_its_own_turn(tmp_path: Path)
     assert _result(session, 0) == ("Running flake8 app.py\napp.py:3:1: F401 unused import", False)
 
 
+@pytest.mark.parametrize("name", [EDITBLOCK, WHOLE_UDIFF])
+def test_windows_line_ends_and_a_bom_change_nothing(name: str, tmp_path: Path) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    target = tmp_path / "crlf.md"
+    target.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    again, first = load_file(str(target)), fixture(name)
+    assert [s.calls for s in again.sessions] == [s.calls for s in first.sessions]
+    assert (again.calls_seen, again.calls_imported) == (first.calls_seen, first.calls_imported)
+
+
 def test_detected_from_the_content_not_the_name(tmp_path: Path) -> None:
     text = (FIXTURES / EDITBLOCK).read_text(encoding="utf-8")
     target = tmp_path / "log.txt"

@@ -246,6 +246,16 @@ def test_a_variant_the_importer_misses_is_reported(tmp_path: Path) -> None:
     assert lost.severity == "warning" and "1 of the 9" in lost.message
 
 
+@pytest.mark.parametrize("name", ["specstory_cursor_2025_04.md", "specstory_cursor_2025_12.md"])
+def test_windows_line_ends_and_a_bom_change_nothing(name: str, tmp_path: Path) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    target = tmp_path / "crlf.md"
+    target.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    again, first = load_file(str(target)), fixture(name)
+    assert [s.calls for s in again.sessions] == [s.calls for s in first.sessions]
+    assert (again.calls_seen, again.calls_imported) == (first.calls_seen, first.calls_imported)
+
+
 # --------------------------------------------------------------------------- detection
 
 
