@@ -215,9 +215,13 @@ def test_cli_export_of_claude_code() -> None:
         ("Bash", {"command": "./scripts/build-status.sh"}),
         ("Read", {"file_path": "./build.log"}),
         ("BashOutput", {"bash_id": "b2f8b9"}),
-        ("Bash", {"command": "cd /srv/app\nmake link"})]
-    assert [_result_text(result, n) for n in (0, 3, 4)] == [
-        "running", "<status>running</status>", "ld: cannot find -lz"]
+        ("Bash", {"command": "cd /srv/app\nmake link"}),
+        ("Edit", {"file_path": "/srv/app/Makefile"}),
+        ("Write", {"content": "# Build notes\n\n- the link step needs zlib",
+                   "file_path": "/srv/app/BUILD.md"})]
+    assert [_result_text(result, n) for n in (0, 3, 4, 6)] == [
+        "running", "<status>running</status>", "ld: cannot find -lz",
+        "File created successfully at: /srv/app/BUILD.md"]
     # a role heading inside a fence is code; the user's later message is one event
     users = [e.text for e in session.events if e.kind == "user"]
     assert users == ["the build is red, poll it until it finishes", "thanks"]
@@ -286,6 +290,6 @@ def test_replay_end_to_end() -> None:
     assert row["format"] == "cursor_specstory"
     assert row["session"] == "0e6c2a4b-5f7d-4c1e-9a2b-8d3f4e5a6b7c"
     assert [s["tools"] for s in row["steps"]] == [["Bash"], ["Bash"], ["Read"], ["BashOutput"],
-                                                 ["Bash"]]
+                                                 ["Bash"], ["Edit"], ["Write"]]
     # the two identical polls: the same signature, as the guards compare them
     assert row["steps"][0]["signature"] == row["steps"][1]["signature"]

@@ -78,6 +78,10 @@ _SUMMARIES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
 _INLINE_ARGUMENT = {"Bash": "command", "Read": "file_path", "Write": "file_path",
                     "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path",
                     "WebFetch": "url", "WebSearch": "query", "shell": "command", "Shell": "command"}
+_FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+_FILE_IN_RESULT = re.compile(r"(?:The file|File created successfully at:?) (\S+?)"
+                             r"(?: has been|\s|$)")
+_PLAIN_INFOS = frozenset({"", "text", "txt", "output"})
 _LISTINGS = frozenset({"list_dir", "codebase_search", "grep_search", "grep", "file_search",
                        "web_search", "glob_file_search"})
 _AGENTS = {"cursor": "Cursor", "claude code": "Claude Code", "codex cli": "Codex CLI",
@@ -295,7 +299,7 @@ def _tool(name: str, summary: str, body: list[str]) -> tuple[str, dict[str, Any]
                 break
     if result is None and not diffs:
         outputs = [content for k, (info, content, _, _) in enumerate(fences)
-                   if k not in used and info in ("", "text", "txt", "output")]
+                   if k not in used and info in _PLAIN_INFOS]
         if outputs:
             result = outputs[-1]
         else:
@@ -307,6 +311,18 @@ def _tool(name: str, summary: str, body: list[str]) -> tuple[str, dict[str, Any]
                         if ln.startswith("Explanation:")), None)
     if explanation:
         args.setdefault("explanation", explanation)
+    if name in _FILE_TOOLS:
+        # Claude Code's Write shows the content in a fence of the file's language; Edit shows
+        # only its result, which names the file: two edits of different files must not look
+        # like the same call.
+        content = next((c for k, (info, c, _, _) in enumerate(fences) if k not in used
+                        and info not in _PLAIN_INFOS and info not in SHELL_INFOS
+                        and info != "diff"), None)
+        if content is not None:
+            args.setdefault("content", content)
+        named = _FILE_IN_RESULT.search(result or "")
+        if "file_path" not in args and named is not None:
+            args["file_path"] = named[1]
     return name, args, result, is_error
 
 
