@@ -315,11 +315,11 @@ def _tool(name: str, summary: str, body: list[str]) -> tuple[str, dict[str, Any]
         # Claude Code's Write shows the content in a fence of the file's language; Edit shows
         # only its result, which names the file: two edits of different files must not look
         # like the same call.
-        content = next((c for k, (info, c, _, _) in enumerate(fences) if k not in used
+        written = next((c for k, (info, c, _, _) in enumerate(fences) if k not in used
                         and info not in _PLAIN_INFOS and info not in SHELL_INFOS
                         and info != "diff"), None)
-        if content is not None:
-            args.setdefault("content", content)
+        if written is not None:
+            args.setdefault("content", written)
         named = _FILE_IN_RESULT.search(result or "")
         if "file_path" not in args and named is not None:
             args["file_path"] = named[1]
