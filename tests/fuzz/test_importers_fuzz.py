@@ -242,7 +242,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
 SAMPLE_SEEDS = _seeds_from(sorted(
     [p for p in SAMPLES.iterdir() if p.suffix in (".json", ".jsonl")]
     # the trace-store fixtures: formats no sample or corpus file is in
-    + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl", ".txt")]))
+    + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl", ".txt")]
+    # and the Markdown chat logs, one file per shape their writers used
+    + [p for p in FIXTURES.iterdir() if p.name.startswith(("specstory_", "aider_"))]))
 CORPUS_SEEDS = _seeds_from(_corpus_paths())
 
 
@@ -313,6 +315,51 @@ def test_corpus_files_with_damaged_bytes(scratch: str, index: int,
     import_and_check(scratch, "c" + seed.suffix, data,
                      [None, seed.format, _other_format(seed.format, pick)], SMALL,
                      f"bytes of {seed.name}")
+
+
+_MARKDOWN_LOGS = ("cursor_specstory", "aider_history")
+# Pieces of the Markdown chat logs' own syntax, so that damage reaches their parsers' branches
+# (an unclosed region or fence, a heading in a bubble, an outcome without its block…).
+_CHAT_LOG_SNIPPETS = [b"\n---\n", b"_**User**_\n", b"\n_**Assistant**_\n", b"_****_",
+                      b'<tool-use data-tool-type="shell" data-tool-name="x">', b"</tool-use>",
+                      b"<details>", b"<summary>Tool use: **x** \xe2\x80\xa2 ", b"</summary>",
+                      b"<think>", b"\nRead file: ", b"\n### Rule: r\n", b"```bash\n", b"```\n",
+                      b"\n#### ", b"\n> ", b"> Applied edit to a.py  \n", b"> Running x  \n",
+                      b"<<<<<<< SEARCH\n", b"=======\n", b">>>>>>> REPLACE\n",
+                      b"\n# aider chat started at 2025-01-01 00:00:00\n", b"\r", b"\x00"]
+
+
+@settings(max_examples=250, **_SETTINGS)
+@given(index=st.integers(0, 10_000),
+       edits=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1 << 20),
+                                st.integers(0, 1000)), min_size=1, max_size=8),
+       pick=st.integers(0, 100))
+def test_markdown_chat_logs_with_damaged_bytes(scratch: str, index: int,
+                                               edits: list[tuple[int, int, int]],
+                                               pick: int) -> None:
+    """SpecStory and Aider logs (fixtures, and the corpus files when present) cut, spliced and
+    overwritten with pieces of their own syntax."""
+    seeds = [s for s in SAMPLE_SEEDS + CORPUS_SEEDS if s.format in _MARKDOWN_LOGS]
+    seed = seeds[index % len(seeds)]
+    data = bytearray(seed.data)
+    for kind, position, which in edits:
+        payload = _CHAT_LOG_SNIPPETS[which % len(_CHAT_LOG_SNIPPETS)]
+        i = position % (len(data) + 1)
+        if kind == 0:
+            data[i:i] = payload
+        elif kind == 1:
+            del data[i:i + 1 + which % 200]
+        elif kind == 2:
+            data[i:i + len(payload)] = payload
+        else:
+            data = data[:i]
+    import_and_check(scratch, "m.md", bytes(data),
+                     [None, seed.format, _MARKDOWN_LOGS[pick % 2]], SMALL,
+                     f"markdown bytes of {seed.name}")
+
+
+def test_the_markdown_seeds_cover_both_logs() -> None:
+    assert {s.format for s in SAMPLE_SEEDS} >= set(_MARKDOWN_LOGS)
 
 
 # --------------------------------------------------------------------------- structural damage

@@ -661,6 +661,113 @@ def _mini_swe_document(value: Any, saw: Saw) -> None:
         content = message.get("content")
         if isinstance(content, str) and len(MINI_SWE_ACTION.findall(content)) == 1:
             saw((f"/messages/{i}", "bash"))
+# SpecStory Markdown: in an assistant message, outside fences, every ``<tool-use`` tag, and at
+# the start of a bubble (after a role heading, ``---`` or ``_****_``) the older call shapes: a
+# ``Tool use: **`` line, a ``<details>`` whose summary names a tool or a search, ``Read file:``,
+# ``### Rule:``, a shell or diff fence. One per bubble for the older shapes.
+_SS_ROLE = re.compile(r"^_\*\*(User|Assistant|Agent)\b[^*]*\*\*_\s*$")
+_SS_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
+_SS_START = re.compile(r"^(?:Read file: |### Rule: |Tool use: \*\*)")
+_SS_SUMMARY = re.compile(r"<summary>\s*(?:Tool use: \*\*|Listed |Searched |Grep search for )")
+_SS_FENCED_CALLS = frozenset({"bash", "sh", "shell", "zsh", "console", "powershell", "ps1",
+                              "cmd", "fish", "diff"})
+
+
+def _specstory_text(text: str, saw: Saw) -> None:
+    assistant = False
+    fence: str | None = None
+    region: str | None = None
+    fresh = False  # at the start of an assistant bubble
+    details = False  # a bubble opened with <details>; its summary may be on the next line
+    rule = False  # in a "### Rule:" bubble: it ends at the first "---" after a blank line
+    previous = ""
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        stripped = line.strip()
+        blank_before = not previous.strip()
+        previous = line
+        if rule:
+            if stripped == "---" and blank_before:
+                rule, fresh = False, assistant
+            continue
+        opener = _SS_FENCE.match(line)
+        if fence is not None:
+            if opener is not None and not opener.group(2) and stripped == opener.group(1) \
+                    and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opener is not None:
+            fence = opener.group(1)
+            if assistant and fresh and region is None \
+                    and opener.group(2).lower() in _SS_FENCED_CALLS:
+                saw((number, opener.group(2).lower()))
+            fresh = details = False
+            continue
+        role = _SS_ROLE.match(line)
+        if role is not None:
+            assistant = role.group(1) != "User"
+            region = None
+            fresh, details = assistant, False
+            continue
+        if region is not None:
+            if region in line:
+                region = None
+            continue
+        if stripped in ("---", "_****_"):
+            fresh, details = assistant, False
+            continue
+        if not stripped or not assistant:
+            continue
+        if stripped.startswith("<tool-use"):
+            saw((number, "tool-use"))
+            if "</tool-use>" not in line:
+                region = "</tool-use>"
+            fresh = details = False
+            continue
+        if stripped.startswith("<think>"):
+            if "</think>" not in line:
+                region = "</think>"
+            continue
+        if fresh and (_SS_START.match(stripped) or (
+                (details or stripped.startswith("<details")) and _SS_SUMMARY.search(stripped))):
+            saw((number, stripped[:40]))
+            rule = stripped.startswith("### Rule: ")
+            fresh = details = False
+            continue
+        details = fresh and stripped.startswith("<details")
+        fresh = details
+
+
+# Aider's chat history: Aider's own lines saying it edited a file, refused an edit, ran or was
+# refused a command, and the /run, /test and ! commands the user typed (a fence the model
+# opened hides ``> `` lines until it closes or Aider writes its ``> Tokens:`` line).
+_AIDER_CALL = re.compile(
+    r"^> (?:Applied edit to |Did not apply edit to |Skipping edits to |Running |"
+    r"The LLM did not conform to the edit format|Run shell commands?\? .*\]: ?[^yYaA\s])")
+_AIDER_USER_RUN = re.compile(r"^#### (?:/run |/test |!)\S")
+
+
+def _aider_text(text: str, saw: Saw) -> None:
+    fence: str | None = None
+    previous = ""
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        if fence is not None:
+            opener = _SS_FENCE.match(line)
+            if line.startswith("> Tokens: ") or (
+                    opener is not None and not opener.group(2)
+                    and line.strip() == opener.group(1) and opener.group(1)[0] == fence[0]):
+                fence = None
+            previous = line
+            continue
+        if _AIDER_CALL.match(line) or (
+                _AIDER_USER_RUN.match(line) and not previous.startswith("####")):
+            saw((number, line[2:42]))
+        elif not line.startswith(("> ", "####")):
+            opener = _SS_FENCE.match(line)
+            if opener is not None:
+                fence = opener.group(1)
+        previous = line
 
 
 RecordCounter = Callable[[Any, int, Saw], None]
@@ -696,6 +803,8 @@ _DOCUMENT_COUNTERS: dict[str, DocumentCounter] = {
 }
 _TEXT_COUNTERS: dict[str, Callable[[str, Saw], None]] = {
     "claude_code_markdown": _claude_markdown_text,
+    "cursor_specstory": _specstory_text,
+    "aider_history": _aider_text,
 }
 
 
