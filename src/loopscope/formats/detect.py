@@ -1,5 +1,5 @@
 """Format detection from the content, never only the file name: head sniff, layout, then
-signatures (document rows ``D1``–``D11``, JSONL record rows ``L1``–``L14``, named in the reasons).
+signatures (document rows ``D1``–``D12``, JSONL record rows ``L1``–``L14``, named in the reasons).
 
 :func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
 ``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
@@ -20,8 +20,13 @@ from typing import Any
 from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
+from loopscope.formats.cline_task import is_api_history, is_ui_messages
 from loopscope.formats.langfuse_observations import is_observation
 from loopscope.formats.langsmith_runs import is_run
+from loopscope.formats.opencode_markdown import looks_like_export as _opencode_markdown
+from loopscope.formats.opencode_session import is_export as _opencode_export
+from loopscope.formats.opencode_session import is_storage_record as _opencode_record
+from loopscope.formats.opencode_session import is_storage_session as _opencode_stored
 from loopscope.formats.openinference_spans import is_span
 from loopscope.formats.otel_genai import is_otlp
 from loopscope.formats.text import type_of
@@ -74,6 +79,9 @@ FORMAT_NAMES = {
     "langsmith_runs": "LangSmith runs",
     "langfuse_observations": "Langfuse observations",
     "otel_genai": "OpenTelemetry GenAI spans (OTLP JSON)",
+    "cline_task": "Cline / Roo Code task",
+    "opencode_session": "opencode session",
+    "opencode_markdown": "opencode export (Markdown)",
 }
 
 # ------------------------------------------------------------------------ descriptions
@@ -232,6 +240,34 @@ def _trace_store(v: Any) -> Detection | None:
     return None
 
 
+def _agent_stores(v: Any) -> Detection | None:
+    """D12: the files coding agents keep of a task, before D10 reads them as chat messages —
+    Cline / Roo Code's ``ui_messages.json`` (``ts``/``type``/``ask|say`` records) and
+    ``api_conversation_history.json`` (role messages with ``[tool] Result:`` blocks, a
+    ``<task>`` or ``<environment_details>``); an opencode export (``info`` and messages of
+    ``info`` + ``parts``) or a session, message or part file of opencode's storage."""
+    doc: Layout = "document"
+    if isinstance(v, list):
+        if is_ui_messages(v):
+            return Detection("cline_task", doc, "JSON array of Cline/Roo Code UI messages "
+                                                "(ts, type, ask|say) (D12)")
+        if is_api_history(v):
+            return Detection("cline_task", doc, "JSON array of messages with Cline's tool "
+                                                "result blocks or environment details (D12)")
+    elif isinstance(v, dict):
+        if _opencode_export(v):
+            return Detection("opencode_session", doc,
+                             "JSON object with info and messages of info + parts (D12, "
+                             "opencode export)")
+        if _opencode_stored(v):
+            return Detection("opencode_session", doc,
+                             "opencode storage session file (id ses_…, projectID) (D12)")
+        if _opencode_record(v):
+            return Detection("opencode_session", doc,
+                             "opencode storage message or part file (id msg_… / prt_…) (D12)")
+    return None
+
+
 def _is_gemini_contents(value: Any) -> bool:
     """A list of Gemini API ``Content`` objects (``{"role": "user" | "model", "parts": [...]}``),
     as Gemini CLI saves a conversation checkpoint, with at least one model turn."""
@@ -317,6 +353,9 @@ def document_signature(v: Any) -> Detection | None:
             i.get("type") != "message" for i in v):
         return Detection("openai_responses", doc, "JSON array of Responses items (D9)")
     found = _trace_store(v)
+    if found is not None:
+        return found
+    found = _agent_stores(v)
     if found is not None:
         return found
     # D10
@@ -636,6 +675,12 @@ def probe(path: str, limits: ImportLimits) -> Probe:
                 "utf-8", "replace").strip() == MARKDOWN_HEADING:
             return Probe(Detection("claude_code_markdown", "markdown",
                                    f'Markdown starting "{MARKDOWN_HEADING}"'),
+                         encoding=encoding, notes=notes, size=size, data=data)
+        if first_line.startswith(b"# ") and _opencode_markdown(
+                content.decode("utf-8", "replace")):
+            return Probe(Detection("opencode_markdown", "markdown",
+                                   "Markdown with a title, **Session ID:** and ## User / "
+                                   "## Assistant sections (opencode /export)"),
                          encoding=encoding, notes=notes, size=size, data=data)
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
