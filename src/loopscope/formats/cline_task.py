@@ -401,8 +401,7 @@ def ui_call(record: Any) -> tuple[str, Any] | None:
     if not isinstance(what, str) or (kind, what) not in _UI_CALLS:
         return None
     name = _UI_CALLS[(kind, what)]  # type: ignore[index]
-    text = record.get("text")
-    text = text if isinstance(text, str) else ""
+    text = _text(record.get("text"))
     parsed = _json_object(text)
     if what == "tool":
         tool = parsed.get("tool") if parsed is not None else None
@@ -429,6 +428,10 @@ def ui_call(record: Any) -> tuple[str, Any] | None:
     return name or what, arguments
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _json_object(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
@@ -445,7 +448,7 @@ _LIMITS = ImportLimits(max_json_depth=64)
 
 def _request_sections(record: dict[str, Any]) -> list[tuple[str, str]]:
     """The ``[tool] Result:`` sections of an ``api_req_started`` record's request text."""
-    parsed = _json_object(record.get("text") if isinstance(record.get("text"), str) else "")
+    parsed = _json_object(_text(record.get("text")))
     request = parsed.get("request") if parsed is not None else None
     if not isinstance(request, str):
         return []
@@ -533,7 +536,7 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
                              pointer=origin.pointer)
             continue
         ts = iso_timestamp(record.get("ts"))
-        text = record.get("text") if isinstance(record.get("text"), str) else ""
+        text = _text(record.get("text"))
         call = ui_call(record)
         if call is not None:
             if turn is None:

@@ -54,7 +54,7 @@ from typing import Any
 
 from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext
-from loopscope.formats.builder import SessionBuilder, TurnDraft, line_origin
+from loopscope.formats.builder import SessionBuilder, line_origin
 from loopscope.model import AgentInfo, Session
 
 FORMAT_ID = "opencode_markdown"
@@ -105,10 +105,10 @@ def _fence(lines: list[str], i: int, end: int, json_block: bool) -> tuple[str | 
             after = j + 1
             while after < end and not lines[after].strip():
                 after += 1
-            if after >= end or _NEXT_PART.match(lines[after]):
-                if after > j + 1 or after >= end:
-                    close = j
-                    break
+            if (after >= end or _NEXT_PART.match(lines[after])) and (
+                    after > j + 1 or after >= end):
+                close = j
+                break
     return "\n".join(lines[first:close]), close + 1
 
 

@@ -15,7 +15,8 @@ the result, ``error`` its error; ``pending`` / ``running`` ones were never answe
 opencode's own storage (``~/.local/share/opencode/storage/``) keeps the same records apart:
 ``session/<project>/<id>.json`` (the ``info``), ``message/<session>/<msg>.json`` (a message's
 ``info``) and ``part/<msg>/<part>.json`` (one part each). Pointed at such a session file, the
-importer reads its messages and parts from that storage (ids sort in creation order).
+importer reads its messages and parts from that storage (ids sort in creation order; the folders are found by the file names, never by a recorded
+id).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter
+from loopscope.formats._ext_common import CandidateReporter, as_dict, as_str
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft, pointer_origin
 from loopscope.formats.jsonio import JsonError, parse_line
@@ -42,6 +43,10 @@ STORAGE_RECORD = "opencode_storage_record"
 """The info code of a message or part file of opencode's storage (read with its session)."""
 
 _STEP_PARTS = frozenset({"step-start"})
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def is_export(value: Any) -> bool:
@@ -95,11 +100,10 @@ def session_from_messages(messages: list[tuple[Any, str]], info: dict[str, Any],
         if not isinstance(message, dict):
             skipped["non-object"] += 1
             continue
-        meta = message.get("info") if isinstance(message.get("info"), dict) else {}
-        parts = message.get("parts") if isinstance(message.get("parts"), list) else []
+        meta = as_dict(message.get("info"))
+        parts = _as_list(message.get("parts"))
         role = meta.get("role")
-        time = meta.get("time") if isinstance(meta.get("time"), dict) else {}
-        ts = iso_timestamp(time.get("created"))
+        ts = iso_timestamp(as_dict(meta.get("time")).get("created"))
         if role == "user":
             texts = [p for p in parts if isinstance(p, dict) and p.get("type") == "text"]
             own = [p for p in texts if p.get("synthetic") is not True] or texts
@@ -119,8 +123,8 @@ def session_from_messages(messages: list[tuple[Any, str]], info: dict[str, Any],
     if skipped:
         metadata["skipped"] = dict(skipped)
     title = info.get("title") if isinstance(info.get("title"), str) and info["title"] else None
-    version = info.get("version") if isinstance(info.get("version"), str) else None
-    sid = info.get("id") if isinstance(info.get("id"), str) else ""
+    version = as_str(info.get("version"))
+    sid = as_str(info.get("id")) or ""
     return b.build(id=sid, source=ctx.path, format=FORMAT_ID, title=title,
                    agent=AgentInfo(AGENT, version), models=models, metadata=metadata,
                    report=report)
@@ -128,16 +132,15 @@ def session_from_messages(messages: list[tuple[Any, str]], info: dict[str, Any],
 
 def _assistant(b: SessionBuilder, parts: list[Any], meta: dict[str, Any], pointer: str,
                origin: Origin, ts: str | None, skipped: Counter[str]) -> None:
-    model = meta.get("modelID") if isinstance(meta.get("modelID"), str) else None
+    model = as_str(meta.get("modelID"))
     turn: TurnDraft | None = None
     pending: list[tuple[CallDraft, dict[str, Any], int]] = []
 
     def settle() -> None:
         for draft, part, k in pending:
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = as_dict(part.get("state"))
             status = state.get("status")
-            times = state.get("time") if isinstance(state.get("time"), dict) else {}
-            when = iso_timestamp(times.get("end"))
+            when = iso_timestamp(as_dict(state.get("time")).get("end"))
             where = pointer_origin(pointer, "parts", k)
             if status == "completed":
                 output = state.get("output")
@@ -171,7 +174,7 @@ def _assistant(b: SessionBuilder, parts: list[Any], meta: dict[str, Any], pointe
             elif kind == "reasoning" and isinstance(text, str) and text:
                 turn.thinking = turn.thinking + "\n" + text if turn.thinking else text
             elif kind == "tool":
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
+                state = as_dict(part.get("state"))
                 draft = b.call(turn, part.get("tool"), state.get("input"), "value",
                                id=part.get("callID"), origin=origin, element=("parts", k))
                 pending.append((draft, part, k))
@@ -258,7 +261,9 @@ def _from_storage(info: dict[str, Any], ctx: ImportContext,
                     "storage/session/<project>/<id>.json (use `opencode export <id>` for a "
                     "file of its own)")
         return None
-    sid = info["id"]
+    # The folders are named by the file names (the storage names each file by its id), never
+    # by an id read from a file: a recorded id could hold "../".
+    sid = os.path.splitext(os.path.basename(ctx.path))[0]
     message_dir = os.path.join(root, "message", sid)
     budget = [ctx.limits.max_document_bytes]
     messages: list[tuple[Any, str]] = []
@@ -272,8 +277,7 @@ def _from_storage(info: dict[str, Any], ctx: ImportContext,
         if not isinstance(meta, dict):
             unreadable += 1
             continue
-        mid = meta.get("id") if isinstance(meta.get("id"), str) else \
-            os.path.splitext(os.path.basename(path))[0]
+        mid = os.path.splitext(os.path.basename(path))[0]  # (a name, never a path)
         parts: list[Any] = []
         for part_path in _listing(os.path.join(root, "part", mid)):
             part = _read_json(part_path, ctx, budget)

@@ -519,7 +519,7 @@ def _cline_document(value: Any, saw: Saw) -> None:
                 if type(block) is not dict:
                     continue
                 if block.get("type") == "tool_use":
-                    saw(("", i, "content", k))
+                    saw((("", i, "content", k), block.get("name")))
                 elif block.get("type") == "text" and type(block.get("text")) is str:
                     _cline_tags(block["text"], f"/{i}", saw)
 
@@ -537,7 +537,7 @@ def _opencode_document(value: Any, saw: Saw) -> bool | None:
             continue
         for k, part in enumerate(message["parts"]):
             if type(part) is dict and part.get("type") == "tool":
-                saw(("/messages", i, "parts", k))
+                saw((("/messages", i, "parts", k), part.get("tool")))
     return None
 
 
