@@ -119,6 +119,14 @@ def test_native_tool_use_blocks_and_a_text_result_after_one() -> None:
     assert session.turns[2].thinking == "It prints one."
 
 
+def test_a_task_folder_scan_reads_the_metadata_without_a_warning() -> None:
+    report = load_paths([str(FIXTURES / "task_api_native")])
+    assert len(report.sessions) == 1
+    metadata = next(f for f in report.files if f.path.endswith("task_metadata.json"))
+    assert metadata.detection.format == "cline_task" and not metadata.sessions
+    assert [(p.severity, p.code) for p in metadata.problems] == [("info", "cline_task_metadata")]
+
+
 def test_roo_code_variant() -> None:
     session = _only(FIXTURES / "roo_task" / "api_conversation_history.json")
     assert session.agent.name == "Roo Code"

@@ -54,6 +54,7 @@ __all__ = [
     "TOOL_NAMES",
     "import_document",
     "is_api_history",
+    "is_task_metadata",
     "is_ui_messages",
 ]
 
@@ -227,10 +228,8 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
         content = message.get("content")
         ts = iso_timestamp(message.get("ts"))
         if role == "assistant":
-            turn = b.assistant("", content, timestamp=ts, origin=origin)
-            model = message.get("model")
-            if isinstance(model, str):
-                models.append(model)
+            model = _model(message)
+            turn = b.assistant("", content, model=model, timestamp=ts, origin=origin)
             _assistant(b, turn, content, origin)
             continue
         if role == "user":
@@ -428,6 +427,13 @@ def ui_call(record: Any) -> tuple[str, Any] | None:
     return name or what, arguments
 
 
+def _model(record: dict[str, Any]) -> str | None:
+    """The model of a message or UI record: ``modelInfo.modelId`` (newer Cline), ``model``."""
+    info = record.get("modelInfo")
+    model = info.get("modelId") if isinstance(info, dict) else record.get("model")
+    return model if isinstance(model, str) and model else None
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -537,6 +543,9 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
             continue
         ts = iso_timestamp(record.get("ts"))
         text = _text(record.get("text"))
+        model = _model(record)
+        if model is not None and model not in models:
+            models.append(model)
         call = ui_call(record)
         if call is not None:
             if turn is None:
@@ -623,7 +632,25 @@ def _ui_name_matches(ui_name: str, api_name: str) -> bool:
 # ------------------------------------------------------------------------ entry point
 
 
+METADATA = "cline_task_metadata"
+"""The info code of a task folder's ``task_metadata.json`` (no conversation in it)."""
+_METADATA_KEYS = frozenset({"files_in_context", "model_usage", "environment_history"})
+
+
+def is_task_metadata(value: Any) -> bool:
+    """A task folder's ``task_metadata.json``: an object of the lists ``files_in_context``,
+    ``model_usage``, ``environment_history`` (and no other key)."""
+    return (isinstance(value, dict) and bool(value) and set(value) <= _METADATA_KEYS
+            and all(isinstance(v, list) for v in value.values()))
+
+
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
+    if is_task_metadata(value):
+        # (A folder scan of a task folder meets it: it is no recording, and no warning.)
+        ctx.problem("info", METADATA, "the metadata of a Cline task (files in context, models "
+                                      "used): no conversation; the task is in "
+                                      f"{API_HISTORY} and ui_messages.json")
+        return
     if is_ui_messages(value):
         yield from _ui_session(value, ctx)
         return

@@ -20,7 +20,7 @@ from typing import Any
 from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
-from loopscope.formats.cline_task import is_api_history, is_ui_messages
+from loopscope.formats.cline_task import is_api_history, is_task_metadata, is_ui_messages
 from loopscope.formats.langfuse_observations import is_observation
 from loopscope.formats.langsmith_runs import is_run
 from loopscope.formats.opencode_markdown import looks_like_export as _opencode_markdown
@@ -244,8 +244,9 @@ def _agent_stores(v: Any) -> Detection | None:
     """D12: the files coding agents keep of a task, before D10 reads them as chat messages —
     Cline / Roo Code's ``ui_messages.json`` (``ts``/``type``/``ask|say`` records) and
     ``api_conversation_history.json`` (role messages with ``[tool] Result:`` blocks, a
-    ``<task>`` or ``<environment_details>``); an opencode export (``info`` and messages of
-    ``info`` + ``parts``) or a session, message or part file of opencode's storage."""
+    ``<task>`` or ``<environment_details>``) and ``task_metadata.json``; an opencode export
+    (``info`` and messages of ``info`` + ``parts``) or a session, message or part file of
+    opencode's storage."""
     doc: Layout = "document"
     if isinstance(v, list):
         if is_ui_messages(v):
@@ -255,6 +256,9 @@ def _agent_stores(v: Any) -> Detection | None:
             return Detection("cline_task", doc, "JSON array of messages with Cline's tool "
                                                 "result blocks or environment details (D12)")
     elif isinstance(v, dict):
+        if is_task_metadata(v):
+            return Detection("cline_task", doc, "Cline task metadata (files_in_context, "
+                                                "model_usage) (D12)")
         if _opencode_export(v):
             return Detection("opencode_session", doc,
                              "JSON object with info and messages of info + parts (D12, "

@@ -64,7 +64,8 @@ SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 out-of-range number anywhere makes the file unreadable, because gglib reads these messages as
 recorded and serde_json rejects such numbers."""
 
-_COVERED_ELSEWHERE = frozenset({"covered_by_api_history", "opencode_storage_record"})
+_COVERED_ELSEWHERE = frozenset({"covered_by_api_history", "cline_task_metadata",
+                                "opencode_storage_record"})
 """Info codes of a file whose sessions another file of the same folder holds: it yields none,
 and that is no ``no_sessions`` warning."""
 
