@@ -211,19 +211,28 @@ def _history(results: list[str]) -> list[dict[str, Any]]:
     return messages
 
 
+_SETTINGS = {"openclaw": {"warningThreshold": 2, "criticalThreshold": 4,
+                          "globalCircuitBreakerThreshold": 6}}
+
+
+@pytest.mark.parametrize("engine_name", ["openclaw", "gglib", "openhands"])
 @pytest.mark.parametrize("changing", [False, True])
-def test_a_result_aware_guard_sees_the_results(tmp_path: Path, changing: bool) -> None:
-    """OpenClaw blocks a call that keeps repeating with the same result: it does so only when
-    the results reach it (a call without a result does not count), and not when they change."""
+def test_a_result_aware_guard_sees_the_results(tmp_path: Path, engine_name: str,
+                                               changing: bool) -> None:
+    """Each of these guards stops a call that keeps repeating with the same result, and lets
+    it run while the result changes: it tells them apart only when the results reach it
+    (OpenClaw pairs by structure, gglib and OpenHands by the synthesized ids the view
+    carries)."""
     results = [f"building {n}%" if changing else "still building" for n in range(8)]
     path = tmp_path / "api_conversation_history.json"
     path.write_text(json.dumps(_history(results)))
     session = _only(path)
     assert session.counts()["results"] == 8
-    engine = get_engine("openclaw")
-    config = engine.config({"warningThreshold": 2, "criticalThreshold": 4,
-                            "globalCircuitBreakerThreshold": 6}).config
+    assert [c.id for c in session.calls] == [f"ls-{n}" for n in range(8)]
+    engine = get_engine(engine_name)
+    config = engine.config(_SETTINGS.get(engine_name, {})).config
     replay = engine.replay(session, config)
+    assert len(replay.steps) == 8
     assert (replay.first_refusal is not None) is not changing
 
 

@@ -203,6 +203,12 @@ class _Section:
         self.texts: list[str] = []
 
 
+def _synthetic_id(call: CallDraft | None) -> str | None:
+    """The id a result of ``call`` carries: the synthesized one (a recorded id is the
+    recording's: a text block answering a ``tool_use`` block recorded none)."""
+    return call.id if call is not None and call.id_synthetic else None
+
+
 def _answer(turn: TurnDraft | None, name: str) -> CallDraft | None:
     if turn is None:
         return None
@@ -219,6 +225,7 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
     skipped: Counter[str] = Counter()
     env_texts: list[str] = []
     models: list[str] = []
+    numbered = [0]  # calls so far (the synthesized ids, ls-<index>)
     for i, message in enumerate(messages):
         origin = origins[i]
         if not isinstance(message, dict):
@@ -230,7 +237,7 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
         if role == "assistant":
             model = _model(message)
             turn = b.assistant("", content, model=model, timestamp=ts, origin=origin)
-            _assistant(b, turn, content, origin)
+            _assistant(b, turn, content, origin, numbered)
             continue
         if role == "user":
             _user(b, turn, content, origin, ts, env_texts)
@@ -246,11 +253,21 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
                    models=models, metadata=metadata, report=report)
 
 
-def _assistant(b: SessionBuilder, turn: TurnDraft, content: Any, origin: Origin) -> None:
+def _tag_call(b: SessionBuilder, turn: TurnDraft, name: str, params: dict[str, str],
+              origin: Origin, numbered: list[int]) -> None:
+    """A call written as a tag: it records no id, and its result is found by structure, so it
+    gets a synthesized one (``ls-<index>``), as the spec's structure-paired formats do."""
+    b.call(turn, name, params, "value", id=f"ls-{numbered[0]}", id_synthetic=True,
+           origin=origin)
+    numbered[0] += 1
+
+
+def _assistant(b: SessionBuilder, turn: TurnDraft, content: Any, origin: Origin,
+               numbered: list[int]) -> None:
     if isinstance(content, str):
         turn.text = content
         for name, params in parse_xml_calls(content):
-            b.call(turn, name, params, "value", origin=origin)
+            _tag_call(b, turn, name, params, origin, numbered)
         return
     if not isinstance(content, list):
         return
@@ -262,7 +279,7 @@ def _assistant(b: SessionBuilder, turn: TurnDraft, content: Any, origin: Origin)
         if kind == "text" and isinstance(block.get("text"), str):
             turn.text += block["text"]
             for name, params in parse_xml_calls(block["text"]):
-                b.call(turn, name, params, "value", origin=origin)
+                _tag_call(b, turn, name, params, origin, numbered)
         elif kind in ("thinking", "reasoning"):
             text = block.get("thinking") if kind == "thinking" else block.get("text")
             if isinstance(text, str) and text:
@@ -270,6 +287,7 @@ def _assistant(b: SessionBuilder, turn: TurnDraft, content: Any, origin: Origin)
         elif kind == "tool_use":
             b.call(turn, block.get("name"), block.get("input"), "value", id=block.get("id"),
                    origin=origin, element=("content", k))
+            numbered[0] += 1
     turn.thinking = "\n".join(thinking)
 
 
@@ -300,9 +318,10 @@ def _user(b: SessionBuilder, turn: TurnDraft | None, content: Any, origin: Origi
         nonlocal section
         if section is not None:
             text = "\n\n".join(t for t in section.texts if t)
-            b.result(None, section.blocks, text, is_error=_is_error(text),
-                     name=section.name, structure_call=_answer(turn, section.name),
-                     timestamp=ts, origin=section.origin)
+            call = _answer(turn, section.name)
+            b.result(_synthetic_id(call), section.blocks, text, is_error=_is_error(text),
+                     name=section.name, structure_call=call, timestamp=ts,
+                     origin=section.origin)
             section = None
 
     for block in blocks:
@@ -343,7 +362,7 @@ def _user(b: SessionBuilder, turn: TurnDraft | None, content: Any, origin: Origi
                 section.texts.append(rest)
             if not_run is not None:
                 close_error = _answer(turn, name)
-                b.result(None, [block], rest, is_error=True, name=name,
+                b.result(_synthetic_id(close_error), [block], rest, is_error=True, name=name,
                          structure_call=close_error, timestamp=ts, origin=origin)
                 section = None
             continue
@@ -506,6 +525,7 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
     origins = pointer_origins("", None, len(records))
     turn: TurnDraft | None = None
     pending: list[tuple[CallDraft, list[str]]] = []  # calls waiting for their result
+    calls_made: list[CallDraft] = []
     started = False  # an api_req_started was seen
     skipped: Counter[str] = Counter()
     env_texts: list[str] = []
@@ -521,13 +541,13 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
             if match is None:
                 continue
             waiting.remove(match)
-            b.result(None, text, text, is_error=_is_error(text), name=name,
+            b.result(match[0].id, text, text, is_error=_is_error(text), name=name,
                      structure_call=match[0], timestamp=ts, origin=origin)
         for call, outputs in waiting:
             if outputs:
                 text = "\n".join(outputs)
-                b.result(None, text, text, name=call.name, structure_call=call, timestamp=ts,
-                         origin=origin)
+                b.result(call.id, text, text, name=call.name, structure_call=call,
+                         timestamp=ts, origin=origin)
 
     for i, record in enumerate(records):
         origin = origins[i]
@@ -551,7 +571,10 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
             if turn is None:
                 turn = b.assistant("", [], timestamp=ts, origin=origin)
             name, arguments = call
-            draft = b.call(turn, name, arguments, "value", origin=origin)
+            # (no id recorded; paired by structure: a synthesized one, as in the API history)
+            draft = b.call(turn, name, arguments, "value", id=f"ls-{len(calls_made)}",
+                           id_synthetic=True, origin=origin)
+            calls_made.append(draft)
             turn.content.append(record)
             pending.append((draft, []))
             continue

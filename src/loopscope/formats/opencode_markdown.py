@@ -121,6 +121,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
     models: list[str] = []
     bare_calls = 0
     bad_input = 0
+    calls = 0
     i = 0
     while i < len(lines) and not (_USER.match(lines[i]) or _ASSISTANT.match(lines[i])):
         match = _SESSION_ID.match(lines[i])
@@ -190,7 +191,10 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                 else:
                     output, error = block, label == "**Error:**"
                 k = after
-            draft = b.call(turn, name, arguments, "value", origin=line_origin(j + 1))
+            # (the transcript writes no call id: a synthesized one, paired by structure)
+            draft = b.call(turn, name, arguments, "value", id=f"ls-{calls}", id_synthetic=True,
+                           origin=line_origin(j + 1))
+            calls += 1
             if not has_input:
                 bare_calls += 1
             if output is not None:
@@ -200,7 +204,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         turn.thinking = "\n".join(_trim(thinking)).strip()
         # Results after the turn, in call order (a call without a block stays unanswered).
         for draft, output, error, line_number in results:
-            b.result(None, output, output or "", is_error=error, structure_call=draft,
+            b.result(draft.id, output, output or "", is_error=error, structure_call=draft,
                      name=draft.name, origin=line_origin(line_number))
         i = end
     if bare_calls:
