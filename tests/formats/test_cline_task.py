@@ -99,7 +99,7 @@ def test_the_api_history_pairs_each_result_with_its_call() -> None:
     assert "<read_file>" in session.calls[6].arguments["content"]
     assert session.counts()["unanswered_calls"] == 0
     texts = [r.text for r in (_result(session, n) for n in range(8)) if r is not None]
-    assert texts[0] == "def add(a, b):\n    return a - b\n"
+    assert texts[0] == "def add(a, b):\n    return a - b\n"  # (no task-progress reminder)
     assert texts[2] == "Command executed.\nOutput:\n1 failed, 3 passed"
     last = _result(session, 7)
     assert last is not None and last.is_error and last.text.startswith("Tool [read_file]")
@@ -152,7 +152,8 @@ def test_ui_messages_alone_make_the_session(tmp_path: Path) -> None:
         "execute_command", "attempt_completion", "newFileCreated"]
     assert session.calls[3].arguments == {"command": "pytest -q"}
     assert session.counts()["unanswered_calls"] == 0
-    third = _result(session, 2)
+    first, third = _result(session, 0), _result(session, 2)
+    assert first is not None and first.text == "def add(a, b):\n    return a - b"
     assert third is not None and third.text.endswith("1 failed, 3 passed")
     assert session.counts()["user_messages"] == 2  # the task and the feedback
 

@@ -85,6 +85,10 @@ _ERROR_MARKS = ("The tool execution failed", "The user denied this operation", "
 _SYSTEM_NOTES = ("[ERROR]", "[TASK RESUMPTION]", "[Response interrupted", "[NOTE]",
                  "[IMPORTANT]")
 _ENV = "<environment_details>"
+_TODO = ("# Todo List", "# TODO LIST")
+"""Cline's task-progress reminder, a block of its own after the results (context, like the
+environment details)."""
+_TODO_IN_REQUEST = re.compile(r"\n\n(?:# Todo List|# TODO LIST)")
 
 # ------------------------------------------------------------------------ detection
 
@@ -345,6 +349,9 @@ def _user(b: SessionBuilder, turn: TurnDraft | None, content: Any, origin: Origi
             close()
             env_texts.append(text)
             continue
+        if stripped.startswith(_TODO):
+            close()
+            continue
         header = _RESULT_HEADER.match(stripped)
         not_run = None if header else _NOT_RUN.match(stripped)
         if header is not None or not_run is not None:
@@ -480,6 +487,9 @@ def _request_sections(record: dict[str, Any]) -> list[tuple[str, str]]:
     cut = request.find(_ENV)
     if cut >= 0:
         request = request[:cut]
+    todo = _TODO_IN_REQUEST.search(request)
+    if todo is not None:
+        request = request[:todo.start()]
     starts = [m for m in _RESULT_HEADER.finditer(request)
               if m.start() == 0 or request[m.start() - 1] == "\n"]
     sections = []
