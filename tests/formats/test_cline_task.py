@@ -20,7 +20,7 @@ from tests.conftest import CORPUS
 
 from loopscope.cli import main
 from loopscope.engines import get_engine
-from loopscope.formats import detect_format, load_file, load_paths
+from loopscope.formats import ImportLimits, detect_format, load_file, load_paths
 from loopscope.model import Session, ToolResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cline_task"
@@ -182,6 +182,16 @@ def test_both_files_of_a_folder_are_one_session() -> None:
     assert ui.calls_set_aside == {"covered_by_api_history": 7} and ui.calls_lost == 0
     assert [(p.severity, p.code) for p in ui.problems] == [("info", "covered_by_api_history")]
     assert "api_conversation_history.json" in ui.problems[0].message
+
+
+def test_an_api_history_too_large_to_read_leaves_the_ui_messages_the_record() -> None:
+    folder = FIXTURES / "task_both"
+    limit = (folder / "api_conversation_history.json").stat().st_size - 1
+    assert (folder / "ui_messages.json").stat().st_size <= limit
+    report = load_paths([str(folder)], ImportLimits(max_document_bytes=limit))
+    api, ui = report.files
+    assert not api.sessions and [p.code for p in api.problems] == ["too_large"]
+    assert len(ui.sessions) == 1 and (ui.calls_seen, ui.calls_imported) == (7, 7)
 
 
 def test_the_cli_replays_the_task_folder_once() -> None:

@@ -499,13 +499,16 @@ def _request_sections(record: dict[str, Any]) -> list[tuple[str, str]]:
     return sections
 
 
-def _sibling_history(path: str) -> str | None:
-    """The ``api_conversation_history.json`` next to ``path``, when it looks like one."""
+def _sibling_history(path: str, max_bytes: int) -> str | None:
+    """The ``api_conversation_history.json`` next to ``path``, when it looks like one (a JSON
+    array with role messages in its head) and is small enough to be read (``max_bytes``)."""
     folder = os.path.dirname(os.path.abspath(path))
     sibling = os.path.join(folder, API_HISTORY)
     if os.path.basename(path) == API_HISTORY or not os.path.isfile(sibling):
         return None
     try:
+        if os.path.getsize(sibling) > max_bytes:
+            return None  # (it will not be read: this file is the record then)
         with open(sibling, "rb") as handle:
             head = handle.read(64 * 1024)
     except OSError:
@@ -517,7 +520,7 @@ def _sibling_history(path: str) -> str | None:
 
 
 def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | None]:
-    sibling = _sibling_history(ctx.path)
+    sibling = _sibling_history(ctx.path, ctx.limits.max_document_bytes)
     if sibling is not None:
         calls = 0
         origins = pointer_origins("", None, len(records))
