@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,91 @@ def test_the_cli_replays_a_transcript() -> None:
     assert result.exit_code == 0, result.output
     assert "[opencode_markdown, 2 turns, 5 tool calls]" in result.stdout
     assert "opencode_markdown, 1 session(s), 5 / 5 tool call(s)" in result.stderr
+
+
+# --------------------------------------------------------------------------- opencode.db
+
+
+def _write_db(path: Path, *, second_session: bool = False, bad_part: bool = False) -> None:
+    """An ``opencode.db`` (opencode 1.2+) of the storage fixture's session, with the tables of
+    opencode's schema (``session.sql.ts``): the records' ids in columns, the rest in ``data``."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, "
+        "slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, "
+        "version TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);"
+        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, "
+        "time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, "
+        "session_id TEXT NOT NULL, time_created INTEGER NOT NULL, "
+        "time_updated INTEGER NOT NULL, data TEXT NOT NULL);")
+    info = json.loads(SESSION_FILE.read_text())
+    sessions = [(info["id"], info["title"], info["time"]["created"])]
+    if second_session:  # an older one, with no message
+        sessions.append(("ses_0000older", "An older session", 1))
+    for sid, title, created in sessions:
+        db.execute("INSERT INTO session VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?)",
+                   (sid, info["projectID"], info["slug"], info["directory"], title,
+                    info["version"], created, created))
+    for message_file in sorted((STORAGE / "message" / info["id"]).glob("*.json")):
+        message = json.loads(message_file.read_text())
+        mid = message.pop("id")
+        message.pop("sessionID")
+        db.execute("INSERT INTO message VALUES (?, ?, 0, 0, ?)",
+                   (mid, info["id"], json.dumps(message)))
+        for part_file in sorted((STORAGE / "part" / mid).glob("*.json")):
+            part = json.loads(part_file.read_text())
+            pid = part.pop("id")
+            part.pop("sessionID")
+            part.pop("messageID")
+            data = "not json" if bad_part and part["type"] == "reasoning" else json.dumps(part)
+            db.execute("INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (pid, mid, info["id"], data))
+    db.commit()
+    db.close()
+
+
+def test_opencode_db_gives_the_sessions_of_the_storage(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    _write_db(path)
+    result = load_file(str(path))
+    assert (result.detection.format, result.detection.layout) == ("opencode_session", "sqlite")
+    (session,) = result.sessions
+    stored = load_file(str(SESSION_FILE)).sessions[0]
+    assert session.id == stored.id and session.title == stored.title
+    assert [(c.name, c.id, c.arguments) for c in session.calls] == [
+        (c.name, c.id, c.arguments) for c in stored.calls]
+    assert session.counts() == stored.counts()
+    assert session.turns[0].thinking == "Run them first."
+
+
+def test_opencode_db_sessions_oldest_first_and_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "opencode.db"
+    _write_db(path, second_session=True, bad_part=True)
+    before = path.read_bytes()
+    result = load_file(str(path))
+    assert path.read_bytes() == before  # (read-only: never written)
+    # the older session has no message: dropped as empty, its number kept
+    assert [s.source for s in result.sessions] == [f"{path}#1"]
+    codes = sorted((p.severity, p.code) for p in result.problems)
+    assert ("warning", "empty_session") in codes and ("warning", "invalid_record") in codes
+    assert result.sessions[0].turns[0].thinking == ""  # (its reasoning row was no JSON)
+
+
+def test_other_and_damaged_sqlite_files(tmp_path: Path) -> None:
+    other = tmp_path / "cache.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE kv (k TEXT, v TEXT)")
+    db.commit()
+    db.close()
+    result = load_file(str(other))
+    assert [(p.severity, p.code) for p in result.problems] == [("error", "unknown_format")]
+    path = tmp_path / "opencode.db"
+    _write_db(path)
+    damaged = tmp_path / "damaged.db"
+    data = path.read_bytes()
+    damaged.write_bytes(data[:4096] + b"\xff" * 512 + data[4608:])
+    cut = tmp_path / "cut.db"
+    cut.write_bytes(data[: len(data) // 2])
+    for broken in (damaged, cut):
+        result = load_file(str(broken))
+        assert not any(p.code == "internal_error" for p in result.problems)

@@ -350,6 +350,35 @@ def test_agent_task_files_with_swapped_values(scratch: str, index: int,
                      [None, seed.format], SMALL, f"values of {seed.name}")
 
 
+@pytest.fixture(scope="module")
+def opencode_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    from tests.formats.test_opencode import _write_db
+
+    path = tmp_path_factory.mktemp("opencode-db") / "opencode.db"
+    _write_db(path, second_session=True, bad_part=True)
+    return path.read_bytes()
+
+
+@settings(max_examples=80, **{**_SETTINGS, "suppress_health_check": [
+    *_SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+@given(edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.binary(min_size=1, max_size=64),
+                                st.booleans()), min_size=1, max_size=4))
+def test_opencode_databases_with_damaged_pages(scratch: str, opencode_db: bytes,
+                                               edits: list[tuple[int, bytes, bool]]) -> None:
+    """opencode.db (SQLite) with overwritten or cut pages: read or refused, never a raise."""
+    data = bytearray(opencode_db)
+    for position, payload, cut in edits:
+        at = position % len(data)
+        if cut:
+            del data[at:]
+            if not data:
+                break
+        else:
+            data[at:at + len(payload)] = payload
+    import_and_check(scratch, "opencode.db", bytes(data), [None, "opencode_session"], SMALL,
+                     "a damaged opencode.db")
+
+
 # --------------------------------------------------------------------------- structural damage
 
 _RAW = "\u0000raw:"  # a string standing for a literal written into the JSON text as is

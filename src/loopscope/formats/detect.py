@@ -19,6 +19,7 @@ from typing import Any
 
 from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
+from loopscope.formats import opencode_session as _opencode_db
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
 from loopscope.formats.cline_task import is_api_history, is_task_metadata, is_ui_messages
 from loopscope.formats.langfuse_observations import is_observation
@@ -572,6 +573,22 @@ def _zip_detection(path: str, limits: ImportLimits) -> Probe:
                  "zip archive")
 
 
+def _sqlite_detection(path: str, size: int) -> Probe:
+    """An SQLite database: opencode's ``opencode.db`` when it has its ``session``, ``message``
+    and ``part`` tables (opencode 1.2 and later keep every session there)."""
+    tables = _opencode_db.database_tables(path)
+    if isinstance(tables, str):
+        return _fail("unknown", "unreadable", f"cannot read the SQLite database ({tables})",
+                     "SQLite database", size=size)
+    if not tables >= _opencode_db.DB_TABLES:
+        return _fail("unknown", "unknown_format", "not a recorded-session format (an SQLite "
+                     "database without opencode's session, message and part tables)",
+                     "SQLite database", size=size)
+    return Probe(Detection("opencode_session", "sqlite", "SQLite database with session, "
+                                                         "message and part tables (opencode.db)"),
+                 size=size)
+
+
 def _first_content(path: str, encoding: str, data: bytes | None = None) -> tuple[bytes, bool]:
     """The first ``HEAD_BYTES`` of decoded content after leading whitespace; ``(b"", False)``
     when the file holds only whitespace. The flag says the head was cut."""
@@ -643,6 +660,8 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     if head.startswith(b"PAR1"):  # Parquet: a Phoenix span dataframe, read by its importer
         return Probe(Detection("openinference_spans", "parquet",
                                "Parquet file (OpenInference span export)"), size=size)
+    if head.startswith(_opencode_db.SQLITE_MAGIC):  # opencode.db, read by its importer
+        return _sqlite_detection(path, size)
     if head.startswith(b"PK\x03\x04"):
         result = _zip_detection(path, limits)
         result.size = size

@@ -271,6 +271,12 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
             ctx.problem("error", "unsupported_variant", f"{format_id} cannot read Parquet")
             return None
         return importer(path, ctx)
+    if layout == "sqlite":
+        importer = getattr(module, "import_sqlite", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read SQLite")
+            return None
+        return importer(path, ctx)
     if layout == "markdown":
         importer = getattr(module, "import_text", None)
         if importer is None:

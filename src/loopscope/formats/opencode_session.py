@@ -12,7 +12,13 @@ One assistant message can hold several steps: a turn is one step (a ``step-start
 next one), its results follow it. A tool part whose status is ``completed`` has its output as
 the result, ``error`` its error; ``pending`` / ``running`` ones were never answered.
 
-opencode's own storage (``~/.local/share/opencode/storage/``) keeps the same records apart:
+opencode 1.2 and later keep every session in one SQLite database
+(``~/.local/share/opencode/opencode.db``): tables ``session`` (one row per session), ``message``
+and ``part`` (``id``, ``session_id`` / ``message_id``, ``time_created``, and a JSON ``data``
+column holding the record without its ids). Pointed at it, the importer makes one session per
+``session`` row (``path#n``), opening the database read-only.
+
+Before 1.2, opencode's storage (``~/.local/share/opencode/storage/``) kept the same records apart:
 ``session/<project>/<id>.json`` (the ``info``), ``message/<session>/<msg>.json`` (a message's
 ``info``) and ``part/<msg>/<part>.json`` (one part each). Pointed at such a session file, the
 importer reads its messages and parts from that storage (ids sort in creation order; the folders are found by the file names, never by a recorded
@@ -22,8 +28,10 @@ id).
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from loopscope.formats._ext_common import CandidateReporter, as_dict, as_str
@@ -36,8 +44,12 @@ from loopscope.model import AgentInfo, Origin, Session, escape_for_display
 FORMAT_ID = "opencode_session"
 AGENT = "opencode"
 
-__all__ = ["FORMAT_ID", "STORAGE_RECORD", "import_document", "is_export", "is_storage_record",
+__all__ = ["DB_TABLES", "FORMAT_ID", "SQLITE_MAGIC", "STORAGE_RECORD", "database_tables",
+           "import_document", "import_sqlite", "is_export", "is_storage_record",
            "is_storage_session", "session_from_messages"]
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DB_TABLES = frozenset({"session", "message", "part"})
 
 STORAGE_RECORD = "opencode_storage_record"
 """The info code of a message or part file of opencode's storage (read with its session)."""
@@ -305,4 +317,123 @@ def _from_storage(info: dict[str, Any], ctx: ImportContext,
         report("warning", "too_large",
                "the session's message and part files are over the max_document_bytes limit "
                "together; the rest was not read")
+    return messages
+
+
+# ------------------------------------------------------------------------ opencode.db
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    """The database, read-only (never written, never a journal of ours); a database in WAL
+    mode whose ``-shm`` file cannot be made is read as it is on disk (``immutable``)."""
+    uri = Path(path).absolute().as_uri()
+    try:
+        connection = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        connection.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        return connection
+    except sqlite3.Error:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+
+
+def database_tables(path: str) -> frozenset[str] | str:
+    """The table names of an SQLite database, or why it cannot be read."""
+    try:
+        connection = _connect(path)
+        try:
+            rows = connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            connection.close()
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        return escape_for_display(str(exc) or type(exc).__name__, 120)
+    return frozenset(str(name) for (name,) in rows)
+
+
+def _column_names(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def _data(text: Any, ctx: ImportContext) -> dict[str, Any] | None:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        return None
+    try:
+        value, _ = parse_line(text.encode("utf-8", "surrogatepass"), ctx.limits)
+    except (JsonError, RecursionError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+_SESSION_COLUMNS = ("id", "title", "version", "slug", "directory", "project_id", "parent_id")
+
+
+def import_sqlite(path: str, ctx: ImportContext) -> Iterator[Session | None]:
+    """One session per row of the ``session`` table, oldest first (``path#n``). A message or
+    part whose ``data`` is no JSON object is skipped and counted in a warning."""
+    try:
+        connection = _connect(path)
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        ctx.problem("error", "unreadable", f"cannot open the SQLite database "
+                                           f"({escape_for_display(str(exc), 120)})")
+        return
+    try:
+        columns = _column_names(connection, "session")
+        wanted = [c for c in _SESSION_COLUMNS if c in columns]
+        if "id" not in wanted:
+            ctx.problem("error", "unsupported_variant",
+                        "an SQLite database whose session table has no id column")
+            return
+        order = "time_created, id" if "time_created" in columns else "id"
+        sessions = connection.execute(
+            f"SELECT {', '.join(wanted)} FROM session ORDER BY {order}").fetchall()
+        for n, row in enumerate(sessions):
+            fields = dict(zip(wanted, row, strict=True))
+            report = CandidateReporter(ctx, n)
+            try:
+                messages = _db_messages(connection, str(fields["id"]), ctx, report)
+            except sqlite3.Error as exc:
+                report("error", "session_failed", "the session's messages could not be read "
+                       f"({escape_for_display(str(exc), 120)})")
+                yield None
+                continue
+            info = {key: value for key, value in (
+                ("id", fields.get("id")), ("title", fields.get("title")),
+                ("version", fields.get("version")), ("slug", fields.get("slug")),
+                ("directory", fields.get("directory")),
+                ("projectID", fields.get("project_id")),
+                ("parentID", fields.get("parent_id"))) if isinstance(value, str)}
+            yield session_from_messages(messages, info, ctx, report)
+    except sqlite3.Error as exc:
+        ctx.problem("error", "unreadable", "the SQLite database could not be read "
+                    f"({escape_for_display(str(exc), 120)}); the sessions read before are kept")
+    finally:
+        connection.close()
+
+
+def _db_messages(connection: sqlite3.Connection, sid: str, ctx: ImportContext,
+                 report: CandidateReporter) -> list[tuple[Any, str]]:
+    """The ``{info, parts}`` messages of one session, in id order (ids sort by creation)."""
+    messages: list[tuple[Any, str]] = []
+    unreadable = 0
+    rows = connection.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY id",
+                              (sid,)).fetchall()
+    for mid, data in rows:
+        info = _data(data, ctx)
+        if info is None:
+            unreadable += 1
+            continue
+        parts: list[Any] = []
+        for pid, part_data in connection.execute(
+                "SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mid,)):
+            part = _data(part_data, ctx)
+            if part is None:
+                unreadable += 1
+                continue
+            parts.append({**part, "id": pid})
+        messages.append(({"info": {**info, "id": mid}, "parts": parts}, f"/message/{mid}"))
+    if unreadable:
+        report("warning", "invalid_record",
+               f"{unreadable} message or part row(s) of this session hold no JSON object in "
+               "their data column; skipped", count=unreadable)
     return messages
