@@ -204,6 +204,32 @@ def test_the_cli_replays_the_task_folder_once() -> None:
     assert "ui_messages.json: cline_task, 0 session(s), 7 / 0 tool call(s)" in result.stderr
 
 
+def test_a_cached_ui_file_is_imported_again_when_its_api_history_appears(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache keys a file on its version: a UI file's version includes its task folder's
+    API history, which decides whether the UI file holds the task. (A later ``prepare`` of a
+    changed folder imports only the files whose version changed.)"""
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOOPSCOPE_CACHE", raising=False)
+    tasks = tmp_path / "tasks"
+    task = tasks / "1735812000000"
+    task.mkdir(parents=True)
+    shutil.copy(FIXTURES / "task_both" / "ui_messages.json", task / "ui_messages.json")
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, str(tasks)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    run("prepare", "--workers", "1")
+    assert "1 session(s) replayed" in run("replay", "--engine", "openclaw")
+    shutil.copy(FIXTURES / "task_both" / "api_conversation_history.json",
+                task / "api_conversation_history.json")
+    run("prepare", "--workers", "1")
+    out = run("replay", "--engine", "openclaw")
+    assert "1 session(s) replayed" in out and "8 tool calls]" in out
+
+
 # --------------------------------------------------------------------------- a result-aware guard
 
 

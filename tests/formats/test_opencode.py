@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from tests.conftest import CORPUS
 
+from loopscope.cache import file_stamp
 from loopscope.cli import main
 from loopscope.formats import detect_format, load_file, load_paths
 from loopscope.model import Session, ToolResult
@@ -109,6 +110,19 @@ def test_the_storage_folder_gives_its_sessions_and_no_warning_per_file() -> None
     assert len(report.files) == 15
     problems = {(p.severity, p.code) for p in report.problems}
     assert problems == {("info", "opencode_storage_record"), ("info", "unanswered_calls")}
+
+
+def test_a_session_file_version_includes_its_messages_and_parts(tmp_path: Path) -> None:
+    """(The cache keys a file on its version: a storage session's import reads its message and
+    part files, so their versions are part of it.)"""
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    session = storage / SESSION_FILE.relative_to(STORAGE)
+    before = file_stamp(str(session))
+    assert file_stamp(str(session)) == before
+    part = next((storage / "part").glob("msg_b0003/*.json"))
+    part.write_text(part.read_text().replace('"running"', '"completed"'))
+    assert file_stamp(str(session)) != before
 
 
 def test_a_session_file_outside_a_storage_is_an_error(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ A task folder (``…/globalStorage/saoudrizwan.claude-dev/tasks/<id>/`` for Clin
     ``command_output`` / ``mcp_server_response`` / ``browser_action_result`` records. A turn is
     what the model wrote between two ``api_req_started`` records.
 
-When both files are in the same folder the API history is the session (the richer record):
-the UI file then yields no session, says which file covers it, and sets its calls aside.
+When both files are in the same task folder (under the names Cline gives them) the API history
+is the session (the richer record): the UI file then yields no session, says which file covers
+it, and sets its calls aside.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from loopscope.model import AgentInfo, Origin, Session
 
 FORMAT_ID = "cline_task"
 API_HISTORY = "api_conversation_history.json"
+UI_NAMES = frozenset({"ui_messages.json", "claude_messages.json"})
+"""The names Cline and Roo Code give the UI file of a task (``claude_messages.json`` before
+Cline 2): only a file of these names is the UI twin of an API history beside it."""
 COVERED = "covered_by_api_history"
 """The problem code (and set-aside reason) of a UI file whose task the API history covers."""
 
@@ -52,6 +56,7 @@ __all__ = [
     "API_HISTORY",
     "FORMAT_ID",
     "TOOL_NAMES",
+    "UI_NAMES",
     "import_document",
     "is_api_history",
     "is_task_metadata",
@@ -500,11 +505,12 @@ def _request_sections(record: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _sibling_history(path: str, max_bytes: int) -> str | None:
-    """The ``api_conversation_history.json`` next to ``path``, when it looks like one (a JSON
-    array with role messages in its head) and is small enough to be read (``max_bytes``)."""
+    """The ``api_conversation_history.json`` next to ``path`` (a UI file of its task folder,
+    by its name: :data:`UI_NAMES`), when it looks like one (a JSON array with role messages in
+    its head) and is small enough to be read (``max_bytes``)."""
     folder = os.path.dirname(os.path.abspath(path))
     sibling = os.path.join(folder, API_HISTORY)
-    if os.path.basename(path) == API_HISTORY or not os.path.isfile(sibling):
+    if os.path.basename(path) not in UI_NAMES or not os.path.isfile(sibling):
         return None
     try:
         if os.path.getsize(sibling) > max_bytes:

@@ -260,14 +260,35 @@ def _listing(folder: str) -> list[str]:
     return [os.path.join(folder, n) for n in names]
 
 
+def storage_root(path: str) -> str | None:
+    """The storage folder of a session file at ``<storage>/session/<project>/<id>.json``, by
+    its place; ``None`` for a file elsewhere."""
+    session_dir = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(os.path.dirname(session_dir)) != "session":
+        return None
+    return os.path.dirname(os.path.dirname(session_dir))
+
+
+def storage_files(path: str) -> list[str]:
+    """The message and part files a storage session file's import reads (those there now)."""
+    root = storage_root(path)
+    if root is None:
+        return []
+    sid = os.path.splitext(os.path.basename(path))[0]
+    files = _listing(os.path.join(root, "message", sid))
+    for message in list(files):
+        mid = os.path.splitext(os.path.basename(message))[0]
+        files += _listing(os.path.join(root, "part", mid))
+    return files
+
+
 def _from_storage(info: dict[str, Any], ctx: ImportContext,
                   report: CandidateReporter) -> list[tuple[Any, str]] | None:
     """The ``{info, parts}`` messages of a storage session file, read from its storage (the
     folder two levels above ``session/<project>/``), bounded by ``max_document_bytes`` in
     all; ``None`` (with an error) when the storage is not there."""
-    session_dir = os.path.dirname(os.path.abspath(ctx.path))
-    root = os.path.dirname(os.path.dirname(session_dir))
-    if os.path.basename(os.path.dirname(session_dir)) != "session":
+    root = storage_root(ctx.path)
+    if root is None:
         ctx.problem("error", "unsupported_variant",
                     "an opencode session file without its storage: expected it at "
                     "storage/session/<project>/<id>.json (use `opencode export <id>` for a "
