@@ -219,6 +219,8 @@ def _synthetic_id(call: CallDraft | None) -> str | None:
 
 
 def _answer(turn: TurnDraft | None, name: str) -> CallDraft | None:
+    """The call of ``turn`` a result of tool ``name`` answers: its first unanswered call of
+    that name, else its first unanswered call (Cline answers in call order)."""
     if turn is None:
         return None
     open_calls = [c for c in turn.calls if c.result_event is None]
@@ -358,25 +360,21 @@ def _user(b: SessionBuilder, turn: TurnDraft | None, content: Any, origin: Origi
             close()
             continue
         header = _RESULT_HEADER.match(stripped)
-        not_run = None if header else _NOT_RUN.match(stripped)
-        if header is not None or not_run is not None:
+        if header is not None:  # a result starts: this block, and the text blocks after it
             close()
-            if header is not None:
-                name = header.group(1)
-                rest = stripped[header.end():].strip("\n")
-            else:
-                assert not_run is not None
-                name = not_run.group(1) or not_run.group(2)
-                rest = stripped
-            section = _Section(name, origin)
+            section = _Section(header.group(1), origin)
             section.blocks.append(block)
+            rest = stripped[header.end():].strip("\n")
             if rest:
                 section.texts.append(rest)
-            if not_run is not None:
-                close_error = _answer(turn, name)
-                b.result(_synthetic_id(close_error), [block], rest, is_error=True, name=name,
-                         structure_call=close_error, timestamp=ts, origin=origin)
-                section = None
+            continue
+        not_run = _NOT_RUN.match(stripped)
+        if not_run is not None:  # a call answered without being run: this block alone
+            close()
+            name = not_run.group(1) or not_run.group(2)
+            call = _answer(turn, name)
+            b.result(_synthetic_id(call), [block], stripped, is_error=True, name=name,
+                     structure_call=call, timestamp=ts, origin=origin)
             continue
         if section is not None:
             section.blocks.append(block)
