@@ -42,7 +42,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -204,9 +204,29 @@ def tally_of(value: Any) -> tuple[int | None, int, dict[str, int]]:
 # --------------------------------------------------------------------------- corpus snapshots
 
 
+_related_files: Callable[[str], list[str]] | None = None
+
+
 def file_stamp(path: str) -> str:
     """What tells a file's version: size, modification and change times, inode and device
-    (``"missing"`` when it cannot be read)."""
+    (``"missing"`` when it cannot be read), and a digest of the stamps of the files its import
+    reads besides it (:func:`loopscope.formats.related.related_files`), if any."""
+    global _related_files
+    stamp = _own_stamp(path)
+    if _related_files is None:  # (imported on first use, then kept: the formats import the
+        from loopscope.formats.related import related_files  # engines; a file costs 1 µs)
+
+        _related_files = related_files
+    related = _related_files(path)
+    if not related:
+        return stamp
+    h = hashlib.sha256()
+    for other in related:
+        h.update(f"{other}\0{_own_stamp(other)}\n".encode("utf-8", "surrogateescape"))
+    return f"{stamp}:{h.hexdigest()[:16]}"
+
+
+def _own_stamp(path: str) -> str:
     try:
         st = os.stat(path)
     except OSError:

@@ -84,6 +84,32 @@ SEEDS: list[bytes] = [
     b"\n# aider chat started at 2025-01-01 00:00:00\n\n> Aider v0.83.1  \n\n#### fix  \n\n"
     b"a.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n\n"
     b"> Applied edit to a.py  \n> Running make  \n\n#### /run ls  \n",
+    # Cline / Roo Code: an API history with a tag call and its result blocks; UI messages
+    json.dumps([
+        {"role": "user", "content": [{"type": "text", "text": "<task>\ngo\n</task>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text":
+                                           "<read_file>\n<path>a</path>\n</read_file>"}]},
+        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a'] Result:"},
+                                     {"type": "text", "text": "x"},
+                                     {"type": "text", "text":
+                                      "<environment_details>\n</environment_details>"}]}]).encode(),
+    json.dumps([
+        {"ts": 1, "type": "say", "say": "text", "text": "go"},
+        {"ts": 2, "type": "ask", "ask": "tool", "text": "{\"tool\":\"readFile\",\"path\":\"a\"}"},
+        {"ts": 3, "type": "say", "say": "api_req_started",
+         "text": "{\"request\":\"[read_file for 'a'] Result:\\n\\nx\"}"},
+        {"ts": 4, "type": "say", "say": "command", "text": "ls"},
+        {"ts": 5, "type": "ask", "ask": "command_output", "text": "a"}]).encode(),
+    # opencode: an export, and an /export transcript
+    json.dumps({"info": {"id": "ses_1", "title": "t"}, "messages": [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "go"}]},
+        {"info": {"role": "assistant"}, "parts": [
+            {"type": "step-start"}, {"type": "tool", "tool": "bash", "callID": "c",
+                                     "state": {"status": "completed", "input": {"c": "ls"},
+                                               "output": "a"}}]}]}).encode(),
+    b"# t\n\n**Session ID:** ses_1\n\n---\n\n## User\n\ngo\n\n---\n\n## Assistant\n\n"
+    b"**Tool: bash**\n\n**Input:**\n```json\n{\"c\": 1}\n```\n\n**Output:**\n```\na\n```\n\n"
+    b"---\n\n",
 ]
 
 SMALL = ImportLimits(max_line_bytes=4096, max_json_depth=64, max_value_chars=500,
@@ -169,3 +195,16 @@ def test_random_json_shapes_never_raise(scratch: str, value: object) -> None:
         if isinstance(wrapped, list):
             lines = b"".join(json.dumps(v).encode() + b"\n" for v in wrapped)
             _load(scratch, "v.jsonl", lines, SMALL)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.sampled_from(SEEDS[-4:]),
+       edits=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10_000), _SNIPPETS),
+                      min_size=1, max_size=6),
+       name=st.sampled_from(["api_conversation_history.json", "ui_messages.json", "x.md"]))
+def test_mutated_agent_task_files_never_raise(scratch: str, seed: bytes,
+                                              edits: list[tuple[int, int, bytes]],
+                                              name: str) -> None:
+    """The Cline / Roo Code and opencode seeds, damaged, under the names their agents give
+    them (a UI file then meets a damaged API history beside it)."""
+    _load(scratch, name, _mutate(seed, edits), SMALL)

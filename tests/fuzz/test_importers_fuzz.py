@@ -239,12 +239,16 @@ def _corpus_paths() -> list[Path]:
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
+AGENT_STORE_FILES = (sorted(FIXTURES.glob("cline_task/*/*.json"))
+                     + sorted(FIXTURES.glob("opencode/*.md")))
 SAMPLE_SEEDS = _seeds_from(sorted(
     [p for p in SAMPLES.iterdir() if p.suffix in (".json", ".jsonl")]
     # the trace-store fixtures: formats no sample or corpus file is in
     + [p for p in FIXTURES.iterdir() if p.suffix in (".json", ".jsonl", ".txt")]
     # and the Markdown chat logs, one file per shape their writers used
-    + [p for p in FIXTURES.iterdir() if p.name.startswith(("specstory_", "aider_"))]))
+    + [p for p in FIXTURES.iterdir() if p.name.startswith(("specstory_", "aider_"))]
+    # Cline / Roo Code task folders and opencode transcripts (kept in subfolders)
+    + AGENT_STORE_FILES))
 CORPUS_SEEDS = _seeds_from(_corpus_paths())
 
 
@@ -360,6 +364,75 @@ def test_markdown_chat_logs_with_damaged_bytes(scratch: str, index: int,
 
 def test_the_markdown_seeds_cover_both_logs() -> None:
     assert {s.format for s in SAMPLE_SEEDS} >= set(_MARKDOWN_LOGS)
+
+
+AGENT_STORE_SEEDS = [s for s in SAMPLE_SEEDS if s.format in (
+    "cline_task", "opencode_session", "opencode_markdown")]
+
+
+@settings(max_examples=150, **_SETTINGS)
+@given(index=st.integers(0, 10_000), edits=_EDITS, pick=st.integers(0, 100),
+       beside=st.booleans())
+def test_agent_task_files_with_damaged_bytes(scratch: str, index: int,
+                                             edits: list[tuple[int, int, int]], pick: int,
+                                             beside: bool) -> None:
+    """The Cline / Roo Code and opencode fixtures, damaged; a UI messages file also next to a
+    damaged API history (its sibling is read to decide which file holds the task)."""
+    seed = AGENT_STORE_SEEDS[index % len(AGENT_STORE_SEEDS)]
+    data = _byte_damage(seed.data, edits)
+    folder = os.path.join(scratch, "task")
+    os.makedirs(folder, exist_ok=True)
+    sibling = os.path.join(folder, "api_conversation_history.json")
+    if beside:  # the API history of the fixture task, damaged alike
+        history = (FIXTURES / "cline_task" / "task_both" / "api_conversation_history.json")
+        with open(sibling, "wb") as handle:
+            handle.write(_byte_damage(history.read_bytes(), edits[:1]))
+    elif os.path.exists(sibling):
+        os.remove(sibling)
+    import_and_check(folder, "ui_messages" + seed.suffix, data,
+                     [None, seed.format, _other_format(seed.format, pick)], SMALL,
+                     f"bytes of {seed.name}")
+
+
+@settings(max_examples=100, **_SETTINGS)
+@given(index=st.integers(0, 10_000), changes=st.lists(
+    st.tuples(st.lists(st.integers(0, 1000), min_size=0, max_size=8), st.integers(0, 4),
+              st.integers(0, 40)), min_size=1, max_size=3))
+def test_agent_task_files_with_swapped_values(scratch: str, index: int,
+                                              changes: list[tuple[list[int], int, int]]) -> None:
+    seeds = [s for s in AGENT_STORE_SEEDS if s.value is not None]
+    seed = seeds[index % len(seeds)]
+    import_and_check(scratch, "t" + seed.suffix, _structural(seed, changes),
+                     [None, seed.format], SMALL, f"values of {seed.name}")
+
+
+@pytest.fixture(scope="module")
+def opencode_db(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    from tests.formats.test_opencode import _write_db
+
+    path = tmp_path_factory.mktemp("opencode-db") / "opencode.db"
+    _write_db(path, second_session=True, bad_part=True)
+    return path.read_bytes()
+
+
+@settings(max_examples=80, **{**_SETTINGS, "suppress_health_check": [
+    *_SETTINGS["suppress_health_check"], HealthCheck.function_scoped_fixture]})
+@given(edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.binary(min_size=1, max_size=64),
+                                st.booleans()), min_size=1, max_size=4))
+def test_opencode_databases_with_damaged_pages(scratch: str, opencode_db: bytes,
+                                               edits: list[tuple[int, bytes, bool]]) -> None:
+    """opencode.db (SQLite) with overwritten or cut pages: read or refused, never a raise."""
+    data = bytearray(opencode_db)
+    for position, payload, cut in edits:
+        at = position % len(data)
+        if cut:
+            del data[at:]
+            if not data:
+                break
+        else:
+            data[at:at + len(payload)] = payload
+    import_and_check(scratch, "opencode.db", bytes(data), [None, "opencode_session"], SMALL,
+                     "a damaged opencode.db")
 
 
 # --------------------------------------------------------------------------- structural damage

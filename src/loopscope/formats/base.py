@@ -17,7 +17,7 @@ from loopscope.formats._construct import positional_constructor
 from loopscope.formats.tally import CallTally
 from loopscope.model import Problem, Session, Severity, escape_for_display
 
-Layout = Literal["document", "jsonl", "markdown", "zip", "parquet", "unknown"]
+Layout = Literal["document", "jsonl", "markdown", "zip", "parquet", "sqlite", "unknown"]
 
 KiB = 1024
 MiB = 1024 * KiB

@@ -1,5 +1,5 @@
 """Format detection from the content, never only the file name: head sniff, layout, then
-signatures (document rows ``D1``–``D11``, JSONL record rows ``L1``–``L15``, named in the reasons).
+signatures (document rows ``D1``–``D12``, JSONL record rows ``L1``–``L15``, named in the reasons).
 
 :func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
 ``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
@@ -19,9 +19,15 @@ from typing import Any
 
 from loopscope.formats import archive as archive_mod
 from loopscope.formats import jsonio
+from loopscope.formats import opencode_session as _opencode_db
 from loopscope.formats.base import Detection, ImportContext, ImportLimits, Layout
+from loopscope.formats.cline_task import is_api_history, is_task_metadata, is_ui_messages
 from loopscope.formats.langfuse_observations import is_observation
 from loopscope.formats.langsmith_runs import is_run
+from loopscope.formats.opencode_markdown import looks_like_export as _opencode_markdown
+from loopscope.formats.opencode_session import is_export as _opencode_export
+from loopscope.formats.opencode_session import is_storage_record as _opencode_record
+from loopscope.formats.opencode_session import is_storage_session as _opencode_stored
 from loopscope.formats.openinference_spans import is_span
 from loopscope.formats.otel_console import is_console_span
 from loopscope.formats.otel_genai import is_otlp
@@ -79,6 +85,9 @@ FORMAT_NAMES = {
     "mini_swe_agent_traj": "mini-swe-agent trajectory",
     "cursor_specstory": "Cursor (SpecStory Markdown)",
     "aider_history": "Aider chat history",
+    "cline_task": "Cline / Roo Code task",
+    "opencode_session": "opencode session",
+    "opencode_markdown": "opencode export (Markdown)",
 }
 
 # ------------------------------------------------------------------------ descriptions
@@ -244,6 +253,38 @@ def _trace_store(v: Any) -> Detection | None:
     return None
 
 
+def _agent_stores(v: Any) -> Detection | None:
+    """D12: the files coding agents keep of a task, before D10 reads them as chat messages —
+    Cline / Roo Code's ``ui_messages.json`` (``ts``/``type``/``ask|say`` records) and
+    ``api_conversation_history.json`` (role messages with ``[tool] Result:`` blocks, a
+    ``<task>`` or ``<environment_details>``) and ``task_metadata.json``; an opencode export
+    (``info`` and messages of ``info`` + ``parts``) or a session, message or part file of
+    opencode's storage."""
+    doc: Layout = "document"
+    if isinstance(v, list):
+        if is_ui_messages(v):
+            return Detection("cline_task", doc, "JSON array of Cline/Roo Code UI messages "
+                                                "(ts, type, ask|say) (D12)")
+        if is_api_history(v):
+            return Detection("cline_task", doc, "JSON array of messages with Cline's tool "
+                                                "result blocks or environment details (D12)")
+    elif isinstance(v, dict):
+        if is_task_metadata(v):
+            return Detection("cline_task", doc, "Cline task metadata (files_in_context, "
+                                                "model_usage) (D12)")
+        if _opencode_export(v):
+            return Detection("opencode_session", doc,
+                             "JSON object with info and messages of info + parts (D12, "
+                             "opencode export)")
+        if _opencode_stored(v):
+            return Detection("opencode_session", doc,
+                             "opencode storage session file (id ses_…, projectID) (D12)")
+        if _opencode_record(v):
+            return Detection("opencode_session", doc,
+                             "opencode storage message or part file (id msg_… / prt_…) (D12)")
+    return None
+
+
 def _is_gemini_contents(value: Any) -> bool:
     """A list of Gemini API ``Content`` objects (``{"role": "user" | "model", "parts": [...]}``),
     as Gemini CLI saves a conversation checkpoint, with at least one model turn."""
@@ -367,6 +408,9 @@ def document_signature(v: Any) -> Detection | None:
             i.get("type") != "message" for i in v):
         return Detection("openai_responses", doc, "JSON array of Responses items (D9)")
     found = _trace_store(v)
+    if found is not None:
+        return found
+    found = _agent_stores(v)
     if found is not None:
         return found
     # D10
@@ -582,6 +626,22 @@ def _zip_detection(path: str, limits: ImportLimits) -> Probe:
                  "zip archive")
 
 
+def _sqlite_detection(path: str, size: int) -> Probe:
+    """An SQLite database: opencode's ``opencode.db`` when it has its ``session``, ``message``
+    and ``part`` tables (opencode 1.2 and later keep every session there)."""
+    tables = _opencode_db.database_tables(path)
+    if isinstance(tables, str):
+        return _fail("unknown", "unreadable", f"cannot read the SQLite database ({tables})",
+                     "SQLite database", size=size)
+    if not tables >= _opencode_db.DB_TABLES:
+        return _fail("unknown", "unknown_format", "not a recorded-session format (an SQLite "
+                     "database without opencode's session, message and part tables)",
+                     "SQLite database", size=size)
+    return Probe(Detection("opencode_session", "sqlite", "SQLite database with session, "
+                                                         "message and part tables (opencode.db)"),
+                 size=size)
+
+
 def _first_content(path: str, encoding: str, data: bytes | None = None) -> tuple[bytes, bool]:
     """The first ``HEAD_BYTES`` of decoded content after leading whitespace; ``(b"", False)``
     when the file holds only whitespace. The flag says the head was cut."""
@@ -653,6 +713,8 @@ def probe(path: str, limits: ImportLimits) -> Probe:
     if head.startswith(b"PAR1"):  # Parquet: a Phoenix span dataframe, read by its importer
         return Probe(Detection("openinference_spans", "parquet",
                                "Parquet file (OpenInference span export)"), size=size)
+    if head.startswith(_opencode_db.SQLITE_MAGIC):  # opencode.db, read by its importer
+        return _sqlite_detection(path, size)
     if head.startswith(b"PK\x03\x04"):
         result = _zip_detection(path, limits)
         result.size = size
@@ -693,6 +755,12 @@ def probe(path: str, limits: ImportLimits) -> Probe:
         chat_log = markdown_chat_log(content)
         if chat_log is not None:
             return Probe(chat_log, encoding=encoding, notes=notes, size=size, data=data)
+        if first_line.startswith(b"# ") and _opencode_markdown(
+                content.decode("utf-8", "replace")):
+            return Probe(Detection("opencode_markdown", "markdown",
+                                   "Markdown with a title, **Session ID:** and ## User / "
+                                   "## Assistant sections (opencode /export)"),
+                         encoding=encoding, notes=notes, size=size, data=data)
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
                      f'not a recorded-session format (not JSON; starts with '

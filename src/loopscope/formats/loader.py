@@ -64,6 +64,11 @@ SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 out-of-range number anywhere makes the file unreadable, because gglib reads these messages as
 recorded and serde_json rejects such numbers."""
 
+_COVERED_ELSEWHERE = frozenset({"covered_by_api_history", "cline_task_metadata",
+                                "opencode_storage_record"})
+"""Info codes of a file whose sessions another file of the same folder holds: it yields none,
+and that is no ``no_sessions`` warning."""
+
 _FILE_FAILURES = frozenset({"unreadable", "empty_file", "too_large", "too_deep",
                             "invalid_json"})
 
@@ -266,6 +271,12 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
             ctx.problem("error", "unsupported_variant", f"{format_id} cannot read Parquet")
             return None
         return importer(path, ctx)
+    if layout == "sqlite":
+        importer = getattr(module, "import_sqlite", None)
+        if importer is None:
+            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read SQLite")
+            return None
+        return importer(path, ctx)
     if layout == "markdown":
         importer = getattr(module, "import_text", None)
         if importer is None:
@@ -393,7 +404,8 @@ def _collect(items: Iterator[Session | None], format_id: str, ctx: ImportContext
         if close is not None:
             with contextlib.suppress(Exception):
                 close()
-    if n == 0 and not any(p.severity == "error" for _, p in ctx.problems):
+    if n == 0 and not any(p.severity == "error" or p.code in _COVERED_ELSEWHERE
+                          for _, p in ctx.problems):
         ctx.problem("warning", "no_sessions",
                     f"recognised as {format_id}, but the file holds no session")
     return n

@@ -770,8 +770,118 @@ def _aider_text(text: str, saw: Saw) -> None:
         previous = line
 
 
+# Cline / Roo Code. The API history: ``tool_use`` blocks and the tags of the agents' tools in
+# assistant text (a tag inside an open call is part of it); the UI messages: the finished
+# (not ``partial``) records that show a call.
+_CLINE_TOOLS = (
+    "execute_command|read_file|write_to_file|replace_in_file|search_files|list_files|"
+    "list_code_definition_names|browser_action|use_mcp_tool|access_mcp_resource|"
+    "ask_followup_question|plan_mode_respond|load_mcp_documentation|attempt_completion|"
+    "new_task|condense|summarize_task|report_bug|new_rule|web_fetch|web_search|apply_patch|"
+    "focus_chain|apply_diff|insert_content|search_and_replace|switch_mode|fetch_instructions|"
+    "codebase_search|update_todo_list|run_slash_command|generate_image|simple_read_file|"
+    "edit_file|search_replace")
+_CLINE_TAG = re.compile(r"<(/?)(" + _CLINE_TOOLS + r")>")
+_CLINE_UI_CALLS = frozenset({
+    ("ask", "tool"), ("say", "tool"), ("ask", "command"), ("say", "command"),
+    ("ask", "use_mcp_server"), ("say", "use_mcp_server"), ("ask", "browser_action_launch"),
+    ("say", "browser_action_launch"), ("say", "browser_action"),
+    ("say", "load_mcp_documentation"), ("ask", "followup"), ("ask", "plan_mode_respond"),
+    ("say", "completion_result"), ("ask", "new_task"), ("ask", "condense"),
+    ("ask", "report_bug"), ("ask", "summarize_task")})
+
+
+def _cline_tags(text: str, anchor: Anchor, saw: Saw) -> None:
+    inside: str | None = None
+    for match in _CLINE_TAG.finditer(text):
+        closing, name = match.group(1), match.group(2)
+        if inside is None and not closing:
+            inside = name
+            saw((anchor, name))
+        elif inside == name and closing and name not in ("write_to_file", "new_rule"):
+            inside = None
+        elif inside == name and closing:  # (file content may hold the closing tag: the last)
+            rest = text[match.end():]
+            if f"</{name}>" not in rest:
+                inside = None
+
+
+def _cline_document(value: Any, saw: Saw) -> None:
+    if type(value) is not list:
+        return
+    ui = [v for v in value[:50] if type(v) is dict and v.get("type") in ("ask", "say")
+          and "ts" in v]
+    if value and len(ui) * 2 > len(value[:50]):
+        for i, record in enumerate(value):
+            if type(record) is dict and record.get("partial") is not True:
+                kind = record.get("type")
+                what = record.get(kind) if kind in ("ask", "say") else None
+                if type(what) is str and (kind, what) in _CLINE_UI_CALLS:
+                    saw((f"/{i}", what))
+        return
+    for i, message in enumerate(value):
+        if type(message) is not dict or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if type(content) is str:
+            _cline_tags(content, f"/{i}", saw)
+        elif type(content) is list:
+            for k, block in enumerate(content):
+                if type(block) is not dict:
+                    continue
+                if block.get("type") == "tool_use":
+                    saw((("", i, "content", k), block.get("name")))
+                elif block.get("type") == "text" and type(block.get("text")) is str:
+                    _cline_tags(block["text"], f"/{i}", saw)
+
+
+def _opencode_document(value: Any, saw: Saw) -> bool | None:
+    """An export's ``tool`` parts of assistant messages; a storage session file (its parts
+    live in other files) is not counted."""
+    if type(value) is not dict or type(value.get("messages")) is not list:
+        return False
+    for i, message in enumerate(value["messages"]):
+        if type(message) is not dict or type(message.get("parts")) is not list:
+            continue
+        info = message.get("info")
+        if type(info) is dict and info.get("role") not in ("assistant", None):
+            continue
+        for k, part in enumerate(message["parts"]):
+            if type(part) is dict and part.get("type") == "tool":
+                saw((("/messages", i, "parts", k), part.get("tool")))
+    return None
+
+
+# opencode /export Markdown: a ``**Tool: name**`` line of an ``## Assistant`` section, outside
+# the fenced blocks.
+_OC_TOOL = re.compile(r"^\*\*Tool: (.+)\*\*\s*$")
+
+
+def _opencode_markdown_text(text: str, saw: Saw) -> None:
+    assistant = False
+    fenced = False
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if line.startswith("```"):
+            if not fenced:
+                fenced = True  # (any fence opens a block)
+            elif line.strip() == "```":
+                fenced = False  # (only a bare fence closes it)
+            continue
+        if fenced:
+            continue
+        if line.startswith("## "):
+            assistant = line.startswith("## Assistant")
+            continue
+        if assistant:
+            match = _OC_TOOL.match(line)
+            if match is not None:
+                saw((number, match.group(1).strip()))
+
+
 RecordCounter = Callable[[Any, int, Saw], None]
-DocumentCounter = Callable[[Any, Saw], None]
+DocumentCounter = Callable[[Any, Saw], bool | None]
+"""Returns ``False`` when the document's shape is not counted (calls kept in other files)."""
 
 _RECORD_COUNTERS: dict[str, RecordCounter] = {
     "openai_chat": _openai_chat_record,
@@ -800,11 +910,14 @@ _DOCUMENT_COUNTERS: dict[str, DocumentCounter] = {
     "otel_genai": _otlp_document,
     "otel_console": _console_document,
     "mini_swe_agent_traj": _mini_swe_document,
+    "cline_task": _cline_document,
+    "opencode_session": _opencode_document,
 }
 _TEXT_COUNTERS: dict[str, Callable[[str, Saw], None]] = {
     "claude_code_markdown": _claude_markdown_text,
     "cursor_specstory": _specstory_text,
     "aider_history": _aider_text,
+    "opencode_markdown": _opencode_markdown_text,
 }
 
 
@@ -868,8 +981,7 @@ def _counted(records: Iterable[Any], counter: RecordCounter, saw: Saw) -> Iterat
 def count_document(format_id: str, value: Any, tally: CallTally) -> None:
     counter = _DOCUMENT_COUNTERS.get(format_id)
     if counter is not None:
-        tally.counted = True
-        counter(value, tally.seen.append)
+        tally.counted = counter(value, tally.seen.append) is not False
 
 
 def count_text(format_id: str, text: str, tally: CallTally) -> None:
