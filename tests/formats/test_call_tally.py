@@ -50,13 +50,17 @@ def test_the_corpus_loses_no_call() -> None:
     if not CORPUS.is_dir():
         pytest.skip(f"no corpus at {CORPUS}")
     report = load_paths([str(CORPUS)])
-    counted = [f for f in report.files if f.calls_seen is not None]
-    assert len(counted) == 35  # every session file (SOURCES.md is none)
-    assert sum(f.calls_seen or 0 for f in counted) == 2017 + 45
-    assert sum(f.calls_imported for f in counted) == 2017
-    for result in counted:
-        assert lost(result) == 0, result.path
+    # Every file an importer reads loses no call; every other one (no importer yet) reports
+    # the calls counted in it as not imported (which files those are changes as importers
+    # are added).
+    counted = [f for f in report.files if f.calls_seen is not None and f.sessions]
+    assert len(counted) >= 35
+    for result in report.files:
         check_invariant(result)
+        if result.sessions:
+            assert lost(result) == 0, result.path
+    sources = [f for f in report.files if f.path.endswith("SOURCES.md")]
+    assert [(f.calls_seen, f.calls_lost) for f in sources] == [(0, 0)]
     (export,) = [f for f in counted if f.path.endswith("build-our-r-full.md")]
     assert (export.calls_seen, export.calls_imported) == (359, 314)
     assert export.calls_set_aside == {"repeated section": 39, "repeated tool_use id": 6}
