@@ -281,8 +281,9 @@ def _count_refused(found: Probe, ctx: ImportContext, path: str) -> None:
             count_unknown_value(found.value, tally.seen.append)
         elif layout == "jsonl":
             scratch = ImportContext(path, ctx.limits)
+            # (no ``parsed`` map: a silent pass would keep every line it parses in it)
             records = jsonio.iter_records(path, ctx.limits, scratch, encoding=found.encoding,
-                                          report=False, data=found.data, parsed=found.parsed)
+                                          report=False, data=found.data)
             tally.counted = True
             count_unknown_records(records, tally.seen.append)
         elif (found.error is not None and found.error[0] in ("unknown_format", "invalid_json")
