@@ -155,8 +155,10 @@ def test_the_cache_gives_the_same_warnings_and_closing_line(
     with monkeypatch.context() as m:
         m.setenv("LOOPSCOPE_CACHE", "off")
         imported = run_cli(args)
-    code, _, err = run_cli(["prepare", str(folder)])
+    code, out, err = run_cli(["prepare", str(folder)])
     assert code == 0, err
+    lost = UNKNOWN_AGENT_MD_CALLS + UNKNOWN_JSON_CALLS
+    assert f"{lost} tool calls in 2 files were not imported" in out, out
     assert run_cli(args) == imported
     assert "calls not imported (see warnings)" in imported[1]
 
