@@ -70,6 +70,9 @@ recorded and serde_json rejects such numbers."""
 
 _FILE_FAILURES = frozenset({"unreadable", "empty_file", "too_large", "too_deep",
                             "invalid_json"})
+_REFUSALS = frozenset({"unknown_format", "not_a_recording", "unsupported_variant",
+                       "invalid_json"})
+"""Problems that refuse a whole file whose calls can still be counted (see _count_refused)."""
 
 
 # ------------------------------------------------------------------------------ limits
@@ -165,7 +168,8 @@ def load_file(path: str | os.PathLike[str], limits: ImportLimits | None = None,
     """Import one file: its sessions and problems. Never raises.
 
     ``format`` forces a format id (detection still finds the layout). ``scanned`` marks a file
-    found in a folder scan: ``unknown_format`` is then a warning (an info for ``.md``).
+    found in a folder scan: ``unknown_format`` is then a warning (an info for a ``.md`` with
+    nothing call-shaped in it; see :func:`_refusal_severity`).
     """
     limits = limits or ImportLimits()
     # Parsed JSON holds no reference cycles: the cyclic collector only slowed ingest down
@@ -473,8 +477,7 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
         missing, first, anchor = lost_calls(tally, imported, calls_imported)
         if missing > 0:
             where = f" (first {first})" if first else ""
-            refusal = next((p.code for _, p in ctx.problems
-                            if p.code == "unknown_format" or p.severity == "error"), None)
+            refusal = next((p.code for _, p in ctx.problems if p.code in _REFUSALS), None)
             if refusal is not None and not found:
                 # (the file was refused whole: the count says what that cost)
                 text = (f"{_calls(missing)} seen in the file {'was' if missing == 1 else 'were'}"
