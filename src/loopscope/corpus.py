@@ -22,7 +22,7 @@ from loopscope.bulk import CollectorPaused, without_huge_pages
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
 from loopscope.engines.base import PreparedSessions, RunColumns, run_many
-from loopscope.formats.base import Detection, FileImport, ImportReport
+from loopscope.formats.base import Detection, FileImport, ImportReport, ImportTotals
 from loopscope.model import Problem, Session, escape_for_display
 
 __all__ = ["LARGE_CORPUS", "Corpus", "CorpusSessions", "FileResult", "Ingested", "PreparedFile",
@@ -241,6 +241,12 @@ class Corpus:
         """``(errors, warnings)`` of the import report (it never changes)."""
         severities = [p.severity for p in self.report.problems]
         return severities.count("error"), severities.count("warning")
+
+    @functools.cached_property
+    def import_totals(self) -> ImportTotals:
+        """Files read, calls imported and calls not imported, of the import report (it never
+        changes): the overview's banner."""
+        return self.report.totals()
 
     # ------------------------------------------------------------------ labels
 

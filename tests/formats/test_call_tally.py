@@ -63,7 +63,12 @@ def test_the_corpus_loses_no_call() -> None:
         "doc_processor__.aider.chat.history.md": (6, 6)}
     for result in counted:
         assert lost(result) == 0, result.path
+    for result in report.files:
         check_invariant(result)
+        if result.sessions:
+            assert lost(result) == 0, result.path
+    sources = [f for f in report.files if f.path.endswith("SOURCES.md")]
+    assert [(f.calls_seen, f.calls_lost) for f in sources] == [(0, 0)]
     (export,) = [f for f in counted if f.path.endswith("build-our-r-full.md")]
     assert (export.calls_seen, export.calls_imported) == (359, 314)
     assert export.calls_set_aside == {"repeated section": 39, "repeated tool_use id": 6}

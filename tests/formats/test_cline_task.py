@@ -199,7 +199,7 @@ def test_the_cli_replays_the_task_folder_once() -> None:
                                        "openclaw", "-v"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert result.stdout.count("[cline_task,") == 1
-    assert "1 session(s) replayed" in result.stdout
+    assert "1 session replayed" in result.stdout
     assert "8 / 8 tool call(s)" in result.stderr
     assert "ui_messages.json: cline_task, 0 session(s), 7 / 0 tool call(s)" in result.stderr
 
@@ -222,12 +222,12 @@ def test_a_cached_ui_file_is_imported_again_when_its_api_history_appears(
         return result.stdout
 
     run("prepare", "--workers", "1")
-    assert "1 session(s) replayed" in run("replay", "--engine", "openclaw")
+    assert "1 session replayed" in run("replay", "--engine", "openclaw")
     shutil.copy(FIXTURES / "task_both" / "api_conversation_history.json",
                 task / "api_conversation_history.json")
     run("prepare", "--workers", "1")
     out = run("replay", "--engine", "openclaw")
-    assert "1 session(s) replayed" in out and "8 tool calls]" in out
+    assert "1 session replayed" in out and "8 tool calls]" in out
 
 
 # --------------------------------------------------------------------------- a result-aware guard

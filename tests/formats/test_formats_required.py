@@ -187,7 +187,9 @@ def test_conversation_per_line_broken_line_keeps_numbering(tmp_path: Path) -> No
 def test_non_finite_number_makes_openai_chat_unreadable(tmp_path: Path) -> None:
     doc = json.dumps(EXAMPLE_1_11).replace('"Two tests fail."', "1e400")
     result = load(tmp_path, "n.json", doc)
-    assert not result.sessions and codes(result) == ["invalid_json"]
+    # (the call the unreadable file holds is counted in its text and said to be lost)
+    assert not result.sessions and codes(result) == ["invalid_json", "calls_not_imported"]
+    assert result.calls_lost == 1
     lines = jsonl({"role": "user", "content": "x"}) + '{"role": "tool", "content": NaN}\n'
     result = load(tmp_path, "n.jsonl", lines + jsonl({"role": "user", "content": "x"}))
     assert not result.sessions

@@ -18,6 +18,7 @@ import click
 
 from loopscope.engines import ConfigError, Engine, engine_names, get_engine
 from loopscope.engines.base import ConfigResolution
+from loopscope.formats.base import ImportTotals
 from loopscope.model import Problem, Session, escape_for_display
 
 EXIT_OK = 0
@@ -182,6 +183,8 @@ class RunStatus:
     false_refused: bool = False
     """A session labelled ``ok`` was refused."""
     problems: list[Problem] = field(default_factory=list)
+    totals: ImportTotals = field(default_factory=ImportTotals)
+    """Files read, calls imported and calls not imported (the closing line)."""
 
     def fail(self, message: str) -> None:
         """A usage or input error that does not stop the other files."""
@@ -208,8 +211,24 @@ class RunStatus:
             click.echo(problem.text(), err=True)
         hidden = len(self.problems) - len(shown)
         if hidden:
-            click.echo(f"loopscope: {hidden} import note(s) not shown; use --verbose to list them",
-                       err=True)
+            click.echo(f"loopscope: {hidden:,} import note{'' if hidden == 1 else 's'} not "
+                       "shown; use --verbose to list them", err=True)
+
+    def print_import_line(self, *, to_stdout: bool = False) -> None:
+        """The closing line of a command that imports: ``F files, C calls imported, L calls
+        not imported (see warnings)`` — on stdout after a readable ``replay`` (its summary),
+        else on stderr (stdout then holds only the command's own output: JSON Lines, a
+        table a script reads)."""
+        if to_stdout:
+            click.echo(self.totals.line())
+        else:
+            click.echo(f"loopscope: {self.totals.line()}", err=True)
+
+    def count_prepared(self, folder: Any) -> None:
+        """The files of a folder read back from the on-disk cache, into :attr:`totals`."""
+        for f in folder.files:
+            seen, imported, aside = f.result.tally
+            self.totals.add(seen, imported, sum(aside.values()))
 
 
 def read_settings_file(path: str, engine_name: str) -> Mapping[str, Any] | None:
@@ -276,6 +295,7 @@ def iter_sessions(
 
     for file_import in iter_file_imports(list(paths), limits=limits, format=format_id):
         status.problems.extend(file_import.problems)
+        status.totals.add_file(file_import)
         yield from file_import.sessions
 
 

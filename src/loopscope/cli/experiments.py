@@ -218,6 +218,7 @@ def sweep(
         cells[0].config), format_id, import_limits) if cells and dask_address is None else None)
     if folder is not None:
         status.problems.extend(folder.problems())
+        status.count_prepared(folder)
         sessions: Sequence[Any] = folder.heads()
     else:
         sessions = _load_sessions(paths, status, import_limits, format_id)
@@ -273,6 +274,7 @@ def sweep(
         click.echo(_sweep_table(result))
         click.echo(_describe_best(result))
     status.print_problems(verbose=verbose)
+    status.print_import_line()
     sys.exit(status.exit_code())
 
 
@@ -303,6 +305,7 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
               if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
     if folder is not None:
         status.problems.extend(folder.problems())
+        status.count_prepared(folder)
         heads = folder.heads()
         return compare_columns(run_many(engine, folder.prepared, config_a),
                                run_many(engine, folder.prepared, config_b),
@@ -438,4 +441,5 @@ def compare(
             click.echo("")
             click.echo(paragraph)
     status.print_problems(verbose=verbose)
+    status.print_import_line()
     sys.exit(status.exit_code())

@@ -16,6 +16,7 @@ import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -55,11 +56,14 @@ def _print_problems(problems: Sequence[Problem]) -> bool:
 # --------------------------------------------------------------------------- label
 
 
-def _sources_of(path: str) -> tuple[list[str], str | None]:
+def _sources_of(path: str, totals: Any = None,
+                lost: list[Problem] | None = None) -> tuple[list[str], str | None]:
     """The replay sources ``path`` names (``file`` or ``file#n``) and an error, if any.
 
     A plain file that holds several sessions names all of them (``file#0``, ``file#1``, …);
-    ``file#n`` must be one of them, spelled as ``loopscope replay`` prints it.
+    ``file#n`` must be one of them, spelled as ``loopscope replay`` prints it. The file's
+    calls go to ``totals`` (an ``ImportTotals``) and its ``calls_not_imported`` warning to
+    ``lost``.
     """
     from loopscope.formats import load_file
 
@@ -69,6 +73,10 @@ def _sources_of(path: str) -> tuple[list[str], str | None]:
     if not os.path.isfile(file_part):
         return [], f"{_shown(file_part)}: no such file"
     imported = load_file(file_part)
+    if totals is not None:
+        totals.add_file(imported)
+    if lost is not None:
+        lost.extend(p for p in imported.problems if p.code == "calls_not_imported")
     sources = [s.source for s in imported.sessions]
     if not sources:
         reasons = "; ".join(p.message for p in imported.problems if p.severity == "error")
@@ -108,8 +116,12 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
         raise click.UsageError("--from-turn only applies to loop")
     failed = False
     by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)  # file -> (source, key)
+    from loopscope.formats.base import ImportTotals
+
+    totals = ImportTotals()
+    lost: list[Problem] = []
     for path in paths:
-        sources, error = _sources_of(path)
+        sources, error = _sources_of(path, totals, lost)
         if error is not None:
             _error(error)
             failed = True
@@ -138,6 +150,12 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
         turn = f" from turn {from_turn}" if from_turn is not None else ""
         for source, key in entries:
             click.echo(f"{_shown(target)}: {_shown(key)} = {value}{turn}  ({_shown(source)})")
+    # A label on a session some of whose calls were not imported is a label on less than the
+    # recording: said, with the closing line replay prints (quiet otherwise: the output of
+    # label is the labels written). Warnings never change the exit status.
+    if totals.calls_lost:
+        _print_problems(lost)
+        click.echo(f"loopscope: {totals.line()}", err=True)
     sys.exit(EXIT_BAD_INPUT if failed else EXIT_OK)
 
 

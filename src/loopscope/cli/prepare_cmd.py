@@ -88,3 +88,6 @@ def _prepare_one(path: str, workers: int | None, ingest_with: Any) -> None:
     click.echo(f"{path}: {len(files):,} file(s), {len(corpus.sessions):,} session(s), "
                f"{sum(corpus.call_counts):,} tool call(s); {reused}prepared in {seconds:.1f} s; "
                f"{errors} import error(s), {warnings} warning(s) (loopscope replay shows them)")
+    lost = corpus.import_totals.lost_text()
+    if lost:  # (the calls the replays of this folder will not have)
+        click.echo(f"{path}: {lost} (see the warnings of loopscope replay)")

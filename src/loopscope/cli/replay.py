@@ -95,6 +95,7 @@ def replay(
         status.refused = status.refused or part.refused
         status.false_refused = status.false_refused or part.false_refused
         summary.merge(part.summary)
+        status.totals.add(*part.tally)
         if out is not None:
             out.write(part.output)  # (one JSON line per session, as click.echo writes them)
             out.flush()
@@ -108,9 +109,12 @@ def replay(
 
     if not as_json:
         click.echo(summary.line(engine_name, bool(labels)))
+        status.print_import_line(to_stdout=True)
     status.print_problems(verbose=verbose)
     if verbose:
         _print_file_summary(import_lines)
+    if as_json:
+        status.print_import_line()
     sys.exit(status.exit_code(fail_on_refusal, fail_on_false_refusal))
 
 
@@ -154,7 +158,8 @@ class _Summary:
         self.false_refusals += other.false_refusals
 
     def line(self, engine_name: str, labelled: bool) -> str:
-        text = (f"{self.sessions} session(s) replayed with {engine_name}: "
+        text = (f"{self.sessions:,} session{'' if self.sessions == 1 else 's'} replayed "
+                f"with {engine_name}: "
                 f"{self.refused} refused, {self.warned} with warnings")
         if labelled:
             text += f", {self.false_refusals} labelled ok but refused"
@@ -190,6 +195,8 @@ class _Part:
     false_refused: bool = False
     import_line: str = ""
     """This file's line of the ``--verbose`` import summary."""
+    tally: tuple[int | None, int, int] = (None, 0, 0)
+    """The file's tool calls: counted in it (``None``: not counted), imported, set aside."""
 
 
 _JOB: _Job | None = None
@@ -213,6 +220,8 @@ def _replay_file(target: tuple[str, bool], job: _Job | None = None) -> _Part:
     with CollectorPaused():
         file_import = load_file(path, job.limits, job.format_id, scanned=scanned)
         part.problems = list(file_import.problems)
+        part.tally = (file_import.calls_seen, file_import.calls_imported,
+                      sum(file_import.calls_set_aside.values()))
         if job.verbose:
             part.import_line = _file_summary_line(file_import, len(file_import.sessions))
         for session in file_import.sessions:
@@ -236,7 +245,8 @@ def _prepared_parts(job: _Job, folder: PreparedFolder) -> Iterator[_Part]:
             seen, imported, aside = r.tally
             part = _Part(problems=f.problems(), import_line=_file_summary_line(
                 FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
-                           calls_set_aside=dict(aside)), len(r.heads)))
+                           calls_set_aside=dict(aside)), len(r.heads)),
+                         tally=(seen, imported, sum(aside.values())))
             lines: list[bytes] = []
             for row, head in zip(f.rows, r.heads, strict=True):
                 prepared = folder.prepared[row]

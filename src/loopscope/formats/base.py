@@ -185,6 +185,51 @@ class FileImport:
         return any(p.severity == "error" for p in self.problems)
 
 
+def _n(count: int, one: str) -> str:
+    return f"{count:,} {one}{'' if count == 1 else 's'}"
+
+
+@dataclass
+class ImportTotals:
+    """What a run imported, file by file: the closing line of every command that imports,
+    and the dashboard's banner. Calls *not imported* are the calls counted in a file and
+    neither imported nor set aside on purpose (:attr:`FileImport.calls_lost`): each such
+    file has a ``calls_not_imported`` warning."""
+
+    files: int = 0
+    calls_imported: int = 0
+    calls_lost: int = 0
+    files_losing: int = 0
+    """Files with calls not imported."""
+
+    def add(self, calls_seen: int | None, calls_imported: int, set_aside: int) -> None:
+        """One file: its counted calls (``None``: not counted), imported and set aside."""
+        lost = 0 if calls_seen is None else max(0, calls_seen - calls_imported - set_aside)
+        self.files += 1
+        self.calls_imported += calls_imported
+        self.calls_lost += lost
+        self.files_losing += lost > 0
+
+    def add_file(self, f: FileImport) -> None:
+        self.add(f.calls_seen, f.calls_imported, sum(f.calls_set_aside.values()))
+
+    def line(self) -> str:
+        """``"3 files, 12 calls imported, 40 calls not imported (see warnings)"`` (the last
+        part only when some were not)."""
+        text = f"{_n(self.files, 'file')}, {_n(self.calls_imported, 'call')} imported"
+        if self.calls_lost:
+            text += f", {_n(self.calls_lost, 'call')} not imported (see warnings)"
+        return text
+
+    def lost_text(self) -> str:
+        """``"40 tool calls in 2 files were not imported"`` (empty when none were)."""
+        if not self.calls_lost:
+            return ""
+        verb = "was" if self.calls_lost == 1 else "were"
+        return (f"{_n(self.calls_lost, 'tool call')} in {_n(self.files_losing, 'file')} "
+                f"{verb} not imported")
+
+
 @dataclass
 class ImportReport:
     """The files of one ``load_paths`` call, in sorted path order."""
@@ -204,6 +249,12 @@ class ImportReport:
     @property
     def has_errors(self) -> bool:
         return any(f.has_errors for f in self.files)
+
+    def totals(self) -> ImportTotals:
+        totals = ImportTotals()
+        for f in self.files:
+            totals.add_file(f)
+        return totals
 
     def __iter__(self) -> Iterator[FileImport]:
         return iter(self.files)

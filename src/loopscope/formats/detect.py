@@ -577,6 +577,54 @@ def record_signatures(records: list[Any]) -> Detection | None:
                                    f"{_ROW_TEXT[best]} ({best}, {label})")
 
 
+# ------------------------------------------------------------------------ borrowed names
+
+# The record names of recorders whose records carry their content under one key: a record
+# with the name and without that content is no record of theirs.
+_BORROWABLE: tuple[tuple[str, frozenset[str], str, str], ...] = (
+    ("codex_rollout", _CODEX_TYPES, "payload", "payload object"),
+    ("claude_code", frozenset({"user", "assistant"}), "message", "message object"),
+    ("openclaw_session", frozenset({"message"}), "message", "message object"),
+)
+
+
+def borrowed_names(sample: list[Any], detection: Detection | None) -> str | None:
+    """The ``not_a_recording`` message for JSON Lines whose records only borrow a recorder's
+    record names; ``None`` for anything else.
+
+    A hand-written or model-written summary of a session often reuses the names it saw
+    (``{"type": "response_item", "summary": "ran tests 3 times"}``): replaying it would
+    replay nothing, and calling it an unknown format hides what it is. Such a file is named
+    by its records' ``type`` (a Codex rollout's ``session_meta`` / ``response_item`` /
+    ``event_msg``, Claude Code's ``user`` / ``assistant``, pi's ``message``), but not one
+    sampled record of those names holds the object a real one carries (Codex's ``payload``,
+    Claude Code's and pi's ``message``). A real recording has that object on every such
+    record, so one is enough to keep a file as it was: a damaged record never turns a real
+    file into "not a recording". Only files that detection took for that recorder, or for
+    nothing, are examined (a file detected as another format is that format)."""
+    if detection is not None and detection.format not in {f for f, *_ in _BORROWABLE}:
+        return None
+    records = [r for r in sample if isinstance(r, dict)]
+    if not records or any("record_type" in r or "instructions" in r for r in records):
+        return None  # (the first Codex rollouts: no type/payload wrapper)
+    for format_id, names, key, what in _BORROWABLE:
+        if detection is not None and detection.format != format_id:
+            continue
+        named = [r for r in records if type_of(r) in names]
+        if not named or len(named) * 2 < len(records):
+            continue
+        if any(isinstance(r.get(key), dict) for r in records):
+            return None
+        shown = ", ".join(f'"{escape_for_display(n, 30)}"'
+                          for n in sorted({str(type_of(r)) for r in named})[:4])
+        return (f"not a recording: its records use the record names of a "
+                f"{FORMAT_NAMES[format_id]} (type {shown}), but none of {len(records)} "
+                f"sampled record(s) holds the {what} ({key!r}) a real one carries; it looks "
+                f"like a summary or notes written from a session "
+                f"({describe_record(sample[0])})")
+    return None
+
+
 # ------------------------------------------------------------------------ probe
 
 
@@ -875,6 +923,10 @@ def _jsonl(path: str, limits: ImportLimits, encoding: str,
         if len(sample) >= SAMPLE_RECORDS:
             break
     detection = record_signatures(sample)
+    borrowed = borrowed_names(sample, detection)
+    if borrowed is not None:
+        return _fail("jsonl", "not_a_recording", borrowed, describe_record(sample[0]),
+                     notes=notes, size=size, parsed=parsed)
     if detection is not None:
         return Probe(detection, encoding, notes=notes, size=size, parsed=parsed)
     if not sample:

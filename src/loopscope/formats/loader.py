@@ -34,9 +34,13 @@ from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
 from loopscope.formats.detect import FORMAT_NAMES, Probe, describe_value, probe
 from loopscope.formats.tally import (
     IMPORTED_CALLS,
+    CallTally,
     count_document,
     count_records,
     count_text,
+    count_unknown_records,
+    count_unknown_text,
+    count_unknown_value,
     lost_calls,
 )
 from loopscope.model import Problem, Session, Severity, escape_for_display
@@ -71,6 +75,9 @@ and that is no ``no_sessions`` warning."""
 
 _FILE_FAILURES = frozenset({"unreadable", "empty_file", "too_large", "too_deep",
                             "invalid_json"})
+_REFUSALS = frozenset({"unknown_format", "not_a_recording", "unsupported_variant",
+                       "invalid_json"})
+"""Problems that refuse a whole file whose calls can still be counted (see _count_refused)."""
 
 
 # ------------------------------------------------------------------------------ limits
@@ -166,7 +173,8 @@ def load_file(path: str | os.PathLike[str], limits: ImportLimits | None = None,
     """Import one file: its sessions and problems. Never raises.
 
     ``format`` forces a format id (detection still finds the layout). ``scanned`` marks a file
-    found in a folder scan: ``unknown_format`` is then a warning (an info for ``.md``).
+    found in a folder scan: ``unknown_format`` is then a warning (an info for a ``.md`` with
+    nothing call-shaped in it; see :func:`_refusal_severity`).
     """
     limits = limits or ImportLimits()
     # Parsed JSON holds no reference cycles: the cyclic collector only slowed ingest down
@@ -206,12 +214,12 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
     if found.error is not None:
         code, message, line = found.error
         if forced is None or code in _FILE_FAILURES or found.detection.layout == "unknown":
-            severity: Severity = "error"
-            if code == "unknown_format" and scanned:
-                severity = "info" if path.lower().endswith(".md") else "warning"
-            ctx.problem(severity, code, message, line=line)
+            _count_refused(found, ctx, path)
+            ctx.problem(_refusal_severity(code, path, scanned, bool(ctx.tally.seen)), code,
+                        message, line=line)
             return 0
     if detection.unsupported is not None and forced is None:
+        _count_refused(found, ctx, path)
         ctx.problem("error", "unsupported_variant",
                     f"{detection.unsupported}; not imported")
         return 0
@@ -239,11 +247,62 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
         looks = (describe_value(found.value) if found.has_value
                  else "JSON Lines" if detection.layout == "jsonl" else detection.layout)
         sessions.clear()
+        # (what it holds is counted as for any file no importer reads, not by the format's
+        # counter: the file is not that format)
+        ctx.tally = CallTally()
+        _count_refused(found, ctx, path)
         ctx.problem("error", "not_a_recording",
                     f"not a recording: it was taken for {label} by its keys "
                     f"({escape_for_display(detection.reason, 120)}), but holds no message "
                     f"of a user or an assistant and no tool result; it looks like {looks}")
     return candidates
+
+
+def _refusal_severity(code: str, path: str, scanned: bool, holds_calls: bool) -> Severity:
+    """How loud a file refused at detection is.
+
+    A file named on the command line is always an error: it was asked for. In a folder scan,
+    an ``unknown_format`` file is a warning — a ``.json`` or ``.jsonl`` beside the sessions was
+    meant to be one more often than not — except a Markdown file with nothing call-shaped in
+    it (a README, a SOURCES.md): that is an info, as a folder of sessions commonly holds one.
+    A Markdown file that does hold call-shaped lines is an agent's transcript loopscope cannot
+    read: a warning, with its ``calls_not_imported``. Other refusals (damaged, not a
+    recording, too large) stay errors."""
+    if code != "unknown_format" or not scanned:
+        return "error"
+    if path.lower().endswith(".md") and not holds_calls:
+        return "info"
+    return "warning"
+
+
+def _count_refused(found: Probe, ctx: ImportContext, path: str) -> None:
+    """Count the call-shaped content of a file no importer reads (see
+    :func:`loopscope.formats.tally.count_unknown_value`), so that its calls are reported as
+    not imported instead of vanishing: the parsed value of a JSON document, every record of a
+    JSON Lines file (streamed, silently: the file is refused as a whole), or the lines of a
+    text — a Markdown transcript, or JSON too damaged to parse. A binary, empty, unreadable or
+    oversized file is not counted (``calls_seen`` stays ``None``)."""
+    tally = ctx.tally
+    layout = found.detection.layout
+    try:
+        if found.has_value:
+            tally.counted = True
+            count_unknown_value(found.value, tally.seen.append)
+        elif layout == "jsonl":
+            scratch = ImportContext(path, ctx.limits)
+            # (no ``parsed`` map: a silent pass would keep every line it parses in it)
+            records = jsonio.iter_records(path, ctx.limits, scratch, encoding=found.encoding,
+                                          report=False, data=found.data)
+            tally.counted = True
+            count_unknown_records(records, tally.seen.append)
+        elif (found.error is not None and found.error[0] in ("unknown_format", "invalid_json")
+              and layout in ("unknown", "document") and found.detection.reason != "binary file"
+              and 0 < found.size <= ctx.limits.max_document_bytes):
+            text = jsonio.read_text_bytes(path, found.encoding, found.data)
+            tally.counted = True
+            count_unknown_text(text.data.decode("utf-8", "replace"), tally.seen.append)
+    except (OSError, jsonio.JsonError):  # (the refusal itself says what is wrong)
+        return
 
 
 def _recorded_work(session: Session) -> bool:
@@ -430,9 +489,16 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
         missing, first, anchor = lost_calls(tally, imported, calls_imported)
         if missing > 0:
             where = f" (first {first})" if first else ""
+            refusal = next((p.code for _, p in ctx.problems if p.code in _REFUSALS), None)
+            if refusal is not None and not found:
+                # (the file was refused whole: the count says what that cost)
+                text = (f"{_calls(missing)} seen in the file {'was' if missing == 1 else 'were'}"
+                        f" not imported{where}: the file was refused ({refusal})")
+            else:
+                text = (f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
+                        f"were not imported{where}")
             ctx.problem("warning", "calls_not_imported",
-                        f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
-                        f"were not imported{where}; the replay does not include them",
+                        f"{text}; the replay does not include them",
                         line=anchor if isinstance(anchor, int) else None,
                         pointer=anchor if isinstance(anchor, str) else None, count=missing)
     stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
@@ -464,6 +530,10 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
 
 
 _new_problem = positional_constructor(Problem)  # Problem(source, line, …, count)
+
+
+def _calls(n: int) -> str:
+    return f"{n:,} tool call{'' if n == 1 else 's'}"
 
 
 def _renamed(session: Session, sid: str, source: str, title: str,

@@ -33,6 +33,9 @@ __all__ = [
     "count_document",
     "count_records",
     "count_text",
+    "count_unknown_records",
+    "count_unknown_text",
+    "count_unknown_value",
     "counts_format",
 ]
 
@@ -989,6 +992,155 @@ def count_text(format_id: str, text: str, tally: CallTally) -> None:
     if counter is not None:
         tally.counted = True
         counter(text, tally.seen.append)
+
+
+# ----------------------------------------------------------------------------- files no importer reads
+#
+# A file that no importer reads (an agent loopscope does not support yet, a summary that
+# borrows a recorder's names, a damaged document) still holds calls a user expects replayed.
+# These counters find call-shaped content in any JSON value or text, so that a refused file
+# says "N tool calls not imported" instead of vanishing. They know the call shapes of the
+# common recorders and APIs, not any one file layout; they never decide whether a file imports.
+
+_UNKNOWN_CALL_TYPES = frozenset({
+    "tool_use", "server_tool_use", "mcp_tool_use",          # Anthropic content blocks
+    "toolCall", "tool_call", "tool-call",                   # pi, Vercel AI SDK, GenAI parts
+    "function_call", "custom_tool_call", "local_shell_call", "mcp_call",  # Responses items
+})
+_CLINE_CALLS = frozenset({"tool", "command", "use_mcp_server", "browser_action_launch"})
+_CLINE_TOOL = re.compile(r'^\s*\{\s*"tool"\s*:\s*"([^"\\]{1,60})"')
+_CALL_ARGUMENTS = ("arguments", "args", "input", "tool_input", "parameters")
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)\s*\n")
+
+
+def _unknown_call(node: dict[str, Any]) -> tuple[bool, Any]:
+    """Whether one JSON object of an unknown file is shaped like a tool call, and its name.
+
+    Anthropic/pi/Responses/Vercel call objects by their ``type``; an OpenAI ``tool_calls``
+    element (``function`` with a ``name``); a Gemini ``functionCall`` part; an opencode tool
+    part (``type: "tool"`` with ``tool``); a Cline ``ui_messages`` entry asking or saying a
+    tool, command or MCP use; an object naming a tool with its arguments (``tool_name`` +
+    ``tool_input``, ``toolName`` + ``args``); an OpenTelemetry tool span; a mini-swe-agent
+    style assistant message whose action is a ``bash`` block."""
+    kind = node.get("type")
+    if type(kind) is str:
+        if kind in _UNKNOWN_CALL_TYPES:
+            return True, node.get("name") or node.get("toolName") or node.get("tool_name")
+        if kind == "tool" and type(node.get("tool")) is str:
+            return True, node["tool"]
+        if kind in ("say", "ask") and _text(node.get(kind)) in _CLINE_CALLS:
+            # (a tool's name is in the JSON of its text: {"tool": "readFile", …})
+            named = _CLINE_TOOL.search(node["text"][:300]) if type(node.get("text")) is str \
+                else None
+            return True, named.group(1) if named else node[kind]
+    function = node.get("function")
+    if type(function) is dict and type(function.get("name")) is str and (
+            "arguments" in function or node.get("type") == "function"):
+        return True, function["name"]
+    call = node.get("functionCall")
+    if type(call) is dict:
+        return True, call.get("name")
+    for key in ("tool_name", "toolName"):
+        if type(node.get(key)) is str and any(k in node for k in _CALL_ARGUMENTS):
+            return True, node[key]
+    attributes = node.get("attributes")
+    if type(attributes) is dict and (
+            attributes.get("gen_ai.operation.name") == "execute_tool"
+            or attributes.get("openinference.span.kind") == "TOOL"):
+        return True, attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
+    if node.get("role") == "assistant" and type(node.get("content")) is str \
+            and _BASH_BLOCK.search(node["content"]):
+        return True, "bash"
+    return False, None
+
+
+def count_unknown_value(value: Any, saw: Saw, prefix: str = "",
+                        line: int | None = None) -> None:
+    """Every call-shaped object in a parsed JSON value (see :func:`_unknown_call`), anchored
+    at ``line`` (a JSON Lines record) or at its JSON Pointer under ``prefix``. The value is
+    walked without recursion (it is already within the parser's depth limit); a call's own
+    arguments are not searched for more calls."""
+    stack: list[tuple[Any, str]] = [(value, prefix)]
+    while stack:
+        node, where = stack.pop()
+        if type(node) is dict:
+            is_call, name = _unknown_call(node)
+            if is_call:
+                saw((line if line is not None else where, name))
+                continue
+            children = list(node.items())
+        elif type(node) is list:
+            children = list(enumerate(node))
+        else:
+            continue
+        for key, child in reversed(children):
+            if type(child) is dict or type(child) is list:
+                stack.append((child, f"{where}/{key}" if line is None else where))
+
+
+def count_unknown_records(records: Iterable[Any], saw: Saw) -> None:
+    """:func:`count_unknown_value` over the records of a JSON Lines file."""
+    for record in records:
+        count_unknown_value(record.value, saw, line=record.line)
+
+
+# Text: one call per line that names a tool the way transcripts and exports write it (the
+# group "name", where a pattern has one, is the tool's name).
+_TEXT_CALLS = (
+    # a JSON call object inside text (a pasted or broken export): its "type" or key
+    re.compile(r'"type"\s*:\s*"(?:tool_use|server_tool_use|mcp_tool_use|toolCall|tool_call|'
+               r'function_call|custom_tool_call|local_shell_call)"'),
+    re.compile(r'"functionCall"\s*:\s*\{\s*"name"\s*:\s*"(?P<name>[^"\\]{1,60})"|'
+               r'"functionCall"\s*:\s*\{'),
+    re.compile(r'"function"\s*:\s*\{\s*"name"\s*:\s*"(?P<name>[^"\\]{1,60})"'),
+    # a label: "**Tool: bash**", "Tool use: **read_file**", "### Tool call: search",
+    # "<summary>Tool use: …", "🔧 Tool: …", "Calling tool: …", "Function call: …"
+    re.compile(r"^[\s>#*_|-]{0,12}(?:(?:🔧|🛠\ufe0f?|<summary>)\s*)?(?:\*\*|__)?"
+               r"(?:tool(?:[ _-]?(?:use|call))?|function[ _-]call|calling tool)(?:\*\*|__)?"
+               r"\s*:\s*(?:\*\*|__|`)?(?P<name>[\w.\-/]+)", re.IGNORECASE),
+    # XML-style tool tags (Anthropic's prompt format, Hermes, many agents' transcripts)
+    re.compile(r'<invoke\s+name="(?P<name>[^"]{1,60})"|<(?:tool_use|tool_call|function_call)>'),
+    # aider's chat history: an applied edit, a shell command it ran
+    re.compile(r"^> (?P<name>Applied edit|Running) \S"),
+    # Cursor's SpecStory exports: a tool's summary line
+    re.compile(r"^\s*(?:<summary>)?\s*(?P<name>Read file|Listed directory|Searched codebase|"
+               r"Grep search|Searched files|Searched web|Edited file|Deleted file)\b"),
+)
+_SPECSTORY = "<!-- Generated by SpecStory -->"
+_SHELL_FENCE = re.compile(r"^```(?:bash|sh|shell|zsh)\s*$")
+_ACTION = re.compile(r"^\s*Action\s*:\s*(?P<name>\S.{0,59})")
+_ACTION_INPUT = re.compile(r"^\s*Action Input\s*:")
+_LONG_LINE = 10_000
+"""Characters of a line searched (minified JSON: one count for the line is all it can say)."""
+
+
+def count_unknown_text(text: str, saw: Saw) -> None:
+    """Call-shaped lines of a text that no importer reads (a Markdown transcript of an agent
+    loopscope does not support, a JSON file too damaged to parse), anchored at their 1-based
+    line: at most one call per line. A ReAct ``Action:`` line counts only when an
+    ``Action Input:`` follows within three lines (a prose "Action:" is no call)."""
+    lines = text.split("\n")
+    specstory = _SPECSTORY in text[:4096]
+    previous = ""  # the last line that is not blank
+    for number, line in enumerate(lines, 1):
+        line = line[:_LONG_LINE]
+        after, previous = previous, (line if line.strip() else previous)
+        for pattern in _TEXT_CALLS:
+            found = pattern.search(line)
+            if found is not None:
+                saw((number, found.groupdict().get("name") or ""))
+                break
+        else:
+            if specstory and (line.startswith("### Rule:") or (
+                    _SHELL_FENCE.match(line) and after.strip() == "---")):
+                # (SpecStory's Cursor exports: a rule fetched; a terminal command, a shell
+                # block opening a separated section — elsewhere a shell block is an example)
+                saw((number, "fetch_rules" if line.startswith("#") else "run_terminal_cmd"))
+                continue
+            action = _ACTION.match(line)
+            if action is not None and any(_ACTION_INPUT.match(following)
+                                          for following in lines[number:number + 3]):
+                saw((number, action.group("name").strip()))
 
 
 # ----------------------------------------------------------------------------- the check

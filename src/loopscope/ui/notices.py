@@ -4,7 +4,8 @@
 * a data source that could not be used (a folder outside the allowed roots, samples the
   allowed roots leave out) — said in the main area, never a silent fallback;
 * uploads skipped because their content was already loaded;
-* files that could not be read, or were read with warnings, with a link to the import report.
+* files that could not be read, or were read with warnings, with a link to the import report
+  (first, how many tool calls in how many files were not imported).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def render(corpus: Corpus, page: str | None = None) -> None:
         st.info(f"{len(duplicates)} uploaded file(s) were already loaded with the same content "
                 f"and were skipped: {names}{more}.", icon=":material/content_copy:")
     n_err, n_warn = corpus.import_problem_counts
+    lost = corpus.import_totals.lost_text()
     if (n_err or n_warn) and page != "import-report":
         files = sum(1 for f in corpus.report.files if f.has_errors)
         parts = []
@@ -48,8 +50,11 @@ def render(corpus: Corpus, page: str | None = None) -> None:
             parts.append(f"{n_warn} warning(s)")
         with st.container(key="import_problems"):
             c1, c2 = st.columns([4, 1], vertical_alignment="center")
-            c1.warning("Import: " + "; ".join(parts) + ". Every other file was loaded.",
-                       icon=":material/warning:")
+            # The calls that did not reach the replay come first: a replay without them can
+            # miss the very loop it is looked at for.
+            headline = f"**{lost} — see the import report.** " if lost else ""
+            c1.warning(headline + "Import: " + "; ".join(parts)
+                       + ". Every other file was loaded.", icon=":material/warning:")
             from loopscope.ui.pages import page_for
 
             target = page_for("import-report")
