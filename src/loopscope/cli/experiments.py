@@ -42,7 +42,7 @@ from loopscope.experiments.sweep import (
     run_sweep,
     sweep_prepared,
 )
-from loopscope.experiments.upgrade import impact_of_compare, summary_text
+from loopscope.experiments.upgrade import impact_of_compare, release_note, settings_move
 from loopscope.model import Session, escape_for_display
 
 __all__ = ["compare", "sweep"]
@@ -313,12 +313,6 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
         return compare_configs(engine_name, sessions, config_a, config_b, progress=bar.update)
 
 
-def _same_settings(engine: Any, a: Any, b: Any) -> bool:
-    """Do A and B give every setting they share the same value (only the release differs)?"""
-    va, vb = engine.values(a), engine.values(b)
-    return all(va[k] == vb[k] for k in va.keys() & vb.keys())
-
-
 def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> str:
     lines = []
     for change in result:
@@ -420,11 +414,10 @@ def compare(
     labels = _load_labels(paths, labels_file, status) if upgrade or not as_json else {}
     paragraph = None
     if upgrade:
-        same_settings = _same_settings(engine, resolution_a.config, resolution_b.config)
-        paragraph = summary_text(
-            impact_of_compare(result, labels), engine.title, version_a, version_b,
-            settings_note="with the same settings" if same_settings
-            else "(with the settings given for each side)")
+        move = settings_move(engine.settings_for(version_a), engine.values(resolution_a.config),
+                             engine.settings_for(version_b), engine.values(resolution_b.config))
+        paragraph = release_note(impact_of_compare(result, labels), engine.title, version_a,
+                                 version_b, move)
     if as_json:
         for change in result:
             click.echo(orjson.dumps(change.to_json()))
