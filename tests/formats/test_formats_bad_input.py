@@ -101,7 +101,7 @@ def test_truncated_object_is_an_error_with_hint(tmp_path: Path) -> None:
 def test_binary_junk(tmp_path: Path) -> None:
     result = load(tmp_path, "junk.json", bytes(range(256)) * 4)
     assert codes(result) == ["unknown_format"]
-    assert "binary file" in result.problems[0].message
+    assert "binary data, not text" in result.problems[0].message
 
 
 def test_latin1_is_replaced_with_a_warning(tmp_path: Path) -> None:

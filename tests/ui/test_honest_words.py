@@ -41,6 +41,10 @@ def shown_text(at: AppTest) -> str:
                  "subheader", "header", "code", "toast"):
         parts += [getattr(e, "value", "") for e in getattr(at, kind, [])]
     parts += [e.label for e in at.expander] + [m.label for m in at.metric]
+    for frame in (d.value for d in at.dataframe):  # the tables' words, not their codes
+        columns = [c for c in getattr(frame, "columns", []) if c != "code"]
+        parts += [str(c) for c in columns]
+        parts += [str(v) for c in columns for v in frame[c].tolist()]
     return unescape(" ".join(str(p) for p in parts))
 
 
@@ -80,3 +84,71 @@ def test_the_what_changed_box_counts_each_session_once_with_totals() -> None:
     assert (r0 - r1, f1 - f0, m1 - m0) == (2, 0, 2)
     assert totals.strip() == (f"refused {r0} → {r1} (−2) · false refusals {f0} (unchanged) · "
                       f"missed loops {m0} → {m1} (+2)")
+
+
+# --------------------------------------------------------------------------- import report
+
+IMPORT_REPORT = "import_report"
+SIGNATURE_ID = re.compile(r"\b[DL]\d{1,2}\b")
+
+
+def _folder_with_junk(tmp_path: Path) -> Path:
+    import random
+    import shutil
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for name in ("write_loop_refused_at_third_batch.json", "post_compaction_loop.jsonl"):
+        shutil.copy(SAMPLES / name, folder / name)
+    noise = random.Random(33)
+    (folder / "random.jsonl").write_bytes(bytes(noise.randrange(256) for _ in range(3000)))
+    (folder / "notes.json").write_text('{"hello": "world", "items": [1, 2, 3]}\n')
+    return folder
+
+
+@pytest.fixture
+def mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import streamlit as st
+
+    folder = _folder_with_junk(tmp_path)
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield folder
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def test_the_import_report_says_what_a_file_is_in_plain_words(mixed: Path) -> None:
+    from loopscope.formats.detect import FORMAT_NAMES
+
+    query = {"source": "folder", "folder": str(mixed)}
+    overview = run_app(query)
+    (banner,) = [unescape(w.value) for w in overview.main.warning
+                 if w.value.startswith("Import:")]
+    assert banner == ("Import: 2 files are not session recordings loopscope reads. Every other "
+                      "file was loaded.")
+    at = run_app(query, IMPORT_REPORT)
+    text = shown_text(at)
+    # what the files are, in words
+    assert "not a session recording loopscope reads: binary data, not text" in text
+    assert ('not a session recording loopscope reads (JSON object with keys "hello", '
+            '"items")') in text
+    assert "could not be read completely" not in text
+    # every format loopscope reads, from FORMAT_NAMES (so new importers join the list)
+    (info,) = [unescape(i.value) for i in at.info if "loopscope reads:" in unescape(i.value)]
+    assert info.startswith("2 files are not session recordings loopscope reads. loopscope "
+                           "reads: ")
+    assert all(name in info for name in FORMAT_NAMES.values())
+    # no signature row ids (D10, L2) in what a person reads; formats by their names
+    assert not SIGNATURE_ID.search(text), SIGNATURE_ID.findall(text)
+    titles = [unescape(e.label) for e in at.expander]
+    assert any(t.startswith("post_compaction_loop.jsonl — OpenClaw/pi session · 1 session · ")
+               for t in titles), titles
+    assert any(t.startswith("random.jsonl — not recognised · 0 sessions · ") for t in titles)
+    # the ids stay available, out of the main text: in the caption's tooltip
+    helps = [c.proto.help for c in at.caption if c.proto.help]
+    assert any(SIGNATURE_ID.search(h) for h in helps), helps
+    # the problem code is the last column of a problem table, after the words
+    frames = [d.value for d in at.dataframe if "problem" in getattr(d.value, "columns", [])]
+    assert frames and all(list(f.columns)[-1] == "code" for f in frames)

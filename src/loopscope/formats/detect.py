@@ -76,6 +76,42 @@ FORMAT_NAMES = {
     "otel_genai": "OpenTelemetry GenAI spans (OTLP JSON)",
 }
 
+NOT_A_RECORDING = "not a session recording loopscope reads"
+"""How an ``unknown_format`` message starts; what the file is follows in parentheses."""
+
+_SIGNATURE_ID = re.compile(r" \(([DL]\d{1,2})\)|\(([DL]\d{1,2}), ")
+
+
+def plain_reason(reason: str) -> tuple[str, tuple[str, ...]]:
+    """A detection reason without its signature row ids: ``"JSON array of messages (D10,
+    OpenAI chat messages by …)"`` → ``("JSON array of messages (OpenAI chat messages by …)",
+    ("D10",))``. The ids name rows of the detection table (for a developer, a tooltip); a
+    person reads the words."""
+    ids: list[str] = []
+
+    def drop(match: re.Match[str]) -> str:
+        ids.append(match.group(1) or match.group(2))
+        return "" if match.group(1) else "("
+
+    return _SIGNATURE_ID.sub(drop, reason), tuple(ids)
+
+
+def formats_read() -> str:
+    """"OpenAI chat messages, …, OpenTelemetry GenAI spans (OTLP JSON)": every format
+    loopscope reads, in :data:`FORMAT_NAMES` order (a new importer's name joins the list)."""
+    return ", ".join(FORMAT_NAMES.values())
+
+
+def _binary(head: bytes) -> bool:
+    """Bytes no text file holds: a NUL, or (not UTF-16) a tenth or more of the first 4 KiB
+    invalid UTF-8 or control characters other than tab, newline, form feed and return."""
+    if b"\x00" in head:
+        return True
+    sample = head[:4096].decode("utf-8", "replace")
+    odd = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\t\n\r\f\x1b"))
+    return len(sample) >= 16 and odd * 10 >= len(sample)
+
+
 # ------------------------------------------------------------------------ descriptions
 
 
@@ -521,11 +557,11 @@ def _zip_detection(path: str, limits: ImportLimits) -> Probe:
         if exc.code == "too_large":
             return _fail("zip", "too_large", f"zip archive: {exc.message}", "zip archive")
         return _fail("zip", "unknown_format",
-                     f"not a recorded-session format ({exc.message})", "zip archive")
+                     f"{NOT_A_RECORDING} ({exc.message})", "zip archive")
     if "header.json" in names or any(n.startswith("samples/") for n in names):
         return Probe(Detection("inspect_eval", "zip",
                                "zip archive with header.json / samples/ (inspect_ai .eval)"))
-    return _fail("zip", "unknown_format", "not a recorded-session format (zip archive)",
+    return _fail("zip", "unknown_format", f"{NOT_A_RECORDING} (zip archive)",
                  "zip archive")
 
 
@@ -613,9 +649,10 @@ def probe(path: str, limits: ImportLimits) -> Probe:
         notes.append(("info", "encoding",
                       "the file starts with a UTF-8 byte-order mark; it was removed", None))
         head = head[len(codecs.BOM_UTF8):]
-    if b"\x00" in head:
-        return _fail("unknown", "unknown_format", "not a recorded-session format (binary file)",
-                     "binary file", size=size)
+    if _binary(head):
+        return _fail("unknown", "unknown_format",
+                     f"{NOT_A_RECORDING}: binary data, not text", "binary data, not text",
+                     size=size)
     content = head.lstrip()
     try:
         if not content:
@@ -639,7 +676,7 @@ def probe(path: str, limits: ImportLimits) -> Probe:
                          encoding=encoding, notes=notes, size=size, data=data)
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
-                     f'not a recorded-session format (not JSON; starts with '
+                     f'{NOT_A_RECORDING} (text, not JSON; starts with '
                      f'"{escape_for_display(start)}")', "not JSON", size=size, notes=notes)
     try:
         found = _layout(path, limits, encoding, notes, size, data)
@@ -699,7 +736,7 @@ def _layout(path: str, limits: ImportLimits, encoding: str,
         if detection is not None:
             return Probe(detection, encoding, parsed, True, notes=notes, size=size)
         return _fail("document", "unknown_format",
-                     f"not a recorded-session format ({describe_value(parsed)})",
+                     f"{NOT_A_RECORDING} ({describe_value(parsed)})",
                      describe_value(parsed), notes=notes, size=size, value=parsed,
                      has_value=True)
     if first_deep and not follows:
@@ -727,10 +764,10 @@ def _jsonl(path: str, limits: ImportLimits, encoding: str,
         return Probe(detection, encoding, notes=notes, size=size, parsed=parsed)
     if not sample:
         return _fail("jsonl", "unknown_format",
-                     "not a recorded-session format (JSON Lines; no line parses)",
+                     f"{NOT_A_RECORDING} (JSON Lines; no line parses)",
                      "JSON Lines; no line parses", notes=notes, size=size)
     return _fail("jsonl", "unknown_format",
-                 f"not a recorded-session format ({describe_record(sample[0])})",
+                 f"{NOT_A_RECORDING} ({describe_record(sample[0])})",
                  describe_record(sample[0]), notes=notes, size=size)
 
 
@@ -783,7 +820,7 @@ def _document(path: str, limits: ImportLimits, encoding: str,
     if detection is not None:
         return Probe(detection, encoding, value, True, notes=notes, size=size)
     return _fail("document", "unknown_format",
-                 f"not a recorded-session format ({describe_value(value)})",
+                 f"{NOT_A_RECORDING} ({describe_value(value)})",
                  describe_value(value), notes=notes, size=size, value=value, has_value=True)
 
 

@@ -31,7 +31,15 @@ from loopscope.formats.base import (
     ImportReport,
 )
 from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
-from loopscope.formats.detect import FORMAT_NAMES, Probe, describe_value, probe
+from loopscope.formats.detect import (
+    FORMAT_NAMES,
+    NOT_A_RECORDING,
+    Probe,
+    describe_value,
+    formats_read,
+    plain_reason,
+    probe,
+)
 from loopscope.formats.tally import (
     IMPORTED_CALLS,
     count_document,
@@ -57,6 +65,15 @@ __all__ = [
 ]
 
 FORMAT_IDS = tuple(FORMAT_NAMES)
+UNRECOGNISED_CODES = frozenset({"unknown_format", "not_a_recording"})
+"""Problem codes of a file that is no recording loopscope reads (say which formats it does)."""
+
+
+def formats_line() -> str:
+    """One line for a person whose file was not recognised: which formats loopscope reads."""
+    return f"loopscope reads: {formats_read()} (see the README, \"Session formats\")"
+
+
 SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md",
                              ".parquet"})
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
@@ -212,7 +229,7 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
         return 0
     format_id = detection.format
     if format_id is None:  # pragma: no cover - probe always sets error or format
-        ctx.problem("error", "unknown_format", "not a recorded-session format")
+        ctx.problem("error", "unknown_format", NOT_A_RECORDING)
         return 0
     if not re.fullmatch(r"[a-z][a-z0-9_]*", format_id):
         ctx.problem("error", "unsupported_variant",
@@ -236,7 +253,8 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
         sessions.clear()
         ctx.problem("error", "not_a_recording",
                     f"not a recording: it was taken for {label} by its keys "
-                    f"({escape_for_display(detection.reason, 120)}), but holds no message "
+                    f"({escape_for_display(plain_reason(detection.reason)[0], 120)}), but holds "
+                    "no message "
                     f"of a user or an assistant and no tool result; it looks like {looks}")
     return candidates
 
