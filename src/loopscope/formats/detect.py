@@ -26,6 +26,7 @@ from loopscope.formats.openinference_spans import is_span
 from loopscope.formats.otel_genai import is_otlp
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
+from loopscope.words import plural
 
 __all__ = [
     "RESPONSES_ITEM_TYPES",
@@ -801,12 +802,15 @@ def _document(path: str, limits: ImportLimits, encoding: str,
         if exc.at_end:
             salvaged = jsonio.salvage_array(text.data, limits)
             if salvaged is not None:
-                elements, count = salvaged
+                elements, count, (line, column) = salvaged
                 detection = document_signature(elements)
                 if detection is not None:
                     notes.append(("warning", "invalid_json",
-                                  f"file is truncated after element {count}; {count} "
-                                  "elements kept", exc.line))
+                                  f"file is truncated after element {count}; "
+                                  f"{plural(count, 'element')} kept (the file ends inside "
+                                  f"element {count + 1} "
+                                  f"of its JSON array, which starts at line {line}, column "
+                                  f"{column}; the rest of the recording is missing)", line))
                     return Probe(detection, encoding, elements, True, notes=notes, size=size)
             hint = " — the file ends inside a value — truncated?"
         else:
