@@ -44,6 +44,7 @@ from loopscope.experiments.sweep import (
 )
 from loopscope.experiments.upgrade import impact_of_compare, release_note, settings_move
 from loopscope.model import Session, escape_for_display
+from loopscope.words import plural
 
 __all__ = ["compare", "sweep"]
 
@@ -135,9 +136,9 @@ def _describe_best(result: SweepResult) -> str:
     setting = " ".join(f"--set {k}={v}" for k, v in best.values.items())
     wrong = m.false_refusals + m.refused_early + m.loops_missed
     return (
-        f"best: {setting}  ({m.loops_caught} loop(s) caught, {m.loops_missed} missed, "
-        f"{m.false_refusals} false refusal(s), {m.refused_early} refused early, "
-        f"{m.wasted_turns} wasted turn(s); {wrong} wrong outcome(s))"
+        f"best: {setting}  ({plural(m.loops_caught, 'loop')} caught, {m.loops_missed} missed, "
+        f"{plural(m.false_refusals, 'false refusal')}, {m.refused_early} refused early, "
+        f"{plural(m.wasted_turns, 'wasted turn')}; {plural(wrong, 'wrong outcome')})"
     )
 
 
@@ -151,7 +152,8 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
         click.echo(f"loopscope: warning: {note}", err=True)
     if len(notes) > MAX_CELL_WARNINGS:
         click.echo(
-            f"loopscope: warning: … and {len(notes) - MAX_CELL_WARNINGS} more adjusted cell(s)",
+            f"loopscope: warning: … and "
+            f"{plural(len(notes) - MAX_CELL_WARNINGS, 'more adjusted cell')}",
             err=True,
         )
 
@@ -268,8 +270,8 @@ def sweep(
         for cell in result:
             click.echo(orjson.dumps(cell.to_json()))
     else:
-        click.echo(f"{len(sessions)} session(s), {_labels_note(labels, labels_file)}, "
-                   f"engine {engine_name}, {len(cells)} cell(s)")
+        click.echo(f"{plural(len(sessions), 'session')}, {_labels_note(labels, labels_file)}, "
+                   f"engine {engine_name}, {plural(len(cells), 'cell')}")
         click.echo(_sweep_table(result))
         click.echo(_describe_best(result))
     status.print_problems(verbose=verbose)

@@ -831,8 +831,9 @@ def _document(path: str, limits: ImportLimits, encoding: str,
 def _truncation_note(truncated: list[str],
                      limits: ImportLimits) -> tuple[str, str, str, int | None]:
     return ("info", "value_truncated",
-            f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
-            "characters (max_value_chars) were replaced by a head and a sha256 digest (first "
+            f"{plural(len(truncated), 'string value')} longer than {limits.max_value_chars:,} "
+            f"characters (max_value_chars) {'was' if len(truncated) == 1 else 'were'} replaced "
+            "by a head and a sha256 digest (first "
             f"at {escape_for_display(truncated[0] or '/', 60)})", None)
 
 

@@ -32,6 +32,7 @@ import orjson
 
 from loopscope.formats._construct import positional_constructor
 from loopscope.formats.base import ImportContext, ImportLimits, Record
+from loopscope.words import plural
 
 __all__ = [
     "CHUNK_BYTES",
@@ -810,8 +811,10 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                     number)
         if truncated:
             problem("info", "value_truncated",
-                    f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
-                    "characters (max_value_chars) were replaced by a head and a sha256 digest",
+                    f"{plural(len(truncated), 'string value')} longer than "
+                    f"{limits.max_value_chars:,} characters (max_value_chars) "
+                    f"{'was' if len(truncated) == 1 else 'were'} replaced by a head and a sha256 "
+                    "digest",
                     number)
         yield _new_record(number, value)
 

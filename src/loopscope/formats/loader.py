@@ -436,9 +436,13 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
         missing, first, anchor = lost_calls(tally, imported, calls_imported)
         if missing > 0:
             where = f" (first {first})" if first else ""
+            seen = len(tally.seen)
+            lost = ("the one tool call seen in the file was" if seen == 1 else
+                    f"{missing:,} of the {seen:,} tool calls seen in the file "
+                    + ("was" if missing == 1 else "were"))
             ctx.problem("warning", "calls_not_imported",
-                        f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
-                        f"were not imported{where}; the replay does not include them",
+                        f"{lost} not imported{where}; the replay does not include "
+                        + ("it" if missing == 1 else "them"),
                         line=anchor if isinstance(anchor, int) else None,
                         pointer=anchor if isinstance(anchor, str) else None, count=missing)
     stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
@@ -521,7 +525,8 @@ def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:
             out.append(p)
     for code, more in hidden.items():
         out.append(Problem(path, None, None, "warning", code,
-                           f"… and {more} more {code} warning(s) in this file", more))
+                           f"… and {more:,} more {code} {'warning' if more == 1 else 'warnings'} in "
+                           "this file", more))
     return out
 
 
