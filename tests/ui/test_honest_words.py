@@ -152,3 +152,25 @@ def test_the_import_report_says_what_a_file_is_in_plain_words(mixed: Path) -> No
     # the problem code is the last column of a problem table, after the words
     frames = [d.value for d in at.dataframe if "problem" in getattr(d.value, "columns", [])]
     assert frames and all(list(f.columns)[-1] == "code" for f in frames)
+
+
+# --------------------------------------------------------------------------- no "(s)"
+
+PAGE_FILES = sorted(p.stem for p in PAGES.glob("*.py") if p.stem != "__init__")
+
+
+def _without_recorded_text(text: str) -> str:
+    """The samples' recordings say "target(s)" (a cargo log): their words, not ours."""
+    return text.replace("target(s)", "")
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+def test_no_page_counts_with_s_in_brackets(page: str, mixed: Path) -> None:
+    """Every count a page shows picks its own word ("1 session", "2 sessions"): no page says
+    "session(s)" — on a folder with sessions, labels and files that are no recordings."""
+    import shutil
+
+    shutil.copy(SAMPLES / "labels.csv", mixed / "labels.csv")
+    at = run_app({"source": "folder", "folder": str(mixed)}, page)
+    text = _without_recorded_text(shown_text(at))
+    assert "(s)" not in text, re.findall(r".{40}\(s\).{20}", text)

@@ -209,7 +209,7 @@ class RunStatus:
         from loopscope.formats.loader import UNRECOGNISED_CODES, formats_line
         from loopscope.words import plural
 
-        if any(p.code in UNRECOGNISED_CODES and p.severity == "error" for p in self.problems):
+        if any(p.code in UNRECOGNISED_CODES and p.severity != "info" for p in self.problems):
             click.echo(f"{formats_line()}; --format NAME forces one.", err=True)
         hidden = len(self.problems) - len(shown)
         if hidden:
