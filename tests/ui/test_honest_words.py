@@ -174,3 +174,14 @@ def test_no_page_counts_with_s_in_brackets(page: str, mixed: Path) -> None:
     at = run_app({"source": "folder", "folder": str(mixed)}, page)
     text = _without_recorded_text(shown_text(at))
     assert "(s)" not in text, re.findall(r".{40}\(s\).{20}", text)
+
+
+def test_the_guide_says_the_default_settings_once_per_guard() -> None:
+    """"Settings: the guard's shipped defaults." under every example was the same sentence
+    sixteen times: each guard's tab now says it once, and an example names only its own."""
+    at = run_app(page="guide")
+    text = shown_text(at)
+    tabs = len(at.tabs)
+    assert tabs >= 2
+    assert text.count("shipped defaults") == tabs
+    assert "Settings for this example:" in text  # examples with their own settings say so
