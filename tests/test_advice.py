@@ -150,9 +150,10 @@ def test_outcomes_and_side_effects_in_words() -> None:
     assert effect.no_longer_refused == (0,) and effect.loops_no_longer_caught == (0,)
     assert effect.newly_refused == (1, 3) and effect.good_newly_refused == (1,)
     assert effect.loops_newly_caught == (3,)
-    assert effect.summary() == ("2 newly refused · 1 no longer refused · 1 labelled loop no "
-                                "longer caught · 1 good session newly refused · 1 labelled loop "
-                                "newly caught")
+    # Each session counted once, in its group; its label says what the change means for it.
+    assert effect.summary() == ("2 newly refused — 1 of them a labelled loop, now caught; 1 of "
+                                "them a session labelled good work, now falsely refused · 1 no "
+                                "longer refused — a labelled loop, now missed")
     # A team's corpus: counts past a thousand with separators, as the rest of the page.
     many = corpus_effect([None] * 1234 + [a], [a] * 1234 + [None])
     assert many.summary() == "1,234 newly refused · 1 no longer refused"

@@ -22,12 +22,16 @@ __all__ = [
     "Advice",
     "AdvisedChange",
     "CorpusEffect",
+    "RefusalTotals",
     "SettingChange",
     "advise",
     "corpus_effect",
     "corpus_effect_of_runs",
     "describe_outcome",
+    "effect_text",
+    "refusal_totals",
     "smallest_changes",
+    "totals_text",
 ]
 
 Goal = Literal["pass", "refuse", "clear"]
@@ -341,24 +345,108 @@ class CorpusEffect:
                             drop(self.good_no_longer_refused), self.extra)
 
     def summary(self) -> str:
-        """"3 newly refused · 2 no longer refused · 1 loop missed" (empty parts left out)."""
-        parts = []
-        if self.newly_refused:
-            parts.append(f"{len(self.newly_refused):,} newly refused")
-        if self.no_longer_refused:
-            parts.append(f"{len(self.no_longer_refused):,} no longer refused")
-        if self.moved:
-            parts.append(f"{len(self.moved):,} refused at another point")
-        if self.loops_no_longer_caught:
-            n = len(self.loops_no_longer_caught)
-            parts.append(f"{n:,} labelled loop{'s' if n != 1 else ''} no longer caught")
-        if self.good_newly_refused:
-            n = len(self.good_newly_refused)
-            parts.append(f"{n:,} good session{'s' if n != 1 else ''} newly refused")
-        if self.loops_newly_caught:
-            n = len(self.loops_newly_caught)
-            parts.append(f"{n:,} labelled loop{'s' if n != 1 else ''} newly caught")
-        return " · ".join(parts) if parts else "no session changes"
+        """What changes, each session counted once (:func:`effect_text`)."""
+        return effect_text(self)
+
+
+_LABELLED = {
+    # (kind of label) → (one, many): how a labelled session is named
+    "loop": ("a labelled loop", "labelled loops"),
+    "ok": ("a session labelled good work", "sessions labelled good work"),
+}
+
+
+def _of_them(count: int, total: int, kind: str, outcome: str) -> str:
+    """How many of a group of ``total`` sessions carry a label: "both labelled loops, now
+    missed", "1 of them a labelled loop, now caught"."""
+    one, many = _LABELLED[kind]
+    if count == total:
+        who = one if total == 1 else ("both " if total == 2 else f"all {total:,} ") + many
+    else:
+        who = f"{count:,} of them " + (one if count == 1 else many)
+    return f"{who}, {outcome}"
+
+
+def _group(count: int, what: str, notes: Sequence[str]) -> str:
+    return f"{count:,} {what}" + (" — " + "; ".join(notes) if notes else "")
+
+
+def effect_text(effect: CorpusEffect) -> str:
+    """"2 newly refused · 2 no longer refused — both labelled loops, now missed · 1 refused at
+    another point": each changed session is counted once, in the one group its outcome puts it
+    in (newly refused, no longer refused, refused elsewhere); its label says, inside that
+    group, what the change means for it. (Counting "2 no longer refused" and "2 loops missed"
+    side by side would count the same two sessions twice.)"""
+    parts = []
+    n = len(effect.newly_refused)
+    if n:
+        notes = []
+        if effect.loops_newly_caught:
+            notes.append(_of_them(len(effect.loops_newly_caught), n, "loop", "now caught"))
+        if effect.good_newly_refused:
+            notes.append(_of_them(len(effect.good_newly_refused), n, "ok",
+                                  "now falsely refused"))
+        parts.append(_group(n, "newly refused", notes))
+    n = len(effect.no_longer_refused)
+    if n:
+        notes = []
+        if effect.loops_no_longer_caught:
+            notes.append(_of_them(len(effect.loops_no_longer_caught), n, "loop", "now missed"))
+        if effect.good_no_longer_refused:
+            notes.append(_of_them(len(effect.good_no_longer_refused), n, "ok",
+                                  "no longer falsely refused"))
+        parts.append(_group(n, "no longer refused", notes))
+    if effect.moved:
+        parts.append(_group(len(effect.moved), "refused at another point", ()))
+    return " · ".join(parts) if parts else "no session changes"
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalTotals:
+    """Totals of one configuration over the loaded sessions."""
+
+    sessions: int
+    refused: int
+    false_refusals: int | None = None
+    """Sessions labelled good work that are refused (``None``: no session is labelled)."""
+    loops_missed: int | None = None
+    """Sessions labelled a real loop that are never refused (``None``: no label)."""
+
+
+def refusal_totals(run: Any, labels: Sequence[str | None] = ()) -> RefusalTotals:
+    """:class:`RefusalTotals` of a batch run (:class:`~loopscope.engines.base.RunColumns`),
+    read from its columns; ``labels[i]`` is ``"loop"``, ``"ok"`` or ``None``."""
+    import numpy as np
+
+    turn = run.first_refusal_columns()[0]
+    refused = turn >= 0
+    if not any(labels):
+        return RefusalTotals(len(turn), int(refused.sum()))
+    kind = np.zeros(len(turn), dtype=np.int8)
+    given = np.array([{"loop": 1, "ok": 2}.get(x or "", 0) for x in labels[:len(kind)]],
+                     dtype=np.int8)
+    kind[:len(given)] = given
+    return RefusalTotals(len(turn), int(refused.sum()), int((refused & (kind == 2)).sum()),
+                         int((~refused & (kind == 1)).sum()))
+
+
+def _move(name: str, before: int, after: int) -> str:
+    if before == after:
+        return f"{name} {before:,} (unchanged)"
+    sign = "+" if after > before else "−"
+    return f"{name} {before:,} → {after:,} ({sign}{abs(after - before):,})"
+
+
+def totals_text(before: RefusalTotals, after: RefusalTotals) -> str:
+    """"refused 12 → 10 (−2) · false refusals 1 (unchanged) · missed loops 0 → 2 (+2)": the
+    totals before and after a change, with their differences (the labelled totals only when
+    sessions are labelled)."""
+    parts = [_move("refused", before.refused, after.refused)]
+    if before.false_refusals is not None and after.false_refusals is not None:
+        parts.append(_move("false refusals", before.false_refusals, after.false_refusals))
+    if before.loops_missed is not None and after.loops_missed is not None:
+        parts.append(_move("missed loops", before.loops_missed, after.loops_missed))
+    return " · ".join(parts)
 
 
 def corpus_effect(

@@ -804,9 +804,11 @@ def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
                          progress: Progress | None) -> tuple[Ingested | None, bool]:
     """``(corpus, exact)``: the corpus read from its snapshot (exact), else built from the
     folder's last snapshot and the files that changed since (not exact), else None."""
-    if progress:
-        progress(0.0, "Reading the prepared sessions kept from the last start")
-    found = _exact_snapshot(names, files, wanted)
+    def reading() -> None:  # said only once a kept snapshot is really there to read
+        if progress:
+            progress(0.0, "Reading the prepared sessions kept from an earlier start")
+
+    found = _exact_snapshot(names, files, wanted, reading)
     if found is not None:
         if names.root:  # (a snapshot kept before the folder marks existed)
             cache.mark_folder(names.root)
@@ -814,16 +816,17 @@ def _load_from_snapshots(names: _Names, files: Sequence[tuple[str, bool]],
     previous = cache.last_corpus(names.pointer) if names.pointer else None
     if previous is None or previous == names.key:
         return None, False
-    old = _read_snapshot(previous, wanted)
+    old = _read_snapshot(previous, wanted, reading)
     if old is None:
         return None, False
     return _with_changes(old, names, files, wanted, ingest_with, workers, progress), False
 
 
 def _exact_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
-                    wanted: Sequence[tuple[str, str | None]]) -> _Snapshot | None:
+                    wanted: Sequence[tuple[str, str | None]],
+                    on_found: Callable[[], None] | None = None) -> _Snapshot | None:
     """The snapshot of exactly ``files`` as they are now (``names.stamps``), if kept."""
-    found = _read_snapshot(names.key, wanted)
+    found = _read_snapshot(names.key, wanted, on_found)
     if found is None or found.files != [(path, explicit, stamp) for (path, explicit), stamp
                                         in zip(files, names.stamps, strict=True)]:
         return None
@@ -940,14 +943,17 @@ def _write_snapshot(names: _Names, files: Sequence[tuple[str, bool]],
     cache.prune()
 
 
-def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]]) -> _Snapshot | None:
+def _read_snapshot(key: str, wanted: Sequence[tuple[str, str | None]],
+                   on_found: Callable[[], None] | None = None) -> _Snapshot | None:
     """The snapshot ``key``, checked; None when there is none or it is damaged (it is then
-    deleted)."""
+    deleted). ``on_found`` is called once one is there to read (and only then)."""
     from loopscope.engines.table import TableError
 
     kept = cache.open_corpus(key)
     if kept is None:
         return None
+    if on_found is not None:
+        on_found()
     doc = kept.index
     specs = _snapshot_specs(wanted)
     try:

@@ -56,6 +56,7 @@ import filelock
 
 from loopscope import csvsafe
 from loopscope.model import Problem, Severity, escape_for_display
+from loopscope.words import plural
 
 __all__ = [
     "HEADER",
@@ -962,5 +963,6 @@ class _Problems:
         for code, more in self.extra.items():
             severity = next(p.severity for p in self.items if p.code == code)
             out.append(_problem(self.name, None, severity, code,
-                                f"… and {more} more {code} problem(s) in this file", count=more))
+                                f"… and {plural(more, 'more ' + code + ' problem')} in this file",
+                                count=more))
         return out

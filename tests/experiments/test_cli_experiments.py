@@ -133,7 +133,7 @@ def test_sweep_table_names_the_best_configuration(samples: Path) -> None:
                         "--vary", "max_repeated_batch_steps=1:3"], REPO_ROOT)
     assert code == 0
     lines = out.splitlines()
-    assert " session(s), labels: " in lines[0] and " loop, " in lines[0]
+    assert lines[0].startswith("13 sessions, labels: ") and " loop, " in lines[0]
     assert "false_refusals" in lines[1] and "precision" in lines[1]
     assert lines[-1].startswith("best: --set max_repeated_batch_steps=")
 

@@ -121,7 +121,7 @@ def test_loopscope_prepare_with_dask_local_fills_the_cache(
                            "local", "--workers", "2"], cwd=root, capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "session(s)" in proc.stdout and "kept in" in proc.stdout
+    assert " 13 sessions, " in proc.stdout and "kept in" in proc.stdout
     found, _ = expand_paths([str(folder.resolve())])
     files = [(p, not s) for p, s in found]
     calls: list[object] = []

@@ -68,3 +68,44 @@ def test_from_a_compare_result() -> None:
     impact = impact_of_compare(result, {"a": "ok", "c": "loop"})
     assert impact.sessions == 3 and impact.unchanged == 1
     assert impact.good_newly_refused == (0,) and impact.loops_no_longer_caught == (1,)
+
+
+# --------------------------------------------------------------------------- the cause, first
+
+
+def test_the_paragraph_starts_with_why_the_new_release_differs() -> None:
+    """OpenClaw 2026.9 fixes the thresholds 2026.6 let a team set: the paragraph says so before
+    what changes, from the two schemas (``replaces`` of the fixed values, the settings B lacks)."""
+    from loopscope.engines import get_engine
+    from loopscope.experiments.upgrade import cause_text, release_note, settings_move
+
+    engine = get_engine("openclaw")
+    tuned = engine.values(engine.config({"warningThreshold": 3, "historySize": 50},
+                                        "2026.6.11").config)
+    move = settings_move(engine.settings_for("2026.6.11"), tuned,
+                         engine.settings_for("2026.9.6"))
+    assert move.read == ("enabled",) and len(move.ignored) == 9 and move.fixed
+    assert cause_text(move, "OpenClaw", "2026.6.11", "2026.9.6") == (
+        "OpenClaw 2026.9.6 ignores warningThreshold = 3 and historySize = 50 and uses fixed "
+        "values instead (WARNING_THRESHOLD = 10 and TOOL_CALL_HISTORY_SIZE = 30); of the 10 "
+        "settings of 2026.6.11 it reads only enabled.")
+    impact = upgrade_impact([R(2, 4, "loop"), None], [None, None], ["loop", None])
+    text = release_note(impact, "OpenClaw", "2026.6.11", "2026.9.6", move)
+    assert text == (
+        "OpenClaw 2026.9.6 ignores warningThreshold = 3 and historySize = 50 and uses fixed "
+        "values instead (WARNING_THRESHOLD = 10 and TOOL_CALL_HISTORY_SIZE = 30); of the 10 "
+        "settings of 2026.6.11 it reads only enabled. Moving OpenClaw from 2026.6.11 to "
+        "2026.9.6 changes 1 of 2 sessions: 1 is no longer refused (1 labelled a real loop, now "
+        "missed). The other session behaves as before.")
+    # at the defaults, the ignored settings are named, with what that means for these values
+    at_defaults = settings_move(engine.settings_for("2026.6.11"), {},
+                                engine.settings_for("2026.9.6"))
+    assert cause_text(at_defaults, "OpenClaw", "2026.6.11", "2026.9.6") == (
+        "OpenClaw 2026.9.6 ignores 9 of the 10 settings of 2026.6.11 (warningThreshold, "
+        "criticalThreshold, globalCircuitBreakerThreshold, unknownToolThreshold and 5 more) and "
+        "uses fixed values instead; here each is at the value it uses anyway.")
+    # a release with the same settings: no cause, "with the same settings"
+    same = settings_move(engine.settings_for("2026.6.11"), tuned,
+                         engine.settings_for("2026.7.35"), tuned)
+    assert same.same and release_note(impact, "OpenClaw", "2026.6.11", "2026.7.35", same) \
+        .startswith("Moving OpenClaw from 2026.6.11 to 2026.7.35 with the same settings changes")

@@ -90,7 +90,7 @@ def test_a_call_no_session_imports_is_a_warning_naming_the_line(tmp_path: Path) 
     result = load_file(write(tmp_path, "s.jsonl", jsonl(*lines)))
     (warning,) = [p for p in result.problems if p.code == "calls_not_imported"]
     assert warning.severity == "warning" and warning.line == 3
-    assert warning.message.startswith("1 of the 1 tool call(s) seen in the file were not "
+    assert warning.message.startswith("the one tool call seen in the file was not "
                                       'imported (first line 3: "Bash")')
     assert (result.calls_seen, result.calls_imported, result.calls_lost) == (1, 0, 1)
     check_invariant(result)

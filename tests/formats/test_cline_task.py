@@ -200,8 +200,8 @@ def test_the_cli_replays_the_task_folder_once() -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.count("[cline_task,") == 1
     assert "1 session replayed" in result.stdout
-    assert "8 / 8 tool call(s)" in result.stderr
-    assert "ui_messages.json: cline_task, 0 session(s), 7 / 0 tool call(s)" in result.stderr
+    assert "8 / 8 tool calls" in result.stderr
+    assert "ui_messages.json: cline_task, 0 sessions, 7 / 0 tool calls" in result.stderr
 
 
 def test_a_cached_ui_file_is_imported_again_when_its_api_history_appears(

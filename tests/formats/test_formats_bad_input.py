@@ -101,7 +101,7 @@ def test_truncated_object_is_an_error_with_hint(tmp_path: Path) -> None:
 def test_binary_junk(tmp_path: Path) -> None:
     result = load(tmp_path, "junk.json", bytes(range(256)) * 4)
     assert codes(result) == ["unknown_format"]
-    assert "binary file" in result.problems[0].message
+    assert "binary data, not text" in result.problems[0].message
 
 
 def test_latin1_is_replaced_with_a_warning(tmp_path: Path) -> None:
@@ -364,3 +364,45 @@ def test_parse_size_and_limits() -> None:
                                 "max_json_depth=65"])
     assert (limits.max_json_depth, limits.max_line_bytes) == (65, 2 << 20)
     assert parse_import_limits([("max_value_chars", "100")]).max_value_chars == 100
+
+
+def test_a_truncated_openhands_events_array_is_salvaged_wherever_it_is_cut(
+        tmp_path: Path) -> None:
+    """The README promises truncated arrays are salvaged: an OpenHands events file cut
+    anywhere inside its last event — inside a string, a literal, a number, between keys —
+    keeps every complete event, with a warning naming the file and the line of the cut."""
+    fixture = Path(__file__).parent / "fixtures" / "openhands_v1_events.json"
+    full = fixture.read_text(encoding="utf-8")
+    whole = load_file(fixture)
+    (complete,) = whole.sessions
+    start = full.rindex("\n  {") + 1  # the last event, on its own line
+    line = full.count("\n", 0, start) + 1
+    cuts = list(range(start + 3, len(full) - 4, 5))
+    assert len(cuts) > 20
+    kinds = set()
+    for cut in cuts:
+        kinds.add(full[cut - 1])
+        path = write(tmp_path, f"cut{cut}.json", full[:cut])
+        result = load_file(path)
+        assert result.detection.format == "openhands_events", (cut, texts(result))
+        (session,) = result.sessions
+        assert len(session.events) <= len(complete.events)
+        (warning,) = [p for p in result.problems if p.code == "invalid_json"]
+        assert warning.severity == "warning" and warning.line == line
+        assert warning.text().startswith(f"{path}:{line}: warning: file is truncated after "
+                                         "element 17; 17 elements kept (the file ends inside "
+                                         f"element 18 of its JSON array, which starts at line "
+                                         f"{line}, column 3")
+    assert {'"', ":", ","} <= kinds or len(kinds) > 5  # cut in strings, after keys, …
+
+
+def test_an_array_broken_in_the_middle_is_not_salvaged(tmp_path: Path) -> None:
+    """Only a file that ends inside a value is truncated: an error with more data after it
+    loses data in the middle, and the file is refused whole, as before."""
+    events = json.loads((Path(__file__).parent / "fixtures" / "openhands_v1_events.json")
+                        .read_text(encoding="utf-8"))
+    text = json.dumps(events, indent=2)
+    middle = text.index('"source"', len(text) // 2)
+    broken = text[:middle] + '"source": tru,' + text[middle + len('"source": "agent",'):]
+    result = load(tmp_path, "broken.json", broken)
+    assert codes(result) == ["invalid_json"] and not result.sessions

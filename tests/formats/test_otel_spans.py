@@ -188,7 +188,7 @@ def test_capture_off_warns_once_for_the_file() -> None:
                for s in result.sessions for c in s.calls)
     (warning,) = [p for p in result.problems if p.code == "content_not_captured"]
     assert (warning.severity, warning.source) == ("warning", result.path)
-    assert warning.message.startswith("2 of 2 trace(s)")
+    assert warning.message.startswith("2 of 2 traces")
     assert "see only tool names" in warning.message
     assert str(FIXTURES / "otlp_capture_off.json") in warning.text()
     assert_counts(result, "otlp_capture_off.json", paired=False)
@@ -198,7 +198,7 @@ def test_capture_off_is_said_by_the_cli_beside_the_file() -> None:
     path = str(FIXTURES / "otlp_capture_off.json")
     run = CliRunner().invoke(main, ["replay", path, "--engine", "gglib"])
     assert run.exit_code == 0, run.output
-    assert f"{path}: warning: 2 of 2 trace(s)" in run.output
+    assert f"{path}: warning: 2 of 2 traces" in run.output
     assert "[content_not_captured]" in run.output
 
 

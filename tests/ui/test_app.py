@@ -540,7 +540,7 @@ def test_import_problems_are_shown_in_the_main_area(
     try:
         at = run_app({"source": "folder", "folder": str(tmp_path)})
         warnings = [w.value for w in at.main.warning]
-        assert any(w.startswith("Import:") and "could not be read" in w for w in warnings), warnings
+        assert any(w.startswith("Import:") and "1 file could not be imported" in w for w in warnings), warnings
         assert not [w for w in at.sidebar.warning if "Import" in w.value]
         links = [el.proto.label for el in at.get("page_link")]
         assert "See the import report" in links

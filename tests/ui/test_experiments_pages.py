@@ -7,6 +7,7 @@ after every Streamlit cache is cleared: only what is in the sidecar on disk surv
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -334,7 +335,7 @@ def _upgrade(query: dict[str, str]) -> AppTest:
 
 def test_the_upgrade_page_says_what_moving_to_another_release_changes(corpus: Path) -> None:
     from loopscope.engines import get_engine
-    from loopscope.experiments.upgrade import summary_text, upgrade_impact
+    from loopscope.experiments.upgrade import release_note, settings_move, upgrade_impact
     from loopscope.labels import labels_for_sessions
 
     engine = get_engine("openclaw")
@@ -343,18 +344,38 @@ def test_the_upgrade_page_says_what_moving_to_another_release_changes(corpus: Pa
     at = _upgrade({"upgrade.b": new, **{f"openclaw.{k}": str(v) for k, v in tuned.items()}})
     sessions = load_paths([str(corpus)]).sessions
     labels, _ = labels_for_sessions([str(corpus)])
-    a = [engine.replay(s, engine.config(tuned, old).config).first_refusal for s in sessions]
+    config_a = engine.config(tuned, old).config
+    a = [engine.replay(s, config_a).first_refusal for s in sessions]
     b_values = {k: v for k, v in tuned.items()
                 if k in {s.name for s in engine.settings_for(new)}}
-    b = [engine.replay(s, engine.config(b_values, new).config).first_refusal for s in sessions]
+    config_b = engine.config(b_values, new).config
+    b = [engine.replay(s, config_b).first_refusal for s in sessions]
     impact = upgrade_impact(a, b, [getattr(labels.get(s.source), "label", None) for s in sessions])
+    move = settings_move(engine.settings_for(old), engine.values(config_a),
+                         engine.settings_for(new), engine.values(config_b))
     paragraph = at.code[0].value
-    assert paragraph.startswith(f"Moving OpenClaw from {old} to {new}")
-    assert paragraph == summary_text(impact, "OpenClaw", old, new, settings_note=paragraph[
-        len(f"Moving OpenClaw from {old} to {new} "):paragraph.index(" change")])
+    assert paragraph == release_note(impact, "OpenClaw", old, new, move)
+    # the cause first: the configured thresholds the new release ignores, and its fixed ones
+    assert paragraph.startswith(
+        f"OpenClaw {new} ignores warningThreshold = 3, criticalThreshold = 5 and "
+        "globalCircuitBreakerThreshold = 7 and uses fixed values instead (WARNING_THRESHOLD = "
+        "10, CRITICAL_THRESHOLD = 20 and GLOBAL_CIRCUIT_BREAKER_THRESHOLD = 30); of the 10 "
+        f"settings of {old} it reads only enabled. Moving OpenClaw from {old} to {new} changes ")
     metrics = {m.label: int(m.value) for m in at.metric}
     assert metrics["No longer refused"] == len(impact.no_longer_refused)
     assert metrics["Newly refused"] == len(impact.newly_refused)
+    # the settings box says in words what B reads, not "reads 1 of the 10"
+    (box,) = [re.sub(r"\\(.)", r"\1", e.label) for e in at.expander
+              if e.label.startswith("Settings")]
+    assert box == f"Settings: of the 10 settings of {old}, {new} reads only enabled"
+    # the CLI prints the same paragraph
+    from click.testing import CliRunner
+
+    from loopscope.cli import main
+    args = ["compare", str(corpus), "--engine", "openclaw", "--a-version", old,
+            "--b-version", new, *[x for k, v in tuned.items() for x in ("--set", f"{k}={v}")]]
+    out = CliRunner().invoke(main, args).stdout
+    assert paragraph in out.splitlines()
 
 
 def test_an_upgrade_that_changes_nothing_says_so(corpus: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from loopscope import cache
+from loopscope.words import plural
 
 
 @click.group(name="cache")
@@ -29,4 +30,4 @@ def cache_clear() -> None:
 
 
 def _entries(count: int) -> str:
-    return f"{count:,} {'entry' if count == 1 else 'entries'}"
+    return plural(count, "entry", "entries")

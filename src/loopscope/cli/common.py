@@ -209,10 +209,15 @@ class RunStatus:
         shown = [p for p in self.problems if verbose or p.severity != "info"]
         for problem in sorted(shown, key=lambda p: (p.source, p.line or 0, p.pointer or "")):
             click.echo(problem.text(), err=True)
+        from loopscope.formats.loader import UNRECOGNISED_CODES, formats_line
+        from loopscope.words import plural
+
+        if any(p.code in UNRECOGNISED_CODES and p.severity != "info" for p in self.problems):
+            click.echo(f"{formats_line()}; --format NAME forces one.", err=True)
         hidden = len(self.problems) - len(shown)
         if hidden:
-            click.echo(f"loopscope: {hidden:,} import note{'' if hidden == 1 else 's'} not "
-                       "shown; use --verbose to list them", err=True)
+            click.echo(f"loopscope: {plural(hidden, 'import note')} not shown; use --verbose "
+                       "to list them", err=True)
 
     def print_import_line(self, *, to_stdout: bool = False) -> None:
         """The closing line of a command that imports: ``F files, C calls imported, L calls

@@ -6,6 +6,7 @@ the exports are made from; ``--json`` is for scripts (one object per engine).
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import click
@@ -13,7 +14,25 @@ import orjson
 
 from loopscope.engines import Engine, SettingSpec, all_engines
 
-__all__ = ["engine_json", "engines"]
+__all__ = ["engine_json", "engines", "text_width"]
+
+MAX_WIDTH = 100
+"""Text output wraps at the terminal's width, and never past this: long lines are hard to
+read even in a wide terminal."""
+
+
+def text_width() -> int:
+    """The width text output wraps at: the terminal's (``COLUMNS`` when set), at most
+    :data:`MAX_WIDTH`, at least 40."""
+    return max(40, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
+
+
+def _echo(text: str, indent: str = "", hanging: str | None = None) -> None:
+    """``text`` wrapped to :func:`text_width`, its first line at ``indent``, the others at
+    ``hanging`` (default: ``indent``)."""
+    click.echo(click.wrap_text(text, text_width(), initial_indent=indent,
+                               subsequent_indent=indent if hanging is None else hanging,
+                               preserve_paragraphs=False))
 
 
 def engine_json(engine: Engine[Any, Any]) -> dict[str, Any]:
@@ -96,15 +115,15 @@ def engines(as_json: bool, as_markdown: bool) -> None:
             continue
         versions = ", ".join(
             f"{v} (default)" if v == engine.default_version else v for v in engine.versions)
-        click.echo(f"{engine.name} — {engine.title}")
-        click.echo(f"  {engine.summary}")
+        _echo(f"{engine.name} — {engine.title}")
+        _echo(engine.summary, "  ")
         if len(engine.versions) > 1:
-            click.echo(f"  versions: {versions}")
+            _echo(f"versions: {versions}", "  ", "    ")
         for note in engine.notes:
-            click.echo(f"  note: {note}")
+            _echo(f"note: {note}", "  ", "    ")
         for version in engine.versions:
             if len(engine.versions) > 1:
-                click.echo(f"  settings of {version}:")
+                _echo(f"settings of {version}:", "  ")
             for spec in engine.settings_for(version):
                 default = (", ".join(spec.default) if spec.kind == "str_list"
                            else spec.format(spec.default))
@@ -116,6 +135,6 @@ def engines(as_json: bool, as_markdown: bool) -> None:
                     hi = "" if spec.max is None else str(spec.max)
                     bounds = f", {lo}..{hi}"
                 what_if = "" if spec.deployable else "  [what-if: not settable in the real guard]"
-                click.echo(f"    {spec.name} ({spec.kind}{bounds}; default {default}) — "
-                           f"{spec.label}{what_if}")
+                _echo(f"{spec.name} ({spec.kind}{bounds}; default {default}) — "
+                      f"{spec.label}{what_if}", "    ", "        ")
         click.echo("")

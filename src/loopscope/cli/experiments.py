@@ -42,8 +42,9 @@ from loopscope.experiments.sweep import (
     run_sweep,
     sweep_prepared,
 )
-from loopscope.experiments.upgrade import impact_of_compare, summary_text
+from loopscope.experiments.upgrade import impact_of_compare, release_note, settings_move
 from loopscope.model import Session, escape_for_display
+from loopscope.words import plural
 
 __all__ = ["compare", "sweep"]
 
@@ -135,9 +136,9 @@ def _describe_best(result: SweepResult) -> str:
     setting = " ".join(f"--set {k}={v}" for k, v in best.values.items())
     wrong = m.false_refusals + m.refused_early + m.loops_missed
     return (
-        f"best: {setting}  ({m.loops_caught} loop(s) caught, {m.loops_missed} missed, "
-        f"{m.false_refusals} false refusal(s), {m.refused_early} refused early, "
-        f"{m.wasted_turns} wasted turn(s); {wrong} wrong outcome(s))"
+        f"best: {setting}  ({plural(m.loops_caught, 'loop')} caught, {m.loops_missed} missed, "
+        f"{plural(m.false_refusals, 'false refusal')}, {m.refused_early} refused early, "
+        f"{plural(m.wasted_turns, 'wasted turn')}; {plural(wrong, 'wrong outcome')})"
     )
 
 
@@ -151,7 +152,8 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
         click.echo(f"loopscope: warning: {note}", err=True)
     if len(notes) > MAX_CELL_WARNINGS:
         click.echo(
-            f"loopscope: warning: … and {len(notes) - MAX_CELL_WARNINGS} more adjusted cell(s)",
+            f"loopscope: warning: … and "
+            f"{plural(len(notes) - MAX_CELL_WARNINGS, 'more adjusted cell')}",
             err=True,
         )
 
@@ -269,8 +271,8 @@ def sweep(
         for cell in result:
             click.echo(orjson.dumps(cell.to_json()))
     else:
-        click.echo(f"{len(sessions)} session(s), {_labels_note(labels, labels_file)}, "
-                   f"engine {engine_name}, {len(cells)} cell(s)")
+        click.echo(f"{plural(len(sessions), 'session')}, {_labels_note(labels, labels_file)}, "
+                   f"engine {engine_name}, {plural(len(cells), 'cell')}")
         click.echo(_sweep_table(result))
         click.echo(_describe_best(result))
     status.print_problems(verbose=verbose)
@@ -314,12 +316,6 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
     with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
               file=sys.stderr, disable=None, leave=False) as bar:
         return compare_configs(engine_name, sessions, config_a, config_b, progress=bar.update)
-
-
-def _same_settings(engine: Any, a: Any, b: Any) -> bool:
-    """Do A and B give every setting they share the same value (only the release differs)?"""
-    va, vb = engine.values(a), engine.values(b)
-    return all(va[k] == vb[k] for k in va.keys() & vb.keys())
 
 
 def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> str:
@@ -423,11 +419,10 @@ def compare(
     labels = _load_labels(paths, labels_file, status) if upgrade or not as_json else {}
     paragraph = None
     if upgrade:
-        same_settings = _same_settings(engine, resolution_a.config, resolution_b.config)
-        paragraph = summary_text(
-            impact_of_compare(result, labels), engine.title, version_a, version_b,
-            settings_note="with the same settings" if same_settings
-            else "(with the settings given for each side)")
+        move = settings_move(engine.settings_for(version_a), engine.values(resolution_a.config),
+                             engine.settings_for(version_b), engine.values(resolution_b.config))
+        paragraph = release_note(impact_of_compare(result, labels), engine.title, version_a,
+                                 version_b, move)
     if as_json:
         for change in result:
             click.echo(orjson.dumps(change.to_json()))

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from loopscope import cache
+from loopscope.words import plural
 
 
 @click.command(name="prepare")
@@ -56,7 +57,8 @@ def prepare(paths: tuple[str, ...], workers: int | None, dask_address: str | Non
         for path in paths:
             _prepare_one(path, workers, ingest_with)
     entries, size = cache.stats()
-    click.echo(f"kept in {cache.cache_dir()} ({entries} entries, {size / 1e6:.1f} MB)")
+    click.echo(f"kept in {cache.cache_dir()} ({plural(entries, 'entry', 'entries')}, "
+               f"{size / 1e6:.1f} MB)")
 
 
 def _prepare_one(path: str, workers: int | None, ingest_with: Any) -> None:
@@ -85,9 +87,10 @@ def _prepare_one(path: str, workers: int | None, ingest_with: Any) -> None:
     seconds = time.perf_counter() - started
     reused = (f"{corpus.cached_files:,} of them unchanged since the last time, "
               if corpus.cached_files else "")
-    click.echo(f"{path}: {len(files):,} file(s), {len(corpus.sessions):,} session(s), "
-               f"{sum(corpus.call_counts):,} tool call(s); {reused}prepared in {seconds:.1f} s; "
-               f"{errors} import error(s), {warnings} warning(s) (loopscope replay shows them)")
+    click.echo(f"{path}: {plural(len(files), 'file')}, {plural(len(corpus.sessions), 'session')}, "
+               f"{plural(sum(corpus.call_counts), 'tool call')}; {reused}prepared in "
+               f"{seconds:.1f} s; {plural(errors, 'import error')}, {plural(warnings, 'warning')} "
+               "(loopscope replay shows them)")
     lost = corpus.import_totals.lost_text()
     if lost:  # (the calls the replays of this folder will not have)
         click.echo(f"{path}: {lost} (see the warnings of loopscope replay)")

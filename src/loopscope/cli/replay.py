@@ -34,6 +34,7 @@ from loopscope.formats import expand_paths
 from loopscope.formats.base import FileImport
 from loopscope.labels import Label, labels_for_sessions
 from loopscope.model import Problem, escape_for_display
+from loopscope.words import plural
 
 
 @click.command(cls=EngineCommand)
@@ -125,7 +126,7 @@ def replay(
 def _file_summary_line(f: FileImport, sessions: int) -> str:
     seen = "–" if f.calls_seen is None else str(f.calls_seen)
     line = (f"  {escape_for_display(f.path)}: {f.detection.format or 'not imported'}, "
-            f"{sessions} session(s), {seen} / {f.calls_imported} tool call(s)")
+            f"{plural(sessions, 'session')}, {seen} / {plural(f.calls_imported, 'tool call')}")
     if f.calls_set_aside:
         reasons = ", ".join(f"{n} {reason}" for reason, n in f.calls_set_aside.items())
         line += f" ({reasons}: set aside)"
@@ -135,7 +136,7 @@ def _file_summary_line(f: FileImport, sessions: int) -> str:
 
 
 def _print_file_summary(lines: list[str]) -> None:
-    click.echo(f"loopscope: import summary, {len(lines)} file(s): tool calls seen in the file "
+    click.echo(f"loopscope: import summary, {plural(len(lines), 'file')}: tool calls seen in the file "
                "/ imported", err=True)
     for line in lines:
         click.echo(line, err=True)

@@ -112,6 +112,10 @@ class SettingSpec:
     what-ifs, and are never exported into the guard's own configuration."""
     group: str = ""
     """Controls are grouped under this heading ("Thresholds", "Switches", …)."""
+    replaces: str = ""
+    """For a value fixed in this release that an earlier release let the team set: the name
+    of that earlier setting. The upgrade impact then says which configured value the release
+    ignores and which fixed value it uses instead, from the schemas alone."""
 
     # ------------------------------------------------------------------ derived
 

@@ -14,6 +14,7 @@ from typing import Any
 from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.model import Origin
+from loopscope.words import plural
 
 AGENT_NAME = "OpenHands"
 
@@ -377,9 +378,10 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
 
     if duplicates:
         report("info", "duplicates_skipped",
-               f"{duplicates} repeated observation(s) of an already answered call were dropped",
+               plural(duplicates, "repeated observation of an already answered call was",
+                      "repeated observations of an already answered call were") + " dropped",
                line=line, count=duplicates)
-    report.flush({"unknown_record_type": lambda n: f"{n} history element(s) of unknown kind "
+    report.flush({"unknown_record_type": lambda n: f"{plural(n, 'history element')} of unknown kind "
                                                    "made no event"})
     out.models = models
     out.skipped = dict(skipped)

@@ -28,6 +28,7 @@ from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.formats.text import extract_text
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 __all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
            "task_text"]
@@ -156,7 +157,7 @@ def _depths(steps: list[Step]) -> dict[int, int]:
 
 
 CONTENT_NOT_CAPTURED = (
-    "{n} of {total} trace(s) record tool calls with neither arguments nor results (the "
+    "{n} of {traces} record tool calls with neither arguments nor results (the "
     "instrumentation's content capture was off: GenAI's opt-in gen_ai.tool.call.arguments / "
     "result, OpenInference's hidden inputs and outputs, Langfuse's masked input and output): "
     "result-aware guards see only tool names")
@@ -188,7 +189,7 @@ def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent
     blind = sum(1 for trace_steps in traces.values() if _content_not_captured(trace_steps))
     if blind:
         ctx.problem("warning", "content_not_captured",
-                    CONTENT_NOT_CAPTURED.format(n=blind, total=len(traces)))
+                    CONTENT_NOT_CAPTURED.format(n=blind, traces=plural(len(traces), "trace")))
     several = len(traces) > 1
     for n, (trace, trace_steps) in enumerate(traces.items()):
         candidate = n if several else None

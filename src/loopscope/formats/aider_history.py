@@ -39,6 +39,7 @@ from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, TurnDraft, line_origin
 from loopscope.formats.cursor_specstory import FENCE, _Fences, _fences_of
 from loopscope.model import AgentInfo, Session
+from loopscope.words import plural
 
 FORMAT_ID = "aider_history"
 
@@ -381,5 +382,5 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         candidate += 1
     if idle:
         ctx.problem("info", "idle_runs",
-                    f"{idle} Aider run(s) recorded no message (started and quit); they made no "
+                    f"{plural(idle, 'Aider run')} recorded no message (started and quit); they made no "
                     "session", count=idle)

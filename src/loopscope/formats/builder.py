@@ -41,6 +41,7 @@ from loopscope.model import (
     Wrapper,
     escape_for_display,
 )
+from loopscope.words import plural
 
 NO_ORIGIN = Origin()
 
@@ -467,11 +468,13 @@ class SessionBuilder:
         if bad_arguments and first_bad is not None:
             where = call_origin(first_bad)
             emit("info", "bad_arguments",
-                 f"{bad_arguments} tool call argument string(s) are not valid JSON; "
+                 plural(bad_arguments, "tool call argument string is",
+                        "tool call argument strings are") + " not valid JSON; "
                  "the raw strings were kept as the arguments",
                  line=where.line, pointer=where.pointer, count=bad_arguments)
         if unanswered:
-            emit("info", "unanswered_calls", f"{unanswered} tool call(s) have no recorded result",
+            emit("info", "unanswered_calls",
+                 plural(unanswered, "tool call has", "tool calls have") + " no recorded result",
                  count=unanswered)
 
         if title is None:

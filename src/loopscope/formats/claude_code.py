@@ -24,6 +24,7 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.formats.text import TEXT_JOINER, extract_text, iso_timestamp, type_of
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "claude_code"
 
@@ -262,7 +263,8 @@ def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: st
             skipped[name] = skipped.get(name, 0) + 1
     if duplicates:
         report("info", "duplicates_skipped",
-               f"{duplicates} repeated line(s), tool call(s) or answer(s) were dropped",
+               plural(duplicates, "repeated line, tool call or answer was",
+                      "repeated lines, tool calls or answers were") + " dropped",
                line=first_duplicate, count=duplicates)
     if skipped:
         metadata["skipped"] = skipped

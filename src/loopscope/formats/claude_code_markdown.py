@@ -19,6 +19,7 @@ from loopscope.formats._ext_common import CandidateReporter, extract_text
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "claude_code_markdown"
 
@@ -214,8 +215,10 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
     duplicates = dup_sections + dup_ids + dup_answers
     if duplicates:
         report("info", "duplicates_skipped",
-               f"{dup_sections} repeated section(s), {dup_ids} repeated tool_use id(s) and "
-               f"{dup_answers} repeated answer(s) were dropped", line=first_dup, count=duplicates)
+               f"{plural(dup_sections, 'repeated section')}, "
+               f"{plural(dup_ids, 'repeated tool_use id')} and "
+               f"{plural(dup_answers, 'repeated answer')} were dropped",
+               line=first_dup, count=duplicates)
     metadata: dict[str, Any] = {"timezone": "unknown"}
     if "Project Path" in fields:
         metadata["project_path"] = fields["Project Path"]

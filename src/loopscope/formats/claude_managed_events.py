@@ -17,6 +17,7 @@ from loopscope.formats._ext_common import CandidateReporter, as_str, extract_tex
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "claude_managed_events"
 
@@ -136,9 +137,11 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
 
     if duplicates:
         report("info", "duplicates_skipped",
-               f"{duplicates} repeated event(s) (same event id) were dropped", line=first_dup,
+               plural(duplicates, "repeated event (same event id) was",
+                      "repeated events (same event id) were") + " dropped", line=first_dup,
                count=duplicates)
-    report.flush({"unknown_record_type": lambda n: f"{n} event(s) of unknown type made no event"})
+    report.flush({"unknown_record_type": lambda n: (f"{plural(n, 'event')} of unknown type "
+                                                   "made no event")})
     metadata: dict[str, Any] = {}
     if skipped:
         metadata["skipped"] = dict(skipped)

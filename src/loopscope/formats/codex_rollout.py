@@ -20,6 +20,7 @@ from loopscope.formats._ext_common import CandidateReporter, as_str, extract_tex
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session, Wrapper
+from loopscope.words import plural
 
 FORMAT_ID = "codex_rollout"
 
@@ -377,15 +378,16 @@ class _Rollout:
         if self.fallbacks and self.first_fallback is not None:
             line, reason = self.first_fallback
             self.report("info", "code_mode_fallback",
-                        f"{self.fallbacks} code-mode exec call(s) could not be unwrapped "
+                        f"{plural(self.fallbacks, 'code-mode exec call')} could not be unwrapped "
                         f"(first: {reason}); they were kept as 'exec' calls with the script as "
                         "free-text arguments", line=line, count=self.fallbacks)
         if self.duplicates:
             self.report("info", "duplicates_skipped",
-                        f"{self.duplicates} repeated tool call(s) or answer(s) (resumed rollout) "
-                        "were dropped", line=self.first_duplicate, count=self.duplicates)
+                        plural(self.duplicates, "repeated tool call or answer (resumed rollout) "
+                               "was", "repeated tool calls or answers (resumed rollout) were")
+                        + " dropped", line=self.first_duplicate, count=self.duplicates)
         self.report.flush({"unknown_record_type": lambda n: (
-            f"{n} record(s) of unknown type made no event")})
+            f"{plural(n, 'record')} of unknown type made no event")})
         metadata: dict[str, Any] = dict(self.meta)
         if self.skipped:
             metadata["skipped"] = dict(self.skipped)

@@ -35,6 +35,7 @@ from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, TurnDraft, line_origin
 from loopscope.formats.claude_code_markdown import parse_timestamp
 from loopscope.model import AgentInfo, Session
+from loopscope.words import plural
 
 FORMAT_ID = "cursor_specstory"
 
@@ -546,7 +547,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                              origin=line_origin(line))
     if outcomes:
         report("info", "unnamed_tool_outcomes",
-               f"{outcomes} bubble(s) record a tool outcome without the tool's name (e.g. "
+               f"{plural(outcomes, 'bubble records', 'bubbles record')} a tool outcome without the tool's name (e.g. "
                '"Cancelled"); they were kept as reply text, not as calls', line=first_outcome,
                count=outcomes)
     if replies and b.call_count == 0:

@@ -33,6 +33,7 @@ from loopscope.formats.otel_console import is_console_span
 from loopscope.formats.otel_genai import is_otlp
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
+from loopscope.words import plural
 
 __all__ = [
     "RESPONSES_ITEM_TYPES",
@@ -89,6 +90,42 @@ FORMAT_NAMES = {
     "opencode_session": "opencode session",
     "opencode_markdown": "opencode export (Markdown)",
 }
+
+NOT_A_RECORDING = "not a session recording loopscope reads"
+"""How an ``unknown_format`` message starts; what the file is follows in parentheses."""
+
+_SIGNATURE_ID = re.compile(r" \(([DL]\d{1,2})\)|\(([DL]\d{1,2}), ")
+
+
+def plain_reason(reason: str) -> tuple[str, tuple[str, ...]]:
+    """A detection reason without its signature row ids: ``"JSON array of messages (D10,
+    OpenAI chat messages by …)"`` → ``("JSON array of messages (OpenAI chat messages by …)",
+    ("D10",))``. The ids name rows of the detection table (for a developer, a tooltip); a
+    person reads the words."""
+    ids: list[str] = []
+
+    def drop(match: re.Match[str]) -> str:
+        ids.append(match.group(1) or match.group(2))
+        return "" if match.group(1) else "("
+
+    return _SIGNATURE_ID.sub(drop, reason), tuple(ids)
+
+
+def formats_read() -> str:
+    """"OpenAI chat messages, …, OpenTelemetry GenAI spans (OTLP JSON)": every format
+    loopscope reads, in :data:`FORMAT_NAMES` order (a new importer's name joins the list)."""
+    return ", ".join(FORMAT_NAMES.values())
+
+
+def _binary(head: bytes) -> bool:
+    """Bytes no text file holds: a NUL, or (not UTF-16) a tenth or more of the first 4 KiB
+    invalid UTF-8 or control characters other than tab, newline, form feed and return."""
+    if b"\x00" in head:
+        return True
+    sample = head[:4096].decode("utf-8", "replace")
+    odd = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\t\n\r\f\x1b"))
+    return len(sample) >= 16 and odd * 10 >= len(sample)
+
 
 # ------------------------------------------------------------------------ descriptions
 
@@ -666,11 +703,11 @@ def _zip_detection(path: str, limits: ImportLimits) -> Probe:
         if exc.code == "too_large":
             return _fail("zip", "too_large", f"zip archive: {exc.message}", "zip archive")
         return _fail("zip", "unknown_format",
-                     f"not a recorded-session format ({exc.message})", "zip archive")
+                     f"{NOT_A_RECORDING} ({exc.message})", "zip archive")
     if "header.json" in names or any(n.startswith("samples/") for n in names):
         return Probe(Detection("inspect_eval", "zip",
                                "zip archive with header.json / samples/ (inspect_ai .eval)"))
-    return _fail("zip", "unknown_format", "not a recorded-session format (zip archive)",
+    return _fail("zip", "unknown_format", f"{NOT_A_RECORDING} (zip archive)",
                  "zip archive")
 
 
@@ -776,9 +813,10 @@ def probe(path: str, limits: ImportLimits) -> Probe:
         notes.append(("info", "encoding",
                       "the file starts with a UTF-8 byte-order mark; it was removed", None))
         head = head[len(codecs.BOM_UTF8):]
-    if b"\x00" in head:
-        return _fail("unknown", "unknown_format", "not a recorded-session format (binary file)",
-                     "binary file", size=size)
+    if _binary(head):
+        return _fail("unknown", "unknown_format",
+                     f"{NOT_A_RECORDING}: binary data, not text", "binary data, not text",
+                     size=size)
     content = head.lstrip()
     try:
         if not content:
@@ -811,7 +849,7 @@ def probe(path: str, limits: ImportLimits) -> Probe:
                          encoding=encoding, notes=notes, size=size, data=data)
         start = content[:120].decode("utf-8", "replace")[:40]
         return _fail("unknown", "unknown_format",
-                     f'not a recorded-session format (not JSON; starts with '
+                     f'{NOT_A_RECORDING} (text, not JSON; starts with '
                      f'"{escape_for_display(start)}")', "not JSON", size=size, notes=notes)
     try:
         found = _layout(path, limits, encoding, notes, size, data)
@@ -899,7 +937,7 @@ def _layout(path: str, limits: ImportLimits, encoding: str,
         if detection is not None:
             return Probe(detection, encoding, parsed, True, notes=notes, size=size)
         return _fail("document", "unknown_format",
-                     f"not a recorded-session format ({describe_value(parsed)})",
+                     f"{NOT_A_RECORDING} ({describe_value(parsed)})",
                      describe_value(parsed), notes=notes, size=size, value=parsed,
                      has_value=True)
     if first_deep and not follows:
@@ -931,10 +969,10 @@ def _jsonl(path: str, limits: ImportLimits, encoding: str,
         return Probe(detection, encoding, notes=notes, size=size, parsed=parsed)
     if not sample:
         return _fail("jsonl", "unknown_format",
-                     "not a recorded-session format (JSON Lines; no line parses)",
+                     f"{NOT_A_RECORDING} (JSON Lines; no line parses)",
                      "JSON Lines; no line parses", notes=notes, size=size)
     return _fail("jsonl", "unknown_format",
-                 f"not a recorded-session format ({describe_record(sample[0])})",
+                 f"{NOT_A_RECORDING} ({describe_record(sample[0])})",
                  describe_record(sample[0]), notes=notes, size=size)
 
 
@@ -971,12 +1009,15 @@ def _document(path: str, limits: ImportLimits, encoding: str,
         if exc.at_end:
             salvaged = jsonio.salvage_array(text.data, limits)
             if salvaged is not None:
-                elements, count = salvaged
+                elements, count, (line, column) = salvaged
                 detection = document_signature(elements)
                 if detection is not None:
                     notes.append(("warning", "invalid_json",
-                                  f"file is truncated after element {count}; {count} "
-                                  "elements kept", exc.line))
+                                  f"file is truncated after element {count}; "
+                                  f"{plural(count, 'element')} kept (the file ends inside "
+                                  f"element {count + 1} "
+                                  f"of its JSON array, which starts at line {line}, column "
+                                  f"{column}; the rest of the recording is missing)", line))
                     return Probe(detection, encoding, elements, True, notes=notes, size=size)
             hint = " — the file ends inside a value — truncated?"
         else:
@@ -990,7 +1031,7 @@ def _document(path: str, limits: ImportLimits, encoding: str,
     if detection is not None:
         return Probe(detection, encoding, value, True, notes=notes, size=size)
     return _fail("document", "unknown_format",
-                 f"not a recorded-session format ({describe_value(value)})",
+                 f"{NOT_A_RECORDING} ({describe_value(value)})",
                  describe_value(value), notes=notes, size=size, value=value, has_value=True)
 
 
@@ -1031,8 +1072,9 @@ def _printed_spans(data: bytes, limits: ImportLimits, encoding: str,
 def _truncation_note(truncated: list[str],
                      limits: ImportLimits) -> tuple[str, str, str, int | None]:
     return ("info", "value_truncated",
-            f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
-            "characters (max_value_chars) were replaced by a head and a sha256 digest (first "
+            f"{plural(len(truncated), 'string value')} longer than {limits.max_value_chars:,} "
+            f"characters (max_value_chars) {'was' if len(truncated) == 1 else 'were'} replaced "
+            "by a head and a sha256 digest (first "
             f"at {escape_for_display(truncated[0] or '/', 60)})", None)
 
 

@@ -28,6 +28,7 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import CallDraft, SessionBuilder
 from loopscope.formats.text import gemini_response_text
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "gemini_cli_chat"
 
@@ -142,7 +143,8 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
             report.aggregate("unknown_record_type",
                              f"a message of type {str(typ)[:40]!r} is not known; it made no event",
                              line=origin.line, pointer=origin.pointer)
-    report.flush({"unknown_record_type": lambda n: f"{n} message(s) of unknown type made no event"})
+    report.flush({"unknown_record_type": lambda n: (f"{plural(n, 'message')} of unknown type "
+                                                   "made no event")})
     metadata: dict[str, Any] = {k: header[k] for k in _META_KEYS if k in header
                                 and isinstance(header[k], str | int | float | bool)}
     if skipped:

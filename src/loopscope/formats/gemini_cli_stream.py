@@ -14,6 +14,7 @@ from loopscope.formats._ext_common import CandidateReporter, as_str, extract_tex
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "gemini_cli_stream"
 
@@ -124,7 +125,8 @@ def _build_run(records: list[Record], ctx: ImportContext, candidate: int | None)
                              f"a record of type {str(typ)[:40]!r} is not known; it made no event",
                              line=record.line)
 
-    report.flush({"unknown_record_type": lambda n: f"{n} record(s) of unknown type made no event"})
+    report.flush({"unknown_record_type": lambda n: (f"{plural(n, 'record')} of unknown type "
+                                                   "made no event")})
     if skipped:
         metadata["skipped"] = dict(skipped)
     return b.build(id=session_id or "", source=ctx.path, format=FORMAT_ID, agent=AGENT,

@@ -20,6 +20,7 @@ from loopscope.formats.archive import ArchiveError, BoundedArchive, open_archive
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder
 from loopscope.model import AgentInfo, AssistantTurn, Origin, Session, escape_for_display
+from loopscope.words import plural
 
 FORMAT_ID = "inspect_eval"
 
@@ -155,7 +156,8 @@ def sample_session(sample: Any, header: dict[str, Any], ctx: ImportContext, n: i
             b.other(shown, extract_text(content, "\n"), content, origin=origin)
     if resolve.unresolved:
         report("info", "unresolved_attachment",
-               f"{resolve.unresolved} attachment reference(s) are not in the sample's "
+               f"{plural(resolve.unresolved, 'attachment reference is', 'attachment references are')}"
+               " not in the sample's "
                f"attachments (first: {str(resolve.first)[:60]!r}); they were left as they are",
                pointer=pointer_prefix, count=resolve.unresolved)
     sample_id = _id_text(sample.get("id"))
@@ -275,8 +277,9 @@ def import_zip(path: str, ctx: ImportContext) -> Iterator[Session | None]:
             yield sample_session(sample, header, ctx, n, f"/{info.filename}")
         if truncated:
             ctx.problem("info", "value_truncated",
-                        f"{len(truncated)} string value(s) longer than "
-                        f"{ctx.limits.max_value_chars:,} characters (max_value_chars) were "
+                        f"{plural(len(truncated), 'string value')} longer than "
+                        f"{ctx.limits.max_value_chars:,} characters (max_value_chars) "
+                        f"{'was' if len(truncated) == 1 else 'were'} "
                         "replaced by a head and a sha256 digest")
 
 
@@ -292,5 +295,6 @@ def _report_unread(ctx: ImportContext, members: list[zipfile.ZipInfo], first: in
     left = len(members) - first
     if left > 0:
         ctx.problem("error", "too_large",
-                    f"{left} more sample(s) of the archive were not read (max_archive_bytes), "
+                    f"{plural(left, 'more sample')} of the archive "
+                    f"{'was' if left == 1 else 'were'} not read (max_archive_bytes), "
                     f"from {escape_for_display(members[first].filename, 120)} on", count=left)

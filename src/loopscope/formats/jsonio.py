@@ -32,6 +32,7 @@ import orjson
 
 from loopscope.formats._construct import positional_constructor
 from loopscope.formats.base import ImportContext, ImportLimits, Record
+from loopscope.words import plural
 
 __all__ = [
     "CHUNK_BYTES",
@@ -174,6 +175,10 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, column
 
 
+_PARTIAL_TOKEN = re.compile(r"[-+.\w\\]{1,40}")
+"""What is left at the end of a text cut inside a literal, a number or an escape."""
+
+
 def _slow_loads(text: str) -> Any:
     """The ``json``-module path with the file-level number rules. Raises :class:`JsonError`."""
     try:
@@ -184,7 +189,12 @@ def _slow_loads(text: str) -> Any:
         raise JsonError(TOO_DEEP, "nesting too deep") from None
     except json.JSONDecodeError as exc:
         rest = text[exc.pos:].strip()
-        at_end = not rest or exc.pos >= len(text.rstrip())
+        # The data ends inside a value — a truncated file — when nothing follows the error, or
+        # the string that starts there is never closed (the parser reports where it starts),
+        # or only the start of a literal or a number follows ("tr", "-1.", "1e").
+        at_end = (not rest or exc.pos >= len(text.rstrip())
+                  or exc.msg.startswith("Unterminated string")
+                  or _PARTIAL_TOKEN.fullmatch(rest) is not None)
         detail = exc.msg[:1].lower() + exc.msg[1:]
         detail = detail.removesuffix(" at").removesuffix(":")
         raise JsonError(INVALID_JSON, detail, line=exc.lineno, column=exc.colno,
@@ -801,8 +811,10 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                     number)
         if truncated:
             problem("info", "value_truncated",
-                    f"{len(truncated)} string value(s) longer than {limits.max_value_chars:,} "
-                    "characters (max_value_chars) were replaced by a head and a sha256 digest",
+                    f"{plural(len(truncated), 'string value')} longer than "
+                    f"{limits.max_value_chars:,} characters (max_value_chars) "
+                    f"{'was' if len(truncated) == 1 else 'were'} replaced by a head and a sha256 "
+                    "digest",
                     number)
         yield _new_record(number, value)
 
@@ -852,11 +864,14 @@ def read_document(data: bytes, limits: ImportLimits,
 _WS = " \t\n\r"
 
 
-def salvage_array(data: bytes, limits: ImportLimits) -> tuple[list[Any], int] | None:
+def salvage_array(data: bytes, limits: ImportLimits
+                  ) -> tuple[list[Any], int, tuple[int, int]] | None:
     """Decode the complete leading elements of a truncated top-level array.
 
-    Returns ``(elements, count)`` or ``None`` when the data is not an array or no element is
-    complete. Each element obeys the same depth and number rules as a whole document.
+    Returns ``(elements, count, (line, column))`` — where the first incomplete element starts,
+    1-based, to say where the file was cut — or ``None`` when the data is not an array or no
+    element is complete. Each element obeys the same depth and number rules as a whole
+    document.
     """
     text = data.decode("utf-8", "replace")
     i = 0
@@ -891,7 +906,9 @@ def salvage_array(data: bytes, limits: ImportLimits) -> tuple[list[Any], int] | 
         break
     if not elements:
         return None
-    return elements, len(elements)
+    while i < n and text[i] in _WS:
+        i += 1
+    return elements, len(elements), _line_col(text, min(i, n))
 
 
 CONCATENATED_FAILED_TRIES = 100

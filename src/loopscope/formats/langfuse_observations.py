@@ -26,6 +26,7 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "langfuse_observations"
 
@@ -131,7 +132,8 @@ def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext,
             steps.append(step)
     if skipped:
         ctx.problem("info", "unknown_record_type",
-                    f"{skipped} record(s) are not Langfuse observations; they made no event",
+                    f"{plural(skipped, 'record is', 'records are')} not Langfuse observations; they "
+                    "made no event",
                     count=skipped)
     return steps
 

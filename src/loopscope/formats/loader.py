@@ -31,7 +31,15 @@ from loopscope.formats.base import (
     ImportReport,
 )
 from loopscope.formats.builder import MAX_EVENTS, TRUNCATIONS
-from loopscope.formats.detect import FORMAT_NAMES, Probe, describe_value, probe
+from loopscope.formats.detect import (
+    FORMAT_NAMES,
+    NOT_A_RECORDING,
+    Probe,
+    describe_value,
+    formats_read,
+    plain_reason,
+    probe,
+)
 from loopscope.formats.tally import (
     IMPORTED_CALLS,
     CallTally,
@@ -61,6 +69,15 @@ __all__ = [
 ]
 
 FORMAT_IDS = tuple(FORMAT_NAMES)
+UNRECOGNISED_CODES = frozenset({"unknown_format", "not_a_recording"})
+"""Problem codes of a file that is no recording loopscope reads (say which formats it does)."""
+
+
+def formats_line() -> str:
+    """One line for a person whose file was not recognised: which formats loopscope reads."""
+    return f"loopscope reads: {formats_read()} (see the README, \"Session formats\")"
+
+
 SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md",
                              ".parquet"})
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
@@ -225,7 +242,7 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
         return 0
     format_id = detection.format
     if format_id is None:  # pragma: no cover - probe always sets error or format
-        ctx.problem("error", "unknown_format", "not a recorded-session format")
+        ctx.problem("error", "unknown_format", NOT_A_RECORDING)
         return 0
     if not re.fullmatch(r"[a-z][a-z0-9_]*", format_id):
         ctx.problem("error", "unsupported_variant",
@@ -253,7 +270,8 @@ def _import(found: Probe, detection: Detection, forced: str | None, ctx: ImportC
         _count_refused(found, ctx, path)
         ctx.problem("error", "not_a_recording",
                     f"not a recording: it was taken for {label} by its keys "
-                    f"({escape_for_display(detection.reason, 120)}), but holds no message "
+                    f"({escape_for_display(plain_reason(detection.reason)[0], 120)}), but holds "
+                    "no message "
                     f"of a user or an assistant and no tool result; it looks like {looks}")
     return candidates
 
@@ -489,16 +507,19 @@ def _finish(path: str, detection: Detection, ctx: ImportContext,
         missing, first, anchor = lost_calls(tally, imported, calls_imported)
         if missing > 0:
             where = f" (first {first})" if first else ""
+            seen = len(tally.seen)
             refusal = next((p.code for _, p in ctx.problems if p.code in _REFUSALS), None)
             if refusal is not None and not found:
                 # (the file was refused whole: the count says what that cost)
                 text = (f"{_calls(missing)} seen in the file {'was' if missing == 1 else 'were'}"
                         f" not imported{where}: the file was refused ({refusal})")
             else:
-                text = (f"{missing} of the {len(tally.seen)} tool call(s) seen in the file "
-                        f"were not imported{where}")
+                text = ("the one tool call seen in the file was" if seen == 1 else
+                        f"{missing:,} of the {seen:,} tool calls seen in the file "
+                        + ("was" if missing == 1 else "were")) + f" not imported{where}"
             ctx.problem("warning", "calls_not_imported",
-                        f"{text}; the replay does not include them",
+                        f"{text}; the replay does not include "
+                        + ("it" if missing == 1 else "them"),
                         line=anchor if isinstance(anchor, int) else None,
                         pointer=anchor if isinstance(anchor, str) else None, count=missing)
     stem = os.path.splitext(os.path.basename(path))[0] or os.path.basename(path)
@@ -585,7 +606,8 @@ def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:
             out.append(p)
     for code, more in hidden.items():
         out.append(Problem(path, None, None, "warning", code,
-                           f"… and {more} more {code} warning(s) in this file", more))
+                           f"… and {more:,} more {code} {'warning' if more == 1 else 'warnings'} in "
+                           "this file", more))
     return out
 
 

@@ -33,6 +33,7 @@ from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import CallDraft, SessionBuilder
 from loopscope.formats.tally import MINI_SWE_ACTION
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "mini_swe_agent_traj"
 
@@ -111,7 +112,7 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
         else:
             b.other(role if isinstance(role, str) else None, text, content, origin=origin)
     if skipped:
-        report("warning", "invalid_record", f"{skipped} message(s) are not objects; they were "
+        report("warning", "invalid_record", f"{plural(skipped, 'message is', 'messages are')} not objects; they were "
                                             "skipped", count=skipped)
     metadata: dict[str, Any] = {}
     for key in ("exit_status", "mini_version"):

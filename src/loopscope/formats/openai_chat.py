@@ -44,6 +44,7 @@ from loopscope.formats.text_actions import (
     parse_text_action,
 )
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
+from loopscope.words import plural
 
 FORMAT_ID = "openai_chat"
 
@@ -209,7 +210,8 @@ def session_from_messages(
         styles = sorted({a.style for a in actions.values()})
         metadata = {**(metadata or {}), "text_actions": ", ".join(styles)}
         report("info", "text_actions",
-               f"{len(actions)} tool call(s) were read from the assistant text ({' and '.join(styles)} "
+               plural(len(actions), "tool call was", "tool calls were")
+               + f" read from the assistant text ({' and '.join(styles)} "
                "text actions: the session records no structured tool call)", count=len(actions))
     return builder.build(
         id=id, source=ctx.path, format=format, title=title, agent=agent, models=list(models),

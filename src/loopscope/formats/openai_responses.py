@@ -21,6 +21,7 @@ from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.formats.detect import RESPONSES_ITEM_TYPES
 from loopscope.formats.text import TEXT_JOINER, extract_text, iso_timestamp, type_of
 from loopscope.model import Origin, Session, escape_for_display
+from loopscope.words import plural
 
 FORMAT_ID = "openai_responses"
 
@@ -94,7 +95,7 @@ def add_items(builder: SessionBuilder, items: Iterable[tuple[Any, Origin]], ctx:
     for name, count in state.unknown.items():
         ctx.problem("info", "unknown_record_type",
                     f'item type "{escape_for_display(name, 60)}" is not a Responses item; '
-                    f"{count} item(s) made no event", candidate=candidate, count=count)
+                    f"{plural(count, 'item')} made no event", candidate=candidate, count=count)
     return state.skipped
 
 

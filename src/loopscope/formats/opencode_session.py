@@ -40,6 +40,7 @@ from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft, poin
 from loopscope.formats.jsonio import JsonError, parse_line
 from loopscope.formats.text import TEXT_JOINER, extract_text, iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
+from loopscope.words import plural
 
 FORMAT_ID = "opencode_session"
 AGENT = "opencode"
@@ -332,7 +333,7 @@ def _from_storage(info: dict[str, Any], ctx: ImportContext,
                     "session file")
     if unreadable:
         report("warning", "storage_unreadable",
-               f"{unreadable} message or part file(s) of this session could not be read; "
+               f"{plural(unreadable, 'message or part file')} of this session could not be read; "
                "skipped", count=unreadable)
     if over:
         report("warning", "too_large",
@@ -455,6 +456,6 @@ def _db_messages(connection: sqlite3.Connection, sid: str, ctx: ImportContext,
         messages.append(({"info": {**info, "id": mid}, "parts": parts}, f"/message/{mid}"))
     if unreadable:
         report("warning", "invalid_record",
-               f"{unreadable} message or part row(s) of this session hold no JSON object in "
+               f"{plural(unreadable, 'message or part row')} of this session held no JSON object in "
                "their data column; skipped", count=unreadable)
     return messages

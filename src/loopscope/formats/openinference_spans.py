@@ -31,6 +31,7 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "openinference_spans"
 
@@ -229,7 +230,8 @@ def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> Iterator
             yield step
     if skipped:
         ctx.problem("info", "unknown_record_type",
-                    f"{skipped} record(s) are not OpenInference spans; they made no event",
+                    f"{plural(skipped, 'record is', 'records are')} not OpenInference spans; they made "
+                    "no event",
                     count=skipped)
 
 

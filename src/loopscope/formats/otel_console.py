@@ -41,6 +41,7 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "otel_console"
 
@@ -120,11 +121,11 @@ class _Reader:
     def sessions(self) -> Iterator[Session | None]:
         if self.repeats:
             self.ctx.problem("info", "duplicates_skipped",
-                             f"{self.repeats} span(s) were printed more than once (the same "
+                             f"{plural(self.repeats, 'span was', 'spans were')} printed more than once (the same "
                              "trace id and span id); each is read once", count=self.repeats)
         if self.skipped:
             self.ctx.problem("info", "unknown_record_type",
-                             f"{self.skipped} value(s) are not console-exporter spans; they "
+                             f"{plural(self.skipped, 'value is', 'values are')} not console-exporter spans; they "
                              "made no event", count=self.skipped)
         yield from assemble(self.steps, self.ctx, format_id=FORMAT_ID, agent=AGENT,
                             tally_steps=False)

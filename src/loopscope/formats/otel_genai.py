@@ -24,6 +24,7 @@ from loopscope.formats._traces import Step, assemble
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "otel_genai"
 
@@ -140,8 +141,8 @@ class _Reader:
     def sessions(self) -> Iterator[Session | None]:
         if self.skipped:
             self.ctx.problem("info", "unknown_record_type",
-                             f"{self.skipped} record(s) are not OTLP span exports; they made "
-                             "no event", count=self.skipped)
+                             f"{plural(self.skipped, 'record is', 'records are')} not OTLP span "
+                             "exports; they made no event", count=self.skipped)
         yield from assemble(self.steps, self.ctx, format_id=FORMAT_ID, agent=AGENT,
                             tally_steps=False)
 

@@ -15,6 +15,7 @@ from loopscope.formats._ext_common import CandidateReporter, as_dict, extract_te
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "swe_agent_traj"
 
@@ -64,8 +65,9 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
                                         pointer=f"/trajectory/{k}")
             if calls:
                 ctx.problem("info", "duplicates_skipped",
-                            f"the top-level trajectory copies attempt {best}; its {calls} "
-                            "call(s) are read once, from the attempt", count=calls)
+                            f"the top-level trajectory copies attempt {best}; its "
+                            f"{plural(calls, 'call is', 'calls are')} read once, from the "
+                            "attempt", count=calls)
         for n, attempt in enumerate(attempts):
             yield _session(attempt, ctx, n, f"/attempts/{n}",
                            {"attempt": n, **({"chosen": n == best}

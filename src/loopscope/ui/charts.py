@@ -777,7 +777,7 @@ def _hover(names: bool) -> str:
     number: where the run starts and where it ends."""
     where = "%{text}<br>" if names else "row %{y}: "
     return (where + "turn %{customdata[0]}, call %{customdata[1]}, count %{customdata[2]}"
-            "<br>%{customdata[3]} step(s) in a row, the last at call %{customdata[4]} "
+            "<br>run of %{customdata[3]} in a row, the last at call %{customdata[4]} "
             "(count %{customdata[5]})")
 
 

@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
-from loopscope.advice import CorpusEffect, corpus_effect_of_runs
+from loopscope.advice import (
+    CorpusEffect,
+    corpus_effect_of_runs,
+    effect_text,
+    refusal_totals,
+    totals_text,
+)
 from loopscope.engines import get_engine
 from loopscope.ui import state, views
 from loopscope.ui.plain import md
@@ -36,14 +43,18 @@ ONLY_KEY = "only"
 """The pills (and URL key) that narrow the overview to one group of changed sessions."""
 
 KINDS: tuple[tuple[str, str, str], ...] = (
-    # (CorpusEffect field, one, many)
+    # (CorpusEffect field, one, many). A labelled group follows the group it is part of: its
+    # pill narrows to those of its sessions (the box itself counts every session once).
     ("newly_refused", "newly refused", "newly refused"),
+    ("loops_newly_caught", "labelled loop now caught", "labelled loops now caught"),
+    ("good_newly_refused", "labelled good session now falsely refused",
+     "labelled good sessions now falsely refused"),
     ("no_longer_refused", "no longer refused", "no longer refused"),
+    ("loops_no_longer_caught", "labelled loop now missed", "labelled loops now missed"),
     ("moved", "refused at another point", "refused at another point"),
-    ("loops_no_longer_caught", "loop missed", "loops missed"),
-    ("good_newly_refused", "good session newly refused", "good sessions newly refused"),
-    ("loops_newly_caught", "loop newly caught", "loops newly caught"),
 )
+TOTALS_KEY = "totals"
+"""``CorpusEffect.extra`` key: the (before, after) :class:`~loopscope.advice.RefusalTotals`."""
 
 
 # --------------------------------------------------------------------------- the baseline
@@ -138,7 +149,9 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
     before = state._cached_replays(fingerprint, engine, state.config_key(_base), _corpus, _base)
     after = state._cached_replays(fingerprint, engine, state.config_key(_current), _corpus,
                                   _current)
-    return corpus_effect_of_runs(before, after, _labels)  # (batch runs: from their columns)
+    effect = corpus_effect_of_runs(before, after, _labels)  # (batch runs: from their columns)
+    totals = (refusal_totals(before, _labels), refusal_totals(after, _labels))
+    return replace(effect, extra={**effect.extra, TOTALS_KEY: totals})
 
 
 def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
@@ -187,6 +200,22 @@ def selected(found: Mapping[str, CorpusEffect]) -> tuple[str, str, tuple[int, ..
     return (engine, kind, positions) if positions else None
 
 
+def lines(found: Mapping[str, CorpusEffect]) -> list[str]:
+    """The box's Markdown lines, one per guard: what changes, each session counted once, then
+    the totals before and after with their differences."""
+    out = []
+    for engine, effect in found.items():
+        title = md(state.ENGINE_TITLES[engine])
+        if not effect.changed:
+            out.append(f"**{title}:** no change")
+            continue
+        out.append(f"**{title}:** {md(effect_text(effect))}")
+        totals = effect.extra.get(TOTALS_KEY)
+        if totals is not None:
+            out.append(f"{title} totals: {md(totals_text(*totals))}")
+    return out
+
+
 def render(found: Mapping[str, CorpusEffect]) -> None:
     """The ``delta`` container of the :func:`effects` ``found``."""
     with st.container(key="delta", border=True):
@@ -208,13 +237,7 @@ def render(found: Mapping[str, CorpusEffect]) -> None:
                         "sessions it changes.")
             st.session_state.pop(ONLY_KEY, None)
             return
-        lines = []
-        for engine, effect in found.items():
-            parts = [_count(kind, len(getattr(effect, kind))) for kind, _, _ in KINDS
-                     if getattr(effect, kind)]
-            lines.append(f"**{md(state.ENGINE_TITLES[engine])}:** "
-                         + (" · ".join(parts) if parts else "no change"))
-        st.markdown("  \n".join(lines))
+        st.markdown("  \n".join(lines(found)))
         if st.session_state.get(ONLY_KEY) not in opts:
             st.session_state.pop(ONLY_KEY, None)
         st.pills("Show only these sessions", options=list(opts), format_func=opts.__getitem__,

@@ -36,6 +36,7 @@ from loopscope.ui.plain import (
     to_markdown,
     where,
 )
+from loopscope.words import plural
 
 MAX_LISTED = 60
 FULL_RERUN_KEY = "_loopscope_full_rerun"
@@ -226,7 +227,7 @@ def _render_advice(name: str, advice: Advice, key: str, intro: str) -> None:
         _render_change(name, a, f"{key}_{i}", a is advice.recommended)
     rest = advice.changes[SHOWN_CHANGES:]
     if rest:
-        with st.expander(f"{len(rest)} more change(s)"):
+        with st.expander(f"{plural(len(rest), 'more change')}"):
             for i, a in enumerate(rest, start=len(shown)):
                 _render_change(name, a, f"{key}_{i}", False)
 
@@ -278,7 +279,7 @@ def render_engine_why(name: str, session: Session, index: int, replay: SessionRe
         warns = replay.warning_count
         if warns:
             st.warning(f"**{md(engine.title)} would never have refused this session**; it would "
-                       f"have warned {warns} time(s).", icon=":material/warning:")
+                       f"have warned {plural(warns, 'time')}.", icon=":material/warning:")
         else:
             st.success(f"**{md(engine.title)} would never have refused or warned about this "
                        "session.**", icon=":material/check:")
@@ -356,8 +357,9 @@ def render_details(session: Session, engines: Sequence[str],
         if not flagged and not found:
             continue
         title = _title(name, res.config)
-        with st.expander(f"{md(title)}: {len(flagged)} refusal(s) and warning(s), "
-                         f"{len(found)} known limitation(s)"):
+        verdicts = plural(len(flagged), "refusal or warning", "refusals and warnings")
+        with st.expander(f"{md(title)}: {verdicts}, "
+                         f"{plural(len(found), 'known limitation')}"):
             for s in flagged[:MAX_LISTED]:
                 e = explanation(name, s, replay, res.config)
                 at = where(_first(s))

@@ -30,6 +30,7 @@ from loopscope.labels import Label, LabelSet
 from loopscope.model import escape_for_display
 from loopscope.ui import state
 from loopscope.ui.data import Corpus
+from loopscope.words import plural
 
 __all__ = [
     "CHOICES",
@@ -316,7 +317,7 @@ def _on_table_change(corpus: Corpus, sources: Sequence[str], key: str) -> None:
         return
     st.session_state["_labelling_error"] = None
     if n:
-        st.toast(f"Saved {n} label(s)", icon=":material/label:")
+        st.toast(f"Saved {plural(n, 'label')}", icon=":material/label:")
 
 
 def label_table(
@@ -379,7 +380,8 @@ def label_table(
     counts = labels.counts() if isinstance(labels, LabelSet) else {}
     where = label_root(corpus)
     st.caption(
-        f"{counts.get('loop', 0):,} real loop(s), {counts.get('ok', 0):,} good session(s), "
+        f"{plural(counts.get('loop', 0), 'real loop')}, "
+        f"{plural(counts.get('ok', 0), 'good session')}, "
         f"{len(sources) - sum(1 for s in sources if s in labels):,} not labelled. "
         + (f"Saved in labels.csv under {escape_for_display(where, 120)}." if where else "")
     )
@@ -429,6 +431,7 @@ def label_transfer(corpus: Corpus | None = None) -> None:
                 save_label(corpus, source, lab.label, lab.from_turn)
                 matched += 1
         st.session_state["_labels_imported"] = upload.file_id
-        st.success(f"Imported {matched} label(s); {len(loaded) - matched} named no loaded session.")
+        st.success(f"Imported {plural(matched, 'label')}; {len(loaded) - matched:,} named no "
+                   "loaded session.")
         for p in problems[:10]:
             st.warning(p.text())

@@ -15,6 +15,7 @@ import streamlit as st
 from loopscope.experiments.metrics import Metrics, metrics_of_columns
 from loopscope.ui import state
 from loopscope.ui.labelling import current_labels
+from loopscope.words import plural
 
 __all__ = ["ROWS", "metrics_for", "render", "render_pair"]
 
@@ -58,7 +59,7 @@ def _label_note() -> str:
     counts = labels.counts()
     n = len(state.corpus().sessions)
     return (
-        f"Against {counts['loop']:,} session(s) labelled a real loop and {counts['ok']:,} "
+        f"Against {plural(counts['loop'], 'session')} labelled a real loop and {counts['ok']:,} "
         f"labelled good work, of {n:,}. Unlabelled sessions count only in “Sessions refused”."
     )
 

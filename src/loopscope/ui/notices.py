@@ -10,13 +10,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import streamlit as st
 
 from loopscope.corpus import Corpus
+from loopscope.formats.loader import UNRECOGNISED_CODES
 from loopscope.ui import data, explain_view
 from loopscope.ui.plain import md
+from loopscope.words import plural
 
-__all__ = ["render"]
+__all__ = ["import_parts", "render"]
+
+
+def import_parts(files: Sequence[Any], warnings: int) -> list[str]:
+    """What went wrong in the import, by what it means for the files: not a recording at all,
+    not imported, imported in part (a file with an error may still give sessions) — never
+    "could not be read completely" for a file that is not a recording."""
+    unrecognised = not_imported = partly = 0
+    for f in files:
+        flagged = [p for p in f.problems
+                   if p.code in UNRECOGNISED_CODES and p.severity in ("error", "warning")]
+        if flagged:  # (a file a folder scan found is flagged with a warning, not an error)
+            unrecognised += 1
+            warnings -= sum(1 for p in flagged if p.severity == "warning")
+        elif not f.has_errors:
+            continue
+        elif f.sessions:
+            partly += 1
+        else:
+            not_imported += 1
+    parts = []
+    if unrecognised:
+        parts.append(plural(unrecognised, "file is not a session recording",
+                            "files are not session recordings") + " loopscope reads")
+    if not_imported:
+        parts.append(plural(not_imported, "file") + " could not be imported")
+    if partly:
+        parts.append(plural(partly, "file was", "files were") + " imported only in part")
+    if warnings:
+        parts.append(plural(warnings, "warning"))
+    return parts
 
 
 def render(corpus: Corpus, page: str | None = None) -> None:
@@ -37,17 +72,13 @@ def render(corpus: Corpus, page: str | None = None) -> None:
     if duplicates and st.session_state.get(data.SOURCE_KEY) == data.SOURCE_UPLOAD:
         names = ", ".join(md(n, 80) for n in duplicates[:5])
         more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
-        st.info(f"{len(duplicates)} uploaded file(s) were already loaded with the same content "
-                f"and were skipped: {names}{more}.", icon=":material/content_copy:")
+        st.info(f"{plural(len(duplicates), 'uploaded file was', 'uploaded files were')} "
+                f"already loaded with the same content and skipped: {names}{more}.",
+                icon=":material/content_copy:")
     n_err, n_warn = corpus.import_problem_counts
     lost = corpus.import_totals.lost_text()
     if (n_err or n_warn) and page != "import-report":
-        files = sum(1 for f in corpus.report.files if f.has_errors)
-        parts = []
-        if files:
-            parts.append(f"{files} file(s) could not be read completely ({n_err} error(s))")
-        if n_warn:
-            parts.append(f"{n_warn} warning(s)")
+        parts = import_parts(corpus.report.files, n_warn)
         with st.container(key="import_problems"):
             c1, c2 = st.columns([4, 1], vertical_alignment="center")
             # The calls that did not reach the replay come first: a replay without them can

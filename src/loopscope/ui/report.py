@@ -21,6 +21,7 @@ from typing import Any
 
 from loopscope.engines import SessionReplay, Step, get_engine
 from loopscope.model import Session
+from loopscope.words import plural
 
 __all__ = [
     "EngineSection",
@@ -106,7 +107,7 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
             facts = (*e.facts, *([e.limit] if e.limit else []))
         elif replay.warning_count:
             verdict = (f"{engine.title} would never have refused this session; it would have "
-                       f"warned {replay.warning_count} time(s).")
+                       f"warned {plural(replay.warning_count, 'time')}.")
         else:
             verdict = f"{engine.title} would never have refused or warned about this session."
         warnings = getattr(res, "warnings", ())

@@ -37,6 +37,7 @@ from loopscope.model import (
     escape_for_display,
     markdown_code,
 )
+from loopscope.words import plural
 
 __all__ = [
     "EXPLAINER",
@@ -283,7 +284,7 @@ def _explain_content(step: Step, replay: SessionReplay, config: GeminiConfig,
                      f"{_quote(step.extra['detail'], 240)}")
     detections = step.extra.get("detections") or 0
     if detections > 1:
-        found.append(f"The rest of this reply fired {detections - 1} more time(s); Gemini CLI "
+        found.append(f"The rest of this reply fired {plural(detections - 1, 'more time')}; Gemini CLI "
                      "would never have streamed it.")
     return _refusal(step, config, CONTENT_LOOP, "would not have shown this text",
                     "the model kept writing the same thing over and over", found)

@@ -28,6 +28,7 @@ from loopscope.engines.gglib.core import (
     domain_calls,
     is_costly_name,
 )
+from loopscope.words import plural
 
 __all__ = [
     "NOTE_MARKER",
@@ -382,8 +383,9 @@ def session_limitations(
         sigs = {s.signature for s in cycles}
         out.append((
             "L1",
-            f"{len(cycles)} time(s) the agent repeated an earlier set of tool calls with the same "
-            f"results after other work in between ({len(sigs)} different set(s)). gglib never "
+            f"{plural(len(cycles), 'time')} the agent repeated an earlier set of tool calls with "
+            f"the same results after other work in between ({plural(len(sigs), 'different set')}"
+            "). gglib never "
             "refuses such cycles: the count starts again whenever different calls run.",
         ))
     for i, s in enumerate(steps):
@@ -400,7 +402,8 @@ def session_limitations(
     if rescued:
         out.append((
             "L3",
-            f"{len(rescued)} step(s) passed only because a result changed (rescued). Any clock, "
+            f"{plural(len(rescued), 'step')} passed only because a result changed (rescued). Any "
+            "clock, "
             "timing or counter in the output counts as a change, so calls that change things "
             "may repeat up to the ceiling and read-only ones without limit.",
         ))
@@ -417,7 +420,7 @@ def session_limitations(
     if ceiling:
         out.append((
             "L5",
-            f"{len(ceiling)} ceiling refusal(s): gglib reports them exactly like repeats with "
+            f"{plural(len(ceiling), 'ceiling refusal')}: gglib reports them exactly like repeats with "
             "identical results, and its message wrongly says \"received the same result each "
             "time\".",
         ))
@@ -439,7 +442,7 @@ def session_limitations(
         shown = ", ".join(repr(p) for p in short)
         out.append((
             "L7",
-            f"The read-only tool patterns include empty or short pattern(s) {shown}: an empty "
+            f"The read-only tool patterns include empty or short patterns ({shown}): an empty "
             "pattern makes every tool read-only, a short one captures unrelated tools.",
         ))
     if first is not None and steps and steps[-1] is not first:
@@ -447,7 +450,7 @@ def session_limitations(
         out.append((
             "L9",
             f"After the first refusal (turn {first.turn + 1}) gglib would stop (or flag) every "
-            f"later request of this session; the {later} later step(s) show what it would have "
+            f"later request of this session; the {plural(later, 'later step')} show what it would have "
             "said, had the session gone on as recorded.",
         ))
     if any(s.detector == "stagnation" for s in steps):
@@ -460,14 +463,14 @@ def session_limitations(
     if unjoined:
         out.append((
             "L12",
-            f"{len(unjoined)} of {len(batches)} step(s) could not be matched with their "
+            f"{len(unjoined)} of the {plural(len(batches), 'step')} could not be matched with their "
             "results; those repeats are only counted and can never be rescued.",
         ))
     odd_names = [n for n in names if "|" in n or ":" in n]
     if odd_names:
         out.append((
             "L13",
-            f"Tool name(s) containing '|' or ':' can be mistaken for other sets of calls: "
+            f"Tool names containing '|' or ':' can be mistaken for other sets of calls: "
             f"{', '.join(odd_names)}.",
         ))
     clamp = [w for w in warnings if "outside" in w]
@@ -515,13 +518,15 @@ def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
     if deep:
         out.append((
             "L8",
-            f"{deep} turn(s) have arguments nested 16 or more levels deep; everything from "
+            f"{plural(deep, 'turn has', 'turns have')} arguments nested 16 or more levels deep; "
+            "everything from "
             "that depth on is ignored, so different calls may count as repeats.",
         ))
     if runs_broken:
         out.append((
             "L11",
-            f"{runs_broken} time(s) a user (or other) turn broke a run of the same tool calls; "
+            f"{plural(runs_broken, 'time')} a user (or other) turn broke a run of the same tool "
+            "calls; "
             "each such turn resets both detectors.",
         ))
     if non_object:

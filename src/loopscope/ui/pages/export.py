@@ -9,6 +9,7 @@ import streamlit as st
 
 from loopscope.engines import get_engine
 from loopscope.ui import export, state, views
+from loopscope.words import plural
 
 
 def render() -> None:
@@ -87,7 +88,7 @@ def _report(corpus: Any, engines: list[str], results: dict[str, Any],
     refused = [i for i in range(len(corpus.sources)) if any(firsts[e][i] for e in engines)]
     chosen = refused[:REPORT_LIMIT]
     st.caption(f"One self-contained page with why each guard refused, the timelines and the "
-               f"settings used: {len(chosen):,} refused session(s)"
+               f"settings used: {plural(len(chosen), 'refused session')}"
                + (f" (the first {REPORT_LIMIT:,} of {len(refused):,})" if len(refused) > REPORT_LIMIT
                   else "")
                + ". It opens in any browser, without loopscope or a network. One session's "

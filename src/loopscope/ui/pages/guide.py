@@ -21,8 +21,10 @@ def examples(name: str) -> tuple[GuideExample, ...]:
 
 
 def _settings_text(name: str, ex: GuideExample) -> str:
+    """The example's own settings; none for one at the shipped defaults (the tab says once
+    that every example runs at those unless it names its settings)."""
     if not ex.values:
-        return "Settings: the guard's shipped defaults."
+        return ""
     engine = get_engine(name)
     specs = {s.name: s for s in engine.settings_for(ex.version)}
     parts = []
@@ -38,7 +40,7 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
     session = ex.session
     replay = engine.replay(session, config)
     st.markdown(ex.text)
-    st.markdown(f"*Example:* {ex.story} {_settings_text(name, ex)}")
+    st.markdown(f"*Example:* {ex.story} {_settings_text(name, ex)}".rstrip())
     infos = views.call_infos(session)
     rows = []
     for s in replay.steps:
@@ -96,6 +98,9 @@ def render() -> None:
             st.markdown("**What it detects**\n\n" + "\n".join(
                 f"- **{d.label}**" + (f": {d.description}" if d.description else "")
                 for d in engine.detectors))
+            if any(not ex.values for ex in examples(name)):
+                st.caption("Each example runs with the guard's shipped defaults, unless it "
+                           "names its settings.")
             for n, ex in enumerate(examples(name)):
                 title = views.detector_title(ex.detector)
                 st.header(ex.title, anchor=False)

@@ -12,9 +12,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from loopscope.formats.detect import FORMAT_NAMES, plain_reason
+from loopscope.formats.loader import UNRECOGNISED_CODES, formats_line
 from loopscope.model import escape_for_display
 from loopscope.ui import data, state
 from loopscope.ui.plain import md, md_code
+from loopscope.words import plural
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
@@ -34,13 +37,21 @@ def render() -> None:
     c[3].metric("Warnings", f"{n_warn:,}")
     c[4].metric("Other files ignored", f"{report.ignored_files:,}",
                 help="Files a folder scan skipped because of their extension.")
-    st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {n_err} errors, {n_warn} warnings, "
-               f"{n_info} notes. Files with problems never stop the other files.")
+    st.caption(f"Loaded in {corpus.load_seconds:.2f} s · {plural(n_err, 'error')}, "
+               f"{plural(n_warn, 'warning')}, {plural(n_info, 'note')}. Files with problems "
+               "never stop the other files.")
+    unrecognised = [f for f in report.files if any(
+        p.code in UNRECOGNISED_CODES and p.severity != "info" for p in f.problems)]
+    if unrecognised:
+        st.info(plural(len(unrecognised), "file is not a session recording",
+                       "files are not session recordings") + " loopscope reads. "
+                f"{md(formats_line())}.", icon=":material/help:")
 
     _calls_table(report.files, corpus.display)
 
     if corpus.label_problems:
-        with st.expander(f"Labels file: {len(corpus.label_problems)} problem(s)", expanded=True,
+        with st.expander(f"Labels file: {plural(len(corpus.label_problems), 'problem')}",
+                         expanded=True,
                          icon=":material/warning:"):
             for p in data.problems_sorted(corpus.label_problems):
                 st.markdown(f"- {md(p.text(), 400)}")
@@ -56,10 +67,15 @@ def render() -> None:
         tag = {0: "error", 1: "warning", 2: "note", 3: "ok"}[worst]
         icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
                 3: ":material/check_circle:"}[worst]
-        title = (f"{md(corpus.display(f.path))} — {md(f.detection.format or 'unknown format')} "
-                 f"· {len(f.sessions)} session(s) · {md(_calls_text(f))} · {tag}")
+        fmt = f.detection.format
+        what = FORMAT_NAMES.get(fmt, fmt) if fmt else "not recognised"
+        title = (f"{md(corpus.display(f.path))} — {md(what)} "
+                 f"· {plural(len(f.sessions), 'session')} · {md(_calls_text(f))} · {tag}")
         with st.expander(title, expanded=worst <= 1, icon=icon):
-            st.caption(md(f.detection.reason, 300))
+            reason, ids = plain_reason(f.detection.reason)
+            st.caption(md(reason, 300), help=(
+                f"Detection signature {', '.join(ids)} (the rows of the format detection)"
+                if ids else None))
             if f.problems:
                 rows = [
                     {
@@ -67,17 +83,20 @@ def render() -> None:
                         "file": corpus.display(p.source),
                         "line": p.line if p.line is not None else (p.pointer or ""),
                         "problem": escape_for_display(p.message, 400),
-                        "code": p.code,
                         "times": p.count,
+                        "code": p.code,
                     }
                     for p in data.problems_sorted(f.problems)
                 ]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                             column_config={"code": st.column_config.TextColumn(
+                                 help="The problem's code, as loopscope replay prints it in "
+                                      "brackets (to search for it)")})
             if f.sessions:
                 st.markdown(
                     "\n".join(
-                        f"- {md_code(s.id, 80)} — {len(s.calls)} tool calls, "
-                        f"{len(s.turns)} assistant turns"
+                        f"- {md_code(s.id, 80)} — {plural(len(s.calls), 'tool call')}, "
+                        f"{plural(len(s.turns), 'assistant turn')}"
                         for s in f.sessions[:50]
                     )
                     + ("\n- …" if len(f.sessions) > 50 else "")

@@ -11,6 +11,7 @@ import streamlit as st
 
 from loopscope.ui import charts, delta, labelling, state, summaries, views
 from loopscope.ui.plain import md
+from loopscope.words import plural
 
 ALL = "all"
 PAGE_SIZES: list[int] = [25, 50, 100, 200]
@@ -134,7 +135,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     with c4:
         page = st.number_input("Page", min_value=1, max_value=pages, value=1, step=1,
                                key="page", bind="query-params",
-                               help=f"{pages} page(s) of {size} sessions.")
+                               help=f"{plural(pages, 'page')} of {size} sessions.")
     start = (int(page) - 1) * int(size)
     window = order[start:start + int(size)]
     if group is not None:

@@ -26,6 +26,7 @@ from loopscope.experiments.sweep import (
 from loopscope.ui import labelling, metrics_panel, state, views
 from loopscope.ui.plain import md
 from loopscope.ui.progress import bar_progress
+from loopscope.words import plural
 
 ENGINE_KEY = "sweep.engine"
 RESULT_KEY = "_sweep_result"
@@ -389,8 +390,9 @@ def _results() -> None:
         if labelled:
             st.markdown(
                 f"**Best by the labels:** {md(where)} — the fewest wrong outcomes on labelled "
-                f"sessions ({wrong}: {m.false_refusals} good session(s) refused, "
-                f"{m.loops_missed} loop(s) missed, {m.refused_early} refused before the loop "
+                f"sessions ({wrong}: {plural(m.false_refusals, 'good session')} refused, "
+                f"{plural(m.loops_missed, 'loop')} missed, {m.refused_early} refused before the "
+                "loop "
                 f"began), then the fewest turns wasted before a catch ({m.wasted_turns}).")
         st.button("Apply the best by the labels", key="sweep.apply_best", on_click=apply_cell,
                   args=(dict(best.values),), disabled=not labelled,

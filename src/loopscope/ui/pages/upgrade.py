@@ -11,9 +11,15 @@ import pandas as pd
 import streamlit as st
 
 from loopscope.engines import ConfigError, FirstRefusal, get_engine
-from loopscope.experiments.upgrade import UpgradeImpact, summary_text, upgrade_impact
+from loopscope.experiments.upgrade import (
+    UpgradeImpact,
+    release_note,
+    settings_move,
+    upgrade_impact,
+)
 from loopscope.ui import state, views
 from loopscope.ui.plain import md, where
+from loopscope.words import plural
 
 ENGINE_KEY = "upgrade.engine"
 B_KEY = "upgrade.b"
@@ -96,8 +102,10 @@ def render() -> None:
                    "uses its defaults.", icon=":material/warning:")
         res_b = eng.config({}, version_b)
     if dropped or added:
-        with st.expander(f"Settings: {md(version_b)} reads {len(kept)} of the "
-                         f"{len(values)} settings of {md(version_a)}", icon=":material/tune:"):
+        read = ("only " + ", ".join(kept) if kept else "none") if dropped else "all"
+        with st.expander(f"Settings: of the {plural(len(values), 'setting')} of "
+                         f"{md(version_a)}, {md(version_b)} reads {md(read)}",
+                         icon=":material/tune:"):
             if dropped:
                 st.markdown(f"**Not read by {md(version_b)}** (the guard ignores them): "
                             + ", ".join(md(x) for x in dropped) + ".")
@@ -113,11 +121,9 @@ def render() -> None:
     firsts_a = state.first_refusals(replays_a)
     firsts_b = state.first_refusals(replays_b)
     impact = upgrade_impact(firsts_a, firsts_b, labels)
-    same_settings = not dropped and not added
-    text = summary_text(impact, eng.title, version_a, version_b,
-                        settings_note="with the same settings" if same_settings
-                        else f"with the current settings ({version_b} reads {len(kept)} of "
-                        f"the {len(values)})")
+    move = settings_move(eng.settings_for(version_a), values, eng.settings_for(version_b),
+                         eng.values(res_b.config))
+    text = release_note(impact, eng.title, version_a, version_b, move)
 
     with st.container(key="upgrade_summary", border=True):
         st.markdown("**For the release note** (the copy button is at the top right of the box):")

@@ -104,11 +104,11 @@ _WHAT_IF_FIELDS: Final = {
 """What-if setting name → :class:`Limits` field."""
 
 
-def _what_if(name: str, label: str, default: int, help_text: str, low: int, high: int
-             ) -> SettingSpec:
+def _what_if(name: str, label: str, default: int, help_text: str, low: int, high: int,
+             replaces: str = "") -> SettingSpec:
     return SettingSpec(name, label, "int", default, f"{help_text} ({WHAT_IF_NOTE}.)", min=1,
                        slider_min=low, slider_max=high, deployable=False,
-                       group=f"What-ifs ({WHAT_IF_NOTE})")
+                       group=f"What-ifs ({WHAT_IF_NOTE})", replaces=replaces)
 
 
 SETTINGS_2026_9: Final[tuple[SettingSpec, ...]] = (
@@ -119,21 +119,22 @@ SETTINGS_2026_9: Final[tuple[SettingSpec, ...]] = (
         "2026.9 has.", group="Switches"),
     _what_if("TOOL_CALL_HISTORY_SIZE", "Calls remembered", TOOL_CALL_HISTORY_SIZE,
              "How many recent calls OpenClaw keeps to look for repeats (TOOL_CALL_HISTORY_SIZE, "
-             "30 in OpenClaw 2026.9)", 5, 100),
+             "30 in OpenClaw 2026.9)", 5, 100, "historySize"),
     _what_if("WARNING_THRESHOLD", "Warn after this many repeats", WARNING_THRESHOLD,
              "The warning level of the repeat, polling and back-and-forth detectors (the "
-             "literal 10 of OpenClaw 2026.9)", 1, 40),
+             "literal 10 of OpenClaw 2026.9)", 1, 40, "warningThreshold"),
     _what_if("CRITICAL_THRESHOLD", "Stop after this many repeats", CRITICAL_THRESHOLD,
              "The level at which a repeat, a stuck poll or a back-and-forth stops the call "
-             "(CRITICAL_THRESHOLD, 20 in OpenClaw 2026.9)", 2, 60),
+             "(CRITICAL_THRESHOLD, 20 in OpenClaw 2026.9)", 2, 60, "criticalThreshold"),
     _what_if("GLOBAL_CIRCUIT_BREAKER_THRESHOLD", "Hard stop after this many identical results",
              GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
              "The same call with the same result this many times in a row is stopped "
-             "(GLOBAL_CIRCUIT_BREAKER_THRESHOLD, 30 in OpenClaw 2026.9)", 3, 80),
+             "(GLOBAL_CIRCUIT_BREAKER_THRESHOLD, 30 in OpenClaw 2026.9)", 3, 80,
+             "globalCircuitBreakerThreshold"),
     _what_if("UNKNOWN_TOOL_THRESHOLD", "Stop calls to a missing tool after",
              UNKNOWN_TOOL_THRESHOLD,
              "How many calls in a row to a tool that does not exist are allowed (the literal "
-             "10 of OpenClaw 2026.9)", 1, 40),
+             "10 of OpenClaw 2026.9)", 1, 40, "unknownToolThreshold"),
     _what_if("ARGUMENT_CHURN_THRESHOLD", "Warn about argument churn after",
              ARGUMENT_CHURN_THRESHOLD,
              "How many failing calls of one tool, cycling through a few argument variants "
@@ -141,7 +142,7 @@ SETTINGS_2026_9: Final[tuple[SettingSpec, ...]] = (
     _what_if("DEFAULT_WINDOW_SIZE", "After a compaction, stop after", DEFAULT_WINDOW_SIZE,
              "After the conversation is compacted, the same call with the same result this "
              "many times stops the run (the post-compaction guard's DEFAULT_WINDOW_SIZE, 3 in "
-             "OpenClaw 2026.9)", 1, 20),
+             "OpenClaw 2026.9)", 1, 20, "postCompactionGuard.windowSize"),
     _what_if("LOOP_WARNING_BUCKET_SIZE", "Show a warning once per", LOOP_WARNING_BUCKET_SIZE,
              "OpenClaw shows the model a warning once per this many repetitions, never below "
              "it (LOOP_WARNING_BUCKET_SIZE, 10 in OpenClaw 2026.9)", 1, 40),
