@@ -179,7 +179,7 @@ def test_the_cli_replays_a_transcript() -> None:
                                        "openclaw", "-v"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "[opencode_markdown, 2 turns, 5 tool calls]" in result.stdout
-    assert "opencode_markdown, 1 session(s), 5 / 5 tool call(s)" in result.stderr
+    assert "opencode_markdown, 1 session, 5 / 5 tool calls" in result.stderr
 
 
 # --------------------------------------------------------------------------- opencode.db
