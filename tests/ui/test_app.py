@@ -448,11 +448,22 @@ def test_a_false_refusal_gets_honest_advice_that_can_be_applied_and_undone() -> 
     markdown = _plain_text([m.value for m in at.markdown])
     assert "this is a false refusal" in markdown
     # Every change is judged on the other sessions too, and the page says when none is free.
-    assert "other sessions:" in markdown or "no other session changes" in markdown
-    apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_pass_")]
+    assert "of the other 12 sessions" in markdown or "no other session changes" in markdown
+    apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_")]
     assert apply
     before = control(at, "gglib.max_observation_steps").value
     apply[0].click()
+    at.run()
+    assert not at.exception
+    # Every change here stops catching a labelled loop: Apply asks first, naming the cost,
+    # and nothing is applied until the answer is yes.
+    asked = [_plain_text([w.value]) for w in at.warning
+             if "Apply it anyway?" in _plain_text([w.value])]
+    assert asked and "labelled a real loop" in _plain_text(asked)
+    assert "for all 13 loaded sessions" in _plain_text(asked)
+    assert control(at, "gglib.max_observation_steps").value == before
+    assert not [m for m in at.markdown if "Applied for every session" in m.value]
+    at.button(key=f"{apply[0].key}_yes").click()
     at.run()
     assert not at.exception
     assert control(at, "gglib.max_observation_steps").value != before or any(

@@ -37,6 +37,7 @@ from loopscope.model import (
     escape_for_display,
     markdown_code,
 )
+from loopscope.wording import count_words
 
 __all__ = [
     "EXPLAINER",
@@ -283,8 +284,8 @@ def _explain_content(step: Step, replay: SessionReplay, config: GeminiConfig,
                      f"{_quote(step.extra['detail'], 240)}")
     detections = step.extra.get("detections") or 0
     if detections > 1:
-        found.append(f"The rest of this reply fired {detections - 1} more time(s); Gemini CLI "
-                     "would never have streamed it.")
+        found.append(f"The rest of this reply fired {count_words(detections - 1, 'more time')}; "
+                     "Gemini CLI would never have streamed it.")
     return _refusal(step, config, CONTENT_LOOP, "would not have shown this text",
                     "the model kept writing the same thing over and over", found)
 
@@ -314,8 +315,15 @@ def _refusal(step: Step, config: GeminiConfig, detector: str, what: str, reason:
     if step.after_divergence:
         facts = [*facts, "This comes after the session's first loop, so the recorded session "
                  "would not have reached this point unchanged under Gemini CLI."]
+    consequence = (
+        "Gemini CLI's first loop in a prompt is a second chance, not a stop: it drops the "
+        "reply, tells the model it was looping and asks again, and only a second loop in the "
+        "same prompt stops the request." if count == 1 else
+        "This refusal stops the agent: it is the second loop in the same prompt, and Gemini CLI "
+        "stops the request.")
     return StepExplanation(headline, tuple(facts), _limit_sentence(config, detector), action,
-                           (Limitation("llm_check", LLM_NOTE),), upstream, (ENABLED,))
+                           (Limitation("llm_check", LLM_NOTE),), upstream, (ENABLED,),
+                           consequence)
 
 
 def _turn_in_prompt(steps: Sequence[Step], position: int) -> int:

@@ -28,6 +28,7 @@ from loopscope.engines.gglib.core import (
     domain_calls,
     is_costly_name,
 )
+from loopscope.wording import count_words
 
 __all__ = [
     "NOTE_MARKER",
@@ -261,8 +262,8 @@ def explain_step(
         )
         limitations.append("L9")
     details.append(
-        "By default gglib does not block: it passes the request on with a note asking the model "
-        "to change approach, and the note may never reach the model (L16)."
+        "gglib's note may never reach the model: some chat templates drop it, and a request "
+        "over the model's context budget is turned away instead (L16)."
     )
     limitations.append("L16")
     return StepExplanation(
@@ -382,8 +383,9 @@ def session_limitations(
         sigs = {s.signature for s in cycles}
         out.append((
             "L1",
-            f"{len(cycles)} time(s) the agent repeated an earlier set of tool calls with the same "
-            f"results after other work in between ({len(sigs)} different set(s)). gglib never "
+            f"{count_words(len(cycles), 'time').capitalize()} the agent repeated an earlier set of tool "
+            f"calls with the same results after other work in between "
+            f"({count_words(len(sigs), 'different set')}). gglib never "
             "refuses such cycles: the count starts again whenever different calls run.",
         ))
     for i, s in enumerate(steps):
@@ -400,7 +402,7 @@ def session_limitations(
     if rescued:
         out.append((
             "L3",
-            f"{len(rescued)} step(s) passed only because a result changed (rescued). Any clock, "
+            f"{count_words(len(rescued), 'step')} passed only because a result changed (rescued). Any clock, "
             "timing or counter in the output counts as a change, so calls that change things "
             "may repeat up to the ceiling and read-only ones without limit.",
         ))
@@ -417,7 +419,7 @@ def session_limitations(
     if ceiling:
         out.append((
             "L5",
-            f"{len(ceiling)} ceiling refusal(s): gglib reports them exactly like repeats with "
+            f"{count_words(len(ceiling), 'ceiling refusal')}: gglib reports them exactly like repeats with "
             "identical results, and its message wrongly says \"received the same result each "
             "time\".",
         ))
@@ -439,7 +441,7 @@ def session_limitations(
         shown = ", ".join(repr(p) for p in short)
         out.append((
             "L7",
-            f"The read-only tool patterns include empty or short pattern(s) {shown}: an empty "
+            f"The read-only tool patterns include empty or short patterns {shown}: an empty "
             "pattern makes every tool read-only, a short one captures unrelated tools.",
         ))
     if first is not None and steps and steps[-1] is not first:
@@ -447,7 +449,7 @@ def session_limitations(
         out.append((
             "L9",
             f"After the first refusal (turn {first.turn + 1}) gglib would stop (or flag) every "
-            f"later request of this session; the {later} later step(s) show what it would have "
+            f"later request of this session; the {count_words(later, 'later step')} show what it would have "
             "said, had the session gone on as recorded.",
         ))
     if any(s.detector == "stagnation" for s in steps):
@@ -460,14 +462,14 @@ def session_limitations(
     if unjoined:
         out.append((
             "L12",
-            f"{len(unjoined)} of {len(batches)} step(s) could not be matched with their "
+            f"{len(unjoined):,} of {count_words(len(batches), 'step')} could not be matched with their "
             "results; those repeats are only counted and can never be rescued.",
         ))
     odd_names = [n for n in names if "|" in n or ":" in n]
     if odd_names:
         out.append((
             "L13",
-            f"Tool name(s) containing '|' or ':' can be mistaken for other sets of calls: "
+            f"Tool names containing '|' or ':' can be mistaken for other sets of calls: "
             f"{', '.join(odd_names)}.",
         ))
     clamp = [w for w in warnings if "outside" in w]
@@ -515,19 +517,20 @@ def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
     if deep:
         out.append((
             "L8",
-            f"{deep} turn(s) have arguments nested 16 or more levels deep; everything from "
-            "that depth on is ignored, so different calls may count as repeats.",
+            f"Arguments are nested 16 or more levels deep in {count_words(deep, 'turn')}; "
+            "everything from that depth on is ignored, so different calls may count as repeats.",
         ))
     if runs_broken:
         out.append((
             "L11",
-            f"{runs_broken} time(s) a user (or other) turn broke a run of the same tool calls; "
-            "each such turn resets both detectors.",
+            f"{count_words(runs_broken, 'time').capitalize()} a user (or other) turn broke a "
+            "run of the same tool calls; each such turn resets both detectors.",
         ))
     if non_object:
         out.append((
             "L15",
-            f"{non_object} message entr(y/ies) are not objects; gglib's own guard would let "
+            f"{count_words(non_object, 'message entry', 'message entries')} "
+            f"{'is' if non_object == 1 else 'are'} not objects; gglib's own guard would let "
             "the rest of such a session through, loopscope still evaluates it.",
         ))
     return out
@@ -551,14 +554,11 @@ class GglibExplainer:
                              e.upstream_refusal))
         if e.upstream_note:
             upstream.append(("The note gglib adds by default", e.upstream_note))
-        action = None
-        if step.verdict == "refuse":
-            action = ("gglib would have stopped this request (or, as it does by default, passed "
-                      "it on with a note asking the model to change approach).")
         return Explained(
-            e.headline, e.details, None, action,
+            e.headline, e.details, None, None,
             tuple(Limitation(i, LIMITATION_TEXTS.get(i, i)) for i in e.limitations),
-            tuple(upstream), e.governing_keys)
+            tuple(upstream), e.governing_keys,
+            CONSEQUENCE if step.verdict == "refuse" else None)
 
     def limitations(self, session: Any, replay: SessionReplay, config: Any,
                     warnings: Sequence[str] = ()) -> tuple[Any, ...]:
@@ -585,6 +585,14 @@ class GglibExplainer:
                 out.append({"observation_tools": (*config.observation_tools, *missing)})
         return out
 
+
+CONSEQUENCE = (
+    "In gglib's default mode this refusal is a note the model reads, not a stop: the request "
+    "goes on with a note asking the model to change approach (only gglib's refuse mode would "
+    "stop it with an error)."
+)
+"""What a refusal does to the agent as gglib is deployed by default (``note`` mode, §4.7):
+the request is forwarded with the note appended; ``refuse`` mode answers HTTP 400 instead."""
 
 LIMITATION_TEXTS: dict[str, str] = {
     "L1": "Cycles escape: different calls in between start the count again, so A, B, A, B … "
