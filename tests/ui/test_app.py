@@ -477,6 +477,35 @@ def test_a_false_refusal_gets_honest_advice_that_can_be_applied_and_undone() -> 
     assert not [m for m in at.markdown if "Applied for every session" in m.value]
 
 
+def test_advice_that_switches_a_guard_off_asks_first_and_cancel_applies_nothing() -> None:
+    """OpenHands lets the quiet poll through only with stuck detection off: its Apply names
+    what that costs over every loaded session, and Cancel leaves the settings alone."""
+    at = run_app({"session": QUIET_POLL}, page="session")
+    block = at.get_by_key("advice-openhands")
+    shown = _plain_text([m.value for m in block.markdown])
+    assert "[last resort: switches “Stuck detection on” off]" in shown.replace(
+        ":red-badge[:material/power_settings_new: ", "[")
+    assert control(at, "openhands.enabled").value is True
+    at.button(key="x_openhands_0").click()
+    at.run()
+    asked = _plain_text([w.value for w in at.warning if "anyway" in w.value])
+    assert asked == ("This switches “Stuck detection on” off in OpenHands for all 13 loaded "
+                     "sessions: 3 refusals go away, 2 of them labelled real loops. Apply it "
+                     "anyway?")
+    assert control(at, "openhands.enabled").value is True  # not applied by the first click
+    at.button(key="x_openhands_0_cancel").click()
+    at.run()
+    assert control(at, "openhands.enabled").value is True
+    assert not [w for w in at.warning if "anyway" in w.value]
+    assert not [m for m in at.markdown if "Applied for every session" in m.value]
+    at.button(key="x_openhands_0").click()
+    at.run()
+    at.button(key="x_openhands_0_yes").click()
+    at.run()
+    assert not at.exception
+    assert control(at, "openhands.enabled").value is False
+
+
 # --------------------------------------------------------------------------- export
 
 
