@@ -235,7 +235,7 @@ def test_a_labelled_loop_that_was_caught_gets_no_advice_to_loosen(tmp_path: Path
     assert "--set" not in stdout and "lets it through" not in stdout
     # The detector is named in plain words, and whether the refusal stops the agent is said.
     assert "by loop" not in stdout and "the same set of tool calls again and again" in stdout
-    assert "does it stop the agent: In gglib's default mode this refusal is a note" in stdout
+    assert "for the agent: In gglib's default mode this refusal is a note" in stdout
 
 
 def test_a_missed_loop_gets_the_smallest_change_that_catches_it(tmp_path: Path) -> None:

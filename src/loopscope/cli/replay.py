@@ -359,7 +359,7 @@ def _describe_all(held: list[_Held], engine: Engine[Any, Any], config: Any,
         return runs[key]
 
     given = [labels.get(h.result.source) for h in held]
-    kinds = [None if g is None else g.label for g in given]
+    kinds: list[str | None] = [None if g is None else g.label for g in given]
     before = [h.result.first_refusal for h in held]
     for index, h in enumerate(held):
         yield _describe(h, index, engine, config, given[index], kinds, before, first_refusals)
@@ -396,7 +396,7 @@ def _describe(h: _Held, index: int, engine: Engine[Any, Any], config: Any,
         why = engine.explainer.explain_step(step, result, config)
         ids = [lim.id for lim in why.limitations]
         lines.append(f"  why: {_text(plain(why.headline, specs, ids))}")
-        lines.append(f"  does it stop the agent: "
+        lines.append(f"  for the agent: "
                      f"{_text(plain(consequence_of(engine, why), specs, ids))}")
     advice = session_advice(engine, h.prepared, config,
                             label=None if label is None else label.label,

@@ -18,7 +18,7 @@ Pure (no Streamlit), so the rules can be tested on every sample and every detect
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -123,7 +123,14 @@ def plain_explanation(e: StepExplanation, specs: Sequence[SettingSpec]) -> Plain
     return PlainExplanation(p(e.headline), facts, p(e.which_limit) if e.which_limit else None,
                             p(e.guard_action) if e.guard_action else None, limitations,
                             tuple(e.upstream),
-                            p(e.consequence) if getattr(e, "consequence", None) else None)
+                            _consequence(e, p))
+
+
+def _consequence(e: StepExplanation, p: Callable[[str], str]) -> str | None:
+    """``e``'s consequence sentence in the sidebar's words (an explainer written before the
+    field existed may hand out an explanation without it)."""
+    text = getattr(e, "consequence", None)
+    return p(text) if text else None
 
 
 # --------------------------------------------------------------------------- positions, labels
