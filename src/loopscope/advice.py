@@ -476,10 +476,10 @@ class AdvisedChange:
     def needs_confirmation(self, sessions: int) -> bool:
         """Whether "Apply" must ask first: the change switches part of the guard off, gets a
         labelled session wrong, or newly refuses more than :data:`CONFIRM_SHARE` of the
-        ``sessions`` loaded (a change of that reach is never one click)."""
+        ``sessions`` loaded besides this one (a change of that reach is never one click)."""
         return bool(self.switched_off or self.effect.good_newly_refused
                     or self.effect.loops_no_longer_caught
-                    or len(self.effect.newly_refused) > CONFIRM_SHARE * sessions)
+                    or len(self.others.newly_refused) > CONFIRM_SHARE * sessions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -622,6 +622,8 @@ class SessionAdvice:
     """The step the changes are for (a missed loop's step to catch, an early refusal)."""
     sessions: int = 0
     """How many sessions are loaded: the side effects are counted over the others."""
+    from_turn: int | None = None
+    """A labelled loop's first turn (0-based), if known."""
 
 
 def situation_of(replay: SessionReplay, label: str | None,
@@ -691,7 +693,7 @@ def session_advice(
     found = advise(engine, prepared, config, index=index, before=before,
                    first_refusals=first_refusals, labels=labels, target=target, goal=goal,
                    include_what_ifs=include_what_ifs, limit=limit)
-    return SessionAdvice(engine.title, situation, found, target, sessions)
+    return SessionAdvice(engine.title, situation, found, target, sessions, from_turn)
 
 
 # --------------------------------------------------------------------------- the words
@@ -778,6 +780,10 @@ def _change_words(advice: SessionAdvice, a: AdvisedChange, recommended: bool,
             f"“{specs[n].label}”" for n in a.switched_off if n in specs) + " off")
     if not a.change.deployable:
         marks.append(f"what-if: not a setting of {advice.engine}")
+    early = a.change.first_refusal
+    if (advice.situation == "missed" and advice.from_turn is not None and early is not None
+            and early.turn < advice.from_turn):
+        marks.append("refuses it before the loop began")
     change = a.change.description[:1].upper() + a.change.description[1:]
     typed = " ".join(f"--set {arg}" for arg in a.change.set_args(tuple(specs.values())))
     here = a.change.effect.replace("the session", "this session", 1)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
 from loopscope.cli import main
-from loopscope.engines import engine_names
+from loopscope.engines import engine_names, get_engine
 from loopscope.formats import load_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +30,10 @@ def _name(source: str) -> str:
     return Path(source).name
 
 
-def cli_advice(engine: str) -> dict[str, list[str]]:
+def cli_advice(engine: str, version: str) -> dict[str, list[str]]:
     """Session (file name) → its advice lines in ``loopscope replay``'s text output."""
-    result = CliRunner().invoke(main, ["replay", str(SAMPLES), "--engine", engine],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(main, ["replay", str(SAMPLES), "--engine", engine,
+                                       "--engine-version", version], catch_exceptions=False)
     out: dict[str, list[str]] = {}
     current = ""
     for line in result.stdout.splitlines():
@@ -65,16 +65,37 @@ def page_advice(at: AppTest, engine: str) -> list[str]:
     return [as_text(m.value) for m in block.markdown]
 
 
-def test_the_cli_and_the_session_page_give_the_same_advice_on_every_sample() -> None:
+def _versions() -> list[dict[str, str]]:
+    """Every engine's default version, then each other version (one page run per row)."""
+    rows = [{n: get_engine(n).default_version for n in engine_names()}]
+    for n in engine_names():
+        for v in get_engine(n).versions:
+            if v != get_engine(n).default_version:
+                rows.append({**rows[0], n: v})
+    return rows
+
+
+@pytest.mark.parametrize("versions", _versions(),
+                         ids=lambda v: "+".join(f"{n}-{x}" for n, x in v.items()))
+def test_the_cli_and_the_session_page_give_the_same_advice_on_every_sample(
+        versions: dict[str, str]) -> None:
+    from loopscope.ui.state import version_key
+
     sources = [s.source for s in load_paths([str(SAMPLES)]).sessions]
     engines = list(engine_names())
-    cli = {e: cli_advice(e) for e in engines}
+    cli = {e: cli_advice(e, versions[e]) for e in engines}
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params["session"] = _name(sources[0])
+    for engine, version in versions.items():
+        at.query_params[version_key(engine)] = version
     at.run()
     at.switch_page(str((PAGES / "session.py").relative_to(ROOT)))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    titles = [as_text(m.value) for m in at.markdown if m.value.startswith("#### ")]
+    for engine, version in versions.items():  # (the page replays the version asked for)
+        if len(get_engine(engine).versions) > 1:
+            assert f"#### {get_engine(engine).title} {version}" in titles, titles
     options = at.selectbox(key="session").options
     compared = advised = 0
     for source in sources:

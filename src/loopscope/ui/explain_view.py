@@ -199,6 +199,7 @@ def render_applied() -> None:
 _BADGES = {
     "smallest harmless change": ("green", "thumb_up"),
     "goes against a label": ("orange", "warning"),
+    "refuses it before the loop began": ("orange", "schedule"),
 }
 
 
