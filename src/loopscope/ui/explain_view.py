@@ -1,14 +1,19 @@
 """The session page's answer to "why did it stop?", for every guard shown.
 
 * :func:`render_why` — the ``why`` block at the top of the session page: per guard, the verdict
-  in one plain sentence, what the session's label makes of it ("this is a false refusal"),
-  what the real guard would have done, and honest advice: the smallest verified changes, each
-  with what it does to this session *and to every other loaded session*, the harmless ones
-  first, and a plain statement when no change is free of harm.
+  in one plain sentence, whether that refusal stops the agent where the guard is deployed,
+  what the session's label makes of it ("this is a false refusal"), and the advice the label
+  asks for (:func:`loopscope.advice.session_advice`, in :func:`loopscope.advice.advice_words`'
+  sentences — the CLI and the HTML report print the same): the smallest verified changes, each
+  with what it does to this session *and to every other loaded session*, the least collateral
+  first, switching part of a guard off last, and a plain statement when no change is free of
+  harm.
 * :func:`render_details` — everything else an explanation holds (every refusal and warning,
   the guard's own messages, the known limitations), below the charts.
 * "Apply" sets a change in the sidebar for every session and records what it changed across
-  the corpus; :func:`render_applied` shows that record on every page with an Undo.
+  the corpus; :func:`render_applied` shows that record on every page with an Undo. A costly
+  change (it switches part of a guard off, gets a labelled session wrong, or newly refuses
+  many others) asks first, naming its cost.
 
 Every engine sentence goes through :mod:`loopscope.ui.plain` (the sidebar's words, recorded
 names escaped) before it reaches Markdown.
