@@ -271,3 +271,123 @@ def test_a_corpus_effect_without_one_session() -> None:
     assert others.good_newly_refused == (2,) and others.harmful
     assert effect.sessions == (0, 1, 2) and others.sessions == (1, 2)
     assert not effect.without(1).without(2).without(0).changed
+
+
+# --------------------------------------------------------------------------- one session's advice
+
+
+def _openclaw_corpus(*sessions: Any) -> tuple[list[Any], Any]:
+    prepared = [OPENCLAW.prepare(s) for s in sessions]
+
+    def first_refusals(config: Any) -> list[Any]:
+        return [OPENCLAW.run(p, config).first_refusal for p in prepared]
+
+    return prepared, first_refusals
+
+
+def _reads(n: int) -> Any:
+    s = S().user()
+    for _ in range(n):
+        s.call("read", {"path": "/a"}, "same")
+    return s.build()
+
+
+def test_the_label_decides_the_situation() -> None:
+    from loopscope.advice import situation_of
+
+    prepared = GGLIB.prepare_messages(looping(3))  # refused at turn 2
+    refused = GGLIB.run(prepared, DEF)
+    passed = GGLIB.run(GGLIB.prepare_messages(looping(2)), DEF)
+    assert situation_of(refused, "loop", None) == "caught"
+    assert situation_of(refused, "loop", 1) == "caught"
+    assert situation_of(refused, "loop", 3) == "too_early"
+    assert situation_of(refused, "ok", None) == "false_refusal"
+    assert situation_of(refused, None, None) == "unlabelled"
+    assert situation_of(passed, "loop", 0) == "missed"
+    assert situation_of(passed, "ok", None) == situation_of(passed, None, None) == "nothing"
+
+
+def test_a_caught_loop_gets_no_change_and_a_missed_one_is_tightened() -> None:
+    from loopscope.advice import advice_words, session_advice
+
+    reads = [A("read_file", '{"path":"a.rs"}', f"c{i}") for i in range(5)]
+    prepared, first_refusals = _corpus(looping(3), reads)
+    before = first_refusals(DEF)
+    common = {"before": before, "first_refusals": first_refusals, "labels": ["loop", "loop"]}
+    caught = session_advice(GGLIB, prepared[0], DEF, label="loop", from_turn=0, index=0,
+                            **common)
+    assert caught.situation == "caught" and caught.advice is None
+    words = advice_words(caught, GGLIB.settings)
+    assert words is not None and words.lines() == [
+        "Nothing to change: this real loop is caught, as its label says it should be."]
+    missed = session_advice(GGLIB, prepared[1], DEF, label="loop", from_turn=0, index=1,
+                            **common)
+    assert missed.situation == "missed" and missed.advice is not None
+    assert missed.advice.goal == "refuse" and missed.target is not None
+    first = missed.advice.changes[0].change
+    assert first.changes == (("max_observation_steps", 15, 4),)
+    words = advice_words(missed, GGLIB.settings)
+    assert words is not None and words.heading == "What would catch it (at turn 5):"
+
+
+def test_switching_a_detector_off_comes_last_marked_and_asks_first() -> None:
+    from loopscope.advice import advice_words, session_advice
+
+    prepared, first_refusals = _openclaw_corpus(_reads(25), _reads(25))
+    config = OPENCLAW.default_config()
+    advice = session_advice(OPENCLAW, prepared[0], config, label="ok", from_turn=None,
+                            index=0, before=first_refusals(config),
+                            first_refusals=first_refusals, labels=["ok", "ok"])
+    assert advice.advice is not None
+    changes = advice.advice.changes
+    offs = [a for a in changes if a.switched_off]
+    assert offs and changes[-len(offs):] == tuple(offs)  # last resorts, after every other
+    assert advice.advice.recommended is not None and not advice.advice.recommended.switched_off
+    words = advice_words(advice, OPENCLAW.settings)
+    assert words is not None
+    off = words.changes[-1]
+    assert any(m.startswith("last resort: switches “") for m in off.marks)
+    assert off.confirm is not None and off.confirm.startswith("This switches “")
+    assert "in OpenClaw for all 2 loaded sessions: 2 refusals go away" in off.confirm
+    assert "--set detectors." in off.typed or "--set enabled=false" in off.typed
+    raised = next(w for a, w in zip(changes, words.changes, strict=True)
+                  if a.change.setting == "criticalThreshold")
+    # It lets both through (no label objects: both are good work) and newly refuses nothing.
+    assert raised.confirm is None and "[smallest harmless change]" in raised.sentence()
+
+
+def test_a_change_that_refuses_good_work_asks_first_naming_it() -> None:
+    from loopscope.advice import advice_words, session_advice
+
+    reads = [A("read_file", '{"path":"a.rs"}', f"c{i}") for i in range(5)]
+
+    def lowered(*sessions: list[Any], labels: list[str]) -> Any:
+        prepared, first_refusals = _corpus(*sessions)
+        advice = session_advice(GGLIB, prepared[0], DEF, label="loop", from_turn=0, index=0,
+                                before=first_refusals(DEF), first_refusals=first_refusals,
+                                labels=labels)
+        words = advice_words(advice, GGLIB.settings)
+        assert words is not None and advice.advice is not None
+        return next(w for a, w in zip(advice.advice.changes, words.changes, strict=True)
+                    if a.change.setting == "max_observation_steps")
+
+    # The good sessions read 4 times: catching the loop at 4 refuses none of them.
+    assert lowered(reads, reads[:4], reads[:4], labels=["loop", "ok", "ok"]).confirm is None
+    # A good session that reads 5 times too: the same change refuses it, and Apply says so.
+    costly = lowered(reads, reads, labels=["loop", "ok"])
+    assert "[goes against a label]" in costly.sentence()
+    assert costly.confirm == ("This lowers “Repeats allowed for read-only tools” from 15 to 4 in "
+                              "gglib for all 2 loaded sessions: 2 sessions are newly refused, "
+                              "1 of them labelled good work. Apply it anyway?")
+
+
+def test_side_effects_count_past_a_thousand_with_separators() -> None:
+    from loopscope.advice import others_words
+
+    a = FirstRefusal(2, 4, "loop")
+    many = corpus_effect([None] * 1234 + [a, a], [a] * 1234 + [None, a],
+                         ["ok"] * 1001 + [None] * 233 + ["loop", None])
+    assert others_words(many.without(1235), 1236) == (
+        "of the other 1,235 sessions, 1,234 are newly refused (1,001 of them labelled good "
+        "work) and 1 is no longer refused (it is labelled a real loop)")
+    assert others_words(corpus_effect([a], [a]), 2) == "no other session changes"

@@ -11,32 +11,49 @@ call N), and :func:`corpus_effect` what it does to every other loaded session.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loopscope.engines import ConfigError, FirstRefusal, SessionReplay, SettingSpec, Step
 from loopscope.engines.contract import Engine
+from loopscope.words import plural
 
 __all__ = [
     "Advice",
+    "AdviceWords",
     "AdvisedChange",
+    "ChangeWords",
     "CorpusEffect",
     "RefusalTotals",
+    "SessionAdvice",
     "SettingChange",
+    "Situation",
+    "advice_words",
     "advise",
+    "confirmation_words",
     "corpus_effect",
     "corpus_effect_of_runs",
     "describe_outcome",
     "effect_text",
+    "missed_loop_step",
+    "others_words",
     "refusal_totals",
+    "session_advice",
+    "situation_of",
     "smallest_changes",
+    "switched_off",
     "totals_text",
 ]
 
 Goal = Literal["pass", "refuse", "clear"]
 """``pass``: the target step is no longer refused (a warned one passes silently); ``refuse``:
 the target step is refused (a missed loop caught); ``clear``: the session is never refused."""
+
+CONFIRM_SHARE = 0.1
+"""A change that newly refuses more than this share of the loaded sessions asks before it is
+applied, even when no label objects."""
 
 MAX_RUNS_PER_SETTING = 400
 """A bound on re-runs per setting (a setting whose whole range is this wide is searched only
@@ -528,6 +545,9 @@ class AdvisedChange:
     """Over every session, this one included (what an "Apply" changes)."""
     others: CorpusEffect
     """Over the other sessions only (the side effects)."""
+    switched_off: tuple[str, ...] = ()
+    """The settings this change switches off (a switch turned off, or a limit set to "off"):
+    part of the guard stops checking for every session — a last resort."""
 
     @property
     def harmful(self) -> bool:
@@ -536,6 +556,19 @@ class AdvisedChange:
     @property
     def side_effects(self) -> bool:
         return self.others.changed
+
+    @property
+    def harm(self) -> int:
+        """Labelled sessions this change gets wrong elsewhere (loops lost, good work refused)."""
+        return len(self.others.loops_no_longer_caught) + len(self.others.good_newly_refused)
+
+    def needs_confirmation(self, sessions: int) -> bool:
+        """Whether "Apply" must ask first: the change switches part of the guard off, gets a
+        labelled session wrong, or newly refuses more than :data:`CONFIRM_SHARE` of the
+        ``sessions`` loaded besides this one (a change of that reach is never one click)."""
+        return bool(self.switched_off or self.effect.good_newly_refused
+                    or self.effect.loops_no_longer_caught
+                    or len(self.others.newly_refused) > CONFIRM_SHARE * sessions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,15 +615,35 @@ def advise(
         found = smallest_changes(engine, prepared, config, target, "pass",
                                  include_what_ifs=include_what_ifs, limit=limit)
         used = "pass"
+    specs = {s.name: s for s in engine.settings_for(engine.version_of(config))}
     advised: list[AdvisedChange] = []
     for change in found:
         effect = corpus_effect(before, first_refusals(change.config), labels)
-        advised.append(AdvisedChange(change, effect, effect.without(index)))
+        advised.append(AdvisedChange(change, effect, effect.without(index),
+                                     switched_off(change, specs)))
     order = {id(a): n for n, a in enumerate(advised)}
-    advised.sort(key=lambda a: (a.harmful, a.side_effects, not a.change.deployable, order[id(a)]))
-    recommended = next((a for a in advised if not a.harmful), None)
+    # Least collateral first: a change that switches part of the guard off is a last resort;
+    # then the fewest labelled sessions got wrong, the fewest other sessions changed, a real
+    # setting before a what-if, and the smallest change (the search's order).
+    advised.sort(key=lambda a: (bool(a.switched_off), a.harm, len(a.others.sessions),
+                                not a.change.deployable, order[id(a)]))
+    recommended = next((a for a in advised if not a.harmful and not a.switched_off), None)
     return Advice(used, tuple(advised), recommended, _advice_verdict(goal, used, advised,
                                                                      recommended))
+
+
+def switched_off(change: SettingChange, specs: Mapping[str, SettingSpec]) -> tuple[str, ...]:
+    """The settings ``change`` switches off: a switch from on to off, or a limit that can be
+    off set to off."""
+    out = []
+    for name, before, after in change.changes:
+        spec = specs.get(name)
+        if spec is None:
+            continue
+        if (spec.kind == "bool" and before and not after) or (
+                spec.kind == "int_or_off" and before is not None and after is None):
+            out.append(name)
+    return tuple(out)
 
 
 def _advice_verdict(goal: Goal, used: Goal, advised: Sequence[AdvisedChange],
@@ -605,8 +658,21 @@ def _advice_verdict(goal: Goal, used: Goal, advised: Sequence[AdvisedChange],
                   "changes below only let this call through, and a later one is refused. ")
     if recommended is None:
         what = "catches this loop" if catching else "lets this session through"
-        return (prefix + f"No change {what} without side effects: each one below stops catching "
-                "a session labelled a real loop or refuses a session labelled good work.")
+        if all(not a.harmful for a in advised):
+            verb = "catch this loop" if catching else "let this session through"
+            return (prefix + f"The only changes that {verb} switch part of the guard off: a "
+                    "last resort.")
+        reasons = []
+        if any(a.others.loops_no_longer_caught for a in advised):
+            reasons.append("stops catching a session labelled a real loop")
+        if any(a.others.good_newly_refused for a in advised):
+            reasons.append("refuses a session labelled good work")
+        if any(a.switched_off for a in advised):
+            reasons.append("switches part of the guard off")
+        listed = reasons[0] if len(reasons) == 1 else (
+            ", ".join(reasons[:-1]) + " or " + reasons[-1])
+        each = "the change below" if len(advised) == 1 else "each change below"
+        return prefix + f"No change {what} without side effects: {each} {listed}."
     what = "catches this loop" if catching else (
         "lets this call through" if used == "pass" else "lets this session through")
     if not recommended.side_effects:
@@ -614,3 +680,273 @@ def _advice_verdict(goal: Goal, used: Goal, advised: Sequence[AdvisedChange],
     n = len(recommended.others.sessions)
     return (prefix + f"The smallest change that {what} without going against a label also "
             f"changes {n:,} other session{'s' if n != 1 else ''}.")
+
+
+# --------------------------------------------------------------------------- one session
+
+
+Situation = Literal["caught", "false_refusal", "too_early", "missed", "unlabelled", "nothing"]
+"""What a session's label makes of a guard's verdict, which decides the advice's goal:
+
+* ``caught`` — a labelled loop refused once it began (or its start is unknown): no change.
+* ``false_refusal`` — labelled good work, refused: loosen (the smallest change that lets the
+  whole session through, else its first refusal).
+* ``too_early`` — a labelled loop refused before its start: loosen that refusal.
+* ``missed`` — a labelled loop never refused: tighten (the smallest change that refuses it
+  once the loop has begun).
+* ``unlabelled`` — refused, no label: what would let it through, framed neutrally.
+* ``nothing`` — not refused, and no label says it should be: nothing to advise."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAdvice:
+    """One session's advice under one guard: the situation its label decides, and the changes."""
+
+    engine: str
+    """The guard's title ("OpenClaw")."""
+    situation: Situation
+    advice: Advice | None = None
+    """The changes (``None`` when the situation asks for none)."""
+    target: Step | None = None
+    """The step the changes are for (a missed loop's step to catch, an early refusal)."""
+    sessions: int = 0
+    """How many sessions are loaded: the side effects are counted over the others."""
+    from_turn: int | None = None
+    """A labelled loop's first turn (0-based), if known."""
+
+
+def situation_of(replay: SessionReplay, label: str | None,
+                 from_turn: int | None) -> Situation:
+    """The situation of ``replay`` given the session's label (``"loop"``, ``"ok"`` or
+    ``None``) and, for a loop, the 0-based turn it began at (``None``: unknown)."""
+    first = replay.first_refusal
+    if first is None:
+        return "missed" if label == "loop" else "nothing"
+    if label == "loop":
+        return "too_early" if from_turn is not None and first.turn < from_turn else "caught"
+    return "false_refusal" if label == "ok" else "unlabelled"
+
+
+def missed_loop_step(replay: SessionReplay, from_turn: int | None) -> Step | None:
+    """For a labelled loop that was not caught: the step nearest to a refusal after the loop
+    began (the highest count), which the smallest change to catch it is computed for."""
+    start = from_turn or 0
+    candidates = [s for s in replay.steps if s.turn >= start and s.count is not None]
+    if not candidates:
+        candidates = [s for s in replay.steps if s.turn >= start]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda s: (s.count or 0, -s.turn))
+
+
+def session_advice(
+    engine: Engine[Any, Any],
+    prepared: Any,
+    config: Any,
+    *,
+    label: str | None,
+    from_turn: int | None,
+    index: int,
+    before: Sequence[FirstRefusal | None],
+    first_refusals: Callable[[Any], Sequence[FirstRefusal | None]],
+    labels: Sequence[str | None] = (),
+    replay: SessionReplay | None = None,
+    include_what_ifs: bool = False,
+    limit: int = 4,
+) -> SessionAdvice:
+    """The advice for the session at ``index`` of a corpus, as its label asks: every surface
+    (the CLI's text, the session page, the HTML report) shows this, in
+    :func:`advice_words`' sentences.
+
+    ``before``: every session's first refusal under ``config``; ``first_refusals(config)``:
+    the same under another configuration (callers cache it); ``labels[i]``: every session's
+    label. A labelled loop caught needs no change; good work refused, or a loop refused too
+    early, is loosened; a loop missed is tightened; an unlabelled refusal gets the loosening
+    changes, framed neutrally by the wording.
+    """
+    replay = replay if replay is not None else engine.run(prepared, config)
+    situation = situation_of(replay, label, from_turn)
+    sessions = len(before)
+    if situation in ("caught", "nothing"):
+        return SessionAdvice(engine.title, situation, sessions=sessions)
+    target: Step | None = None
+    goal: Goal = "clear"
+    if situation == "too_early":
+        target = next((s for s in replay.steps if s.verdict == "refuse"), None)
+        goal = "pass"
+    elif situation == "missed":
+        target = missed_loop_step(replay, from_turn)
+        goal = "refuse"
+        if target is None:
+            return SessionAdvice(engine.title, situation, sessions=sessions)
+    found = advise(engine, prepared, config, index=index, before=before,
+                   first_refusals=first_refusals, labels=labels, target=target, goal=goal,
+                   include_what_ifs=include_what_ifs, limit=limit)
+    return SessionAdvice(engine.title, situation, found, target, sessions, from_turn)
+
+
+# --------------------------------------------------------------------------- the words
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeWords:
+    """One advised change in words: what to change, how to type it, what it does."""
+
+    change: str
+    """"Raise “Repeats allowed for tools that change things” from 2 to 3"."""
+    typed: str
+    """How to set it on the command line (``--set KEY=VALUE``): the one place the setting's
+    key is shown, as code."""
+    marks: tuple[str, ...]
+    """Short tags: "smallest harmless change", "goes against a label", "last resort: …",
+    "what-if"."""
+    effect: str
+    """What it does to this session and to the other loaded sessions."""
+    confirm: str | None = None
+    """When "Apply" must ask first: the question, naming what the change costs."""
+
+    def sentence(self) -> str:
+        """The change as one line of plain text (the dashboard shows the same words)."""
+        marks = "".join(f" [{m}]" for m in self.marks)
+        return f"{self.change} ({self.typed}){marks}: {self.effect}."
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceWords:
+    """A session's advice under one guard, in sentences."""
+
+    heading: str
+    """What the advice is for ("What would let it through:")."""
+    summary: str
+    """One sentence on what is on offer."""
+    changes: tuple[ChangeWords, ...] = ()
+
+    def lines(self) -> list[str]:
+        """Every sentence, in order, as plain text."""
+        return [f"{self.heading} {self.summary}".strip(), *(c.sentence() for c in self.changes)]
+
+
+_HEADINGS: dict[str, str] = {
+    "false_refusal": "What would let it through:",
+    "too_early": "How to refuse it later, once the loop has begun:",
+    "unlabelled": "Not labelled, so this refusal may be right or wrong; if it stopped good "
+                  "work, this is what would let it through:",
+}
+
+
+def advice_words(advice: SessionAdvice, specs: Sequence[SettingSpec]) -> AdviceWords | None:
+    """The sentences of ``advice`` (``specs``: the guard's settings at the version advised),
+    the same on every surface; ``None`` when there is nothing to say."""
+    if advice.situation == "nothing":
+        return None
+    if advice.situation == "caught":
+        return AdviceWords("Nothing to change:", "this real loop is caught, as its label says "
+                           "it should be.")
+    if advice.situation == "missed":
+        heading = "What would catch it"
+        if advice.target is not None:
+            heading += f" (at turn {advice.target.turn + 1})"
+        heading += ":"
+    else:
+        heading = _HEADINGS[advice.situation]
+    if advice.advice is None:
+        return AdviceWords(heading, "No single setting change would catch this loop.")
+    by_name = {s.name: s for s in specs}
+    changes = tuple(_change_words(advice, a, a is advice.advice.recommended, by_name)
+                    for a in advice.advice.changes)
+    return AdviceWords(heading, advice.advice.verdict, changes)
+
+
+def _change_words(advice: SessionAdvice, a: AdvisedChange, recommended: bool,
+                  specs: Mapping[str, SettingSpec]) -> ChangeWords:
+    marks = []
+    if recommended:
+        marks.append("smallest harmless change")
+    if a.harmful:
+        marks.append("goes against a label")
+    if a.switched_off:
+        marks.append("last resort: switches " + " and ".join(
+            f"“{specs[n].label}”" for n in a.switched_off if n in specs) + " off")
+    if not a.change.deployable:
+        marks.append(f"what-if: not a setting of {advice.engine}")
+    early = a.change.first_refusal
+    if (advice.situation == "missed" and advice.from_turn is not None and early is not None
+            and early.turn < advice.from_turn):
+        marks.append("refuses it before the loop began")
+    change = a.change.description[:1].upper() + a.change.description[1:]
+    typed = " ".join(f"--set {arg}" for arg in a.change.set_args(tuple(specs.values())))
+    here = a.change.effect.replace("the session", "this session", 1)
+    effect = f"{here}; {others_words(a.others, advice.sessions)}"
+    confirm = (confirmation_words(advice.engine, a, advice.sessions, specs)
+               if a.needs_confirmation(advice.sessions) else None)
+    return ChangeWords(change, typed, tuple(marks), effect, confirm)
+
+
+def others_words(others: CorpusEffect, sessions: int) -> str:
+    """What a change does to the other loaded sessions: "of the other 12 sessions, 2 are newly
+    refused (1 of them labelled good work) and 1 is no longer refused (1 of them labelled a
+    real loop)"; counts past a thousand with separators."""
+    if not others.changed:
+        return "no other session changes"
+    parts = []
+    if others.newly_refused:
+        parts.append(_others_group(len(others.newly_refused), "newly refused",
+                            len(others.good_newly_refused), "labelled good work"))
+    if others.no_longer_refused:
+        parts.append(_others_group(len(others.no_longer_refused), "no longer refused",
+                            len(others.loops_no_longer_caught), "labelled a real loop",
+                            "labelled real loops"))
+    if others.moved:
+        n = len(others.moved)
+        parts.append(f"{n:,} {'is' if n == 1 else 'are'} refused at another point")
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    other = max(sessions - 1, len(others.sessions))
+    return f"of the other {plural(other, 'session')}, {listed}"
+
+
+def _others_group(n: int, what: str, k: int, one: str, many: str | None = None) -> str:
+    text = f"{n:,} {'is' if n == 1 else 'are'} {what}"
+    if k:
+        text += f" ({'it is' if n == 1 else f'{k:,} of them'} {one if k == 1 else (many or one)})"
+    return text
+
+
+def confirmation_words(engine: str, a: AdvisedChange, sessions: int,
+                       specs: Mapping[str, SettingSpec]) -> str:
+    """The question "Apply" asks before a costly change, naming what it costs over every
+    loaded session: "This switches “Loop detection on” off in OpenClaw for all 38 sessions: 6
+    refusals go away, 2 of them labelled real loops.\""""
+    effect = a.effect
+    what = a.change.description
+    if a.switched_off:
+        what = "switch " + " and ".join(f"“{specs[n].label}”" for n in a.switched_off
+                                          if n in specs) + " off"
+        others = [c for c in a.change.changes if c[0] not in a.switched_off]
+        if others:
+            what += " and " + _describe(others, specs)
+    head = f"This {_third_person(what)} in {engine} for all {sessions:,} loaded sessions"
+    costs = []
+    if effect.no_longer_refused:
+        n, k = len(effect.no_longer_refused), len(effect.loops_no_longer_caught)
+        text = f"{n:,} refusal{'s' if n != 1 else ''} go{'es' if n == 1 else ''} away"
+        if k:
+            text += (f", {'it' if n == 1 else f'{k:,} of them'} labelled "
+                     f"{'a real loop' if k == 1 else 'real loops'}")
+        costs.append(text)
+    if effect.newly_refused:
+        n, k = len(effect.newly_refused), len(effect.good_newly_refused)
+        text = f"{n:,} session{'s are' if n != 1 else ' is'} newly refused"
+        if k:
+            text += f", {'it' if n == 1 else f'{k:,} of them'} labelled good work"
+        costs.append(text)
+    body = "; ".join(costs) if costs else "no session changes"
+    return f"{head}: {body}. Apply it anyway?"
+
+
+_VERB = re.compile(r"(^|\band )(raise|lower|turn|switch|add|remove|change)\b")
+
+
+def _third_person(text: str) -> str:
+    """"raise X and switch Y off" → "raises X and switches Y off" (after "This")."""
+    return _VERB.sub(lambda m: m.group(1) + m.group(2) + ("es" if m.group(2).endswith("h")
+                                                          else "s"), text)

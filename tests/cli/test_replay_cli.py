@@ -196,7 +196,65 @@ def test_fail_on_false_refusal_uses_the_labels_next_to_the_sessions(tmp_path: Pa
     code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib", "--fail-on-false-refusal"])
     assert code == 1
     assert "1 labelled ok but refused" in stdout
-    assert "smallest change that lets it through: raise “Repeats allowed for tools that change things” from 2 to 3 (--set max_repeated_batch_steps=3)" in stdout
+    assert ("advice: What would let it through: The smallest change that lets this session "
+            "through changes no other session.") in stdout
+    assert ("Raise “Repeats allowed for tools that change things” from 2 to 3 (--set "
+            "max_repeated_batch_steps=3) [smallest harmless change]: this session is never "
+            "refused; no other session changes.") in stdout
+
+
+def _chat(*batches: tuple[str, str]) -> dict[str, Any]:
+    """An OpenAI-chat session: one user turn, then one tool call per batch and its result."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix a.rs"}]
+    for i, (tool, result) in enumerate(batches):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": tool, "arguments": "{\"path\": \"a.rs\"}"}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return {"messages": messages}
+
+
+def _advice_lines(stdout: str, name: str) -> list[str]:
+    """The advice lines of one session's block in the text output."""
+    block = stdout.split(name, 1)[1].split("\n/", 1)[0]
+    return [line.strip() for line in block.splitlines() if line.startswith(("  advice:", "    - "))]
+
+
+def test_a_labelled_loop_that_was_caught_gets_no_advice_to_loosen(tmp_path: Path) -> None:
+    """A refusal the label agrees with is the guard doing its job: no change is advised (the
+    old text offered the change that would let the loop through)."""
+    (tmp_path / "loop.json").write_text(json.dumps(_chat(*[("write_file", "1 file changed")] * 3)))
+    (tmp_path / "good.json").write_text(json.dumps(_chat(("write_file", "1 file changed"))))
+    (tmp_path / "labels.csv").write_text("source,label,from_turn\nloop.json,loop,1\n"
+                                         "good.json,ok,\n")
+    code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib"])
+    assert code == 0
+    lines = _advice_lines(stdout, "loop.json")
+    assert lines == ["advice: Nothing to change: this real loop is caught, as its label says "
+                     "it should be."]
+    assert "--set" not in stdout and "lets it through" not in stdout
+    # The detector is named in plain words, and whether the refusal stops the agent is said.
+    assert "by loop" not in stdout and "the same set of tool calls again and again" in stdout
+    assert "for the agent: In gglib's default mode this refusal is a note" in stdout
+
+
+def test_a_missed_loop_gets_the_smallest_change_that_catches_it(tmp_path: Path) -> None:
+    """A labelled loop the guard never refused: the advice tightens (the old text said
+    nothing), with what the change does to the other session."""
+    reads = [("read_file", "fn main() {}")] * 5
+    (tmp_path / "missed.json").write_text(json.dumps(_chat(*reads)))
+    (tmp_path / "good.json").write_text(json.dumps(_chat(*reads[:4])))
+    (tmp_path / "labels.csv").write_text("source,label,from_turn\nmissed.json,loop,1\n"
+                                         "good.json,ok,\n")
+    code, stdout, _ = run_cli(["replay", str(tmp_path), "--engine", "gglib"])
+    assert code == 0
+    lines = _advice_lines(stdout, "missed.json")
+    assert lines[0].startswith("advice: What would catch it (at turn 5): The smallest change "
+                               "that catches this loop changes no other session.")
+    assert ("- Lower “Repeats allowed for read-only tools” from 15 to 4 (--set "
+            "max_observation_steps=4) [smallest harmless change]: this session is first refused "
+            "at call 5 (turn 5); no other session changes.") in lines
+    assert _advice_lines(stdout, "good.json") == []
 
 
 def test_unreadable_config_file_exits_2_naming_it(tmp_path: Path) -> None:

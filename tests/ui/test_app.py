@@ -448,11 +448,22 @@ def test_a_false_refusal_gets_honest_advice_that_can_be_applied_and_undone() -> 
     markdown = _plain_text([m.value for m in at.markdown])
     assert "this is a false refusal" in markdown
     # Every change is judged on the other sessions too, and the page says when none is free.
-    assert "other sessions:" in markdown or "no other session changes" in markdown
-    apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_pass_")]
+    assert "of the other 12 sessions" in markdown or "no other session changes" in markdown
+    apply = [b for b in at.button if b.key and b.key.startswith("x_gglib_")]
     assert apply
     before = control(at, "gglib.max_observation_steps").value
     apply[0].click()
+    at.run()
+    assert not at.exception
+    # Every change here stops catching a labelled loop: Apply asks first, naming the cost,
+    # and nothing is applied until the answer is yes.
+    asked = [_plain_text([w.value]) for w in at.warning
+             if "Apply it anyway?" in _plain_text([w.value])]
+    assert asked and "labelled a real loop" in _plain_text(asked)
+    assert "for all 13 loaded sessions" in _plain_text(asked)
+    assert control(at, "gglib.max_observation_steps").value == before
+    assert not [m for m in at.markdown if "Applied for every session" in m.value]
+    at.button(key=f"{apply[0].key}_yes").click()
     at.run()
     assert not at.exception
     assert control(at, "gglib.max_observation_steps").value != before or any(
@@ -464,6 +475,35 @@ def test_a_false_refusal_gets_honest_advice_that_can_be_applied_and_undone() -> 
     assert control(at, "gglib.max_observation_steps").value == before
     assert control(at, "gglib.max_repeated_batch_steps").value == 2
     assert not [m for m in at.markdown if "Applied for every session" in m.value]
+
+
+def test_advice_that_switches_a_guard_off_asks_first_and_cancel_applies_nothing() -> None:
+    """OpenHands lets the quiet poll through only with stuck detection off: its Apply names
+    what that costs over every loaded session, and Cancel leaves the settings alone."""
+    at = run_app({"session": QUIET_POLL}, page="session")
+    block = at.get_by_key("advice-openhands")
+    shown = _plain_text([m.value for m in block.markdown])
+    assert "[last resort: switches “Stuck detection on” off]" in shown.replace(
+        ":red-badge[:material/power_settings_new: ", "[")
+    assert control(at, "openhands.enabled").value is True
+    at.button(key="x_openhands_0").click()
+    at.run()
+    asked = _plain_text([w.value for w in at.warning if "anyway" in w.value])
+    assert asked == ("This switches “Stuck detection on” off in OpenHands for all 13 loaded "
+                     "sessions: 3 refusals go away, 2 of them labelled real loops. Apply it "
+                     "anyway?")
+    assert control(at, "openhands.enabled").value is True  # not applied by the first click
+    at.button(key="x_openhands_0_cancel").click()
+    at.run()
+    assert control(at, "openhands.enabled").value is True
+    assert not [w for w in at.warning if "anyway" in w.value]
+    assert not [m for m in at.markdown if "Applied for every session" in m.value]
+    at.button(key="x_openhands_0").click()
+    at.run()
+    at.button(key="x_openhands_0_yes").click()
+    at.run()
+    assert not at.exception
+    assert control(at, "openhands.enabled").value is False
 
 
 # --------------------------------------------------------------------------- export

@@ -139,3 +139,83 @@ def test_label_meanings_count_turns_from_one() -> None:
     assert "turn 2" in early and "from turn 5" in early and "too early" in early
     assert "right" in plain.label_meaning("loop", 5, 4, "gglib")
     assert "not labelled" in plain.label_meaning(None, 5, None, "gglib")
+
+
+# --------------------------------------------------------------------------- the CLI and report
+# What a support person reads outside the dashboard: `loopscope replay`'s text and the HTML
+# report, for every engine and version on every sample. Besides the style list: no internal
+# detector id, no raw backtick, no "(s)", and no setting key except where a person types it
+# (`--set KEY=VALUE`, the report's "name in the guard's config" column).
+
+DETECTOR_IDS = {d.id for n in engine_names() for d in get_engine(n).detectors}
+
+
+def _outside_problems(text: str, tools: set[str]) -> list[str]:
+    found = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        typed = re.sub(r"\(--set [^)]*\)", "(--set …)", line)
+        if "`" in typed:
+            found.append(f"raw backtick: {line!r}")
+        if "(s)" in typed:
+            found.append(f"'(s)': {line!r}")
+        for detector in DETECTOR_IDS:
+            if "_" in detector and re.search(rf"(?<![\w.]){re.escape(detector)}(?!\w)", typed):
+                found.append(f"detector id {detector!r}: {line!r}")
+        found += problems([typed], tools)
+    return found
+
+
+def _sample_tools() -> set[str]:
+    return {c.name for s in load_paths([str(SAMPLES)]).sessions for c in s.calls}
+
+
+@pytest.mark.parametrize(("engine_name", "version"),
+                         [(n, v) for n in engine_names() for v in get_engine(n).versions])
+def test_the_cli_text_reads_plainly(engine_name: str, version: str) -> None:
+    from click.testing import CliRunner
+
+    from loopscope.cli import main
+
+    result = CliRunner().invoke(main, ["replay", str(SAMPLES), "--engine", engine_name,
+                                       "--engine-version", version], catch_exceptions=False)
+    lines = result.stdout.splitlines()
+    # (the header of each block names the file and its format id: data, not words)
+    body = "\n".join(x for x in lines if x.startswith(" ") or x.endswith("."))
+    found = _outside_problems(body, _sample_tools())
+    assert not found, "\n".join(dict.fromkeys(found))
+    assert "  advice: " in body  # (the labelled samples get advice)
+
+
+def test_the_html_report_reads_plainly() -> None:
+    import html as _html
+
+    from loopscope.corpus import build_corpus
+    from loopscope.formats import expand_paths
+    from loopscope.ui import report, views
+
+    targets, _ = expand_paths([str(SAMPLES)])
+    corpus = build_corpus([(p, not s) for p, s in targets], fingerprint="t", origin="folder",
+                          root=str(SAMPLES))
+    engines = list(engine_names())
+    configs = {n: get_engine(n).default_config() for n in engines}
+    parts = []
+    for i, s in enumerate(corpus.sessions):
+        replays = {n: get_engine(n).replay(s, configs[n]) for n in engines}
+        parts.append(report.session_part(
+            corpus, s, i, engines, replays, configs, views.label_of(corpus, s.source),
+            views.label_from_turn(corpus, s.source)))
+    page = report.session_report_html(parts, title="t")
+    page = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
+    assert "<code>--set " in page  # the advice is in the report, its typed part as code
+    # Code is what a person types (a setting's key, --set, a format id): words elsewhere.
+    page = re.sub(r"<code>.*?</code>", "<code></code>", page, flags=re.S)
+    text = _html.unescape(re.sub(r"<[^>]+>", "\n", page))
+    text = "\n".join(line for line in text.splitlines()
+                     if not line.strip().endswith((".json", ".jsonl", "#0", "#1")))
+    found = _outside_problems(text, _sample_tools())
+    assert not found, "\n".join(dict.fromkeys(found))
+    for sentence in ("note the model reads, not a stop", "What would let it through:",
+                     "Nothing to change:", "What would catch it"):
+        assert sentence in text

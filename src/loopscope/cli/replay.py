@@ -15,7 +15,7 @@ from typing import Any
 import click
 import orjson
 
-from loopscope.advice import smallest_changes
+from loopscope.advice import advice_words, session_advice
 from loopscope.bulk import CollectorPaused
 from loopscope.cli.common import (
     EngineCommand,
@@ -29,11 +29,14 @@ from loopscope.cli.common import (
     resolve_engine_config,
 )
 from loopscope.corpus import PreparedFolder
-from loopscope.engines import Engine, SessionReplay, get_engine
+from loopscope.engines import Engine, FirstRefusal, SessionReplay, get_engine
+from loopscope.engines.base import PreparedSessions, run_many
+from loopscope.engines.contract import consequence_of
 from loopscope.formats import expand_paths
 from loopscope.formats.base import FileImport
 from loopscope.labels import Label, labels_for_sessions
 from loopscope.model import Problem, escape_for_display
+from loopscope.wording import detector_words, plain, without_code_marks
 from loopscope.words import plural
 
 
@@ -89,6 +92,7 @@ def replay(
     out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     import_lines: list[str] = []
+    held: list[_Held] = []
     parts = (_prepared_parts(job, folder) if folder is not None
              else _file_parts(job, targets, _workers(workers_option, len(targets))))
     for part in parts:
@@ -101,14 +105,16 @@ def replay(
             out.write(part.output)  # (one JSON line per session, as click.echo writes them)
             out.flush()
         else:
-            for text in part.texts:
-                click.echo(text)
+            held.extend(part.held)
         if verbose:
             import_lines.append(part.import_line)
         bar.update(1)
     bar.close()
 
     if not as_json:
+        # The advice weighs each change on every other session: written once all are in.
+        for text in _describe_all(held, get_engine(engine_name), resolution.config, labels):
+            click.echo(text)
         click.echo(summary.line(engine_name, bool(labels)))
         status.print_import_line(to_stdout=True)
     status.print_problems(verbose=verbose)
@@ -159,11 +165,10 @@ class _Summary:
         self.false_refusals += other.false_refusals
 
     def line(self, engine_name: str, labelled: bool) -> str:
-        text = (f"{self.sessions:,} session{'' if self.sessions == 1 else 's'} replayed "
-                f"with {engine_name}: "
-                f"{self.refused} refused, {self.warned} with warnings")
+        text = (f"{plural(self.sessions, 'session')} replayed with {engine_name}: "
+                f"{self.refused:,} refused, {self.warned:,} with warnings")
         if labelled:
-            text += f", {self.false_refusals} labelled ok but refused"
+            text += f", {self.false_refusals:,} labelled ok but refused"
         return text + "."
 
 
@@ -184,12 +189,23 @@ class _Job:
     verbose: bool
 
 
+@dataclass(frozen=True)
+class _Held:
+    """One session replayed for the text output (its advice needs the whole corpus)."""
+
+    result: SessionReplay
+    prepared: Any
+    turns: int
+    calls: int
+
+
 @dataclass
 class _Part:
     """One file replayed: its output, summary and import problems."""
 
     output: bytes = b""
-    texts: list[str] = field(default_factory=list)
+    held: list[_Held] = field(default_factory=list)
+    """Text output: every session's replay, described once every file is in."""
     summary: _Summary = field(default_factory=_Summary)
     problems: list[Problem] = field(default_factory=list)
     refused: bool = False
@@ -271,7 +287,7 @@ def _add_session(part: _Part, lines: list[bytes], job: _Job, engine: Engine[Any,
         lines.append(orjson.dumps(result.to_json()))
         lines.append(b"\n")
     else:
-        part.texts.append(_describe(result, turns, calls, engine, prepared, job.config, label))
+        part.held.append(_Held(result, prepared, turns, calls))
 
 
 def _workers(option: int, files: int) -> int:
@@ -338,10 +354,32 @@ def load_labels_for(paths: tuple[str, ...], labels_file: str | None, status: Run
     return loaded.labels
 
 
-def _describe(result: SessionReplay, turns: int, calls: int, engine: Engine[Any, Any],
-              prepared: Any, config: Any, label: Label | None) -> str:
-    """A readable block for one session: where it would first be refused, and why (turns and
-    calls counted from 1, as people count)."""
+def _describe_all(held: list[_Held], engine: Engine[Any, Any], config: Any,
+                  labels: Mapping[str, Label]) -> Iterator[str]:
+    """Every session's text block, in order, each with the advice its label asks for (the
+    session page's advice, in the same words), weighed on all the sessions replayed."""
+    prepared = PreparedSessions(h.prepared for h in held)
+    runs: dict[bytes, list[FirstRefusal | None]] = {}
+
+    def first_refusals(other: Any) -> list[FirstRefusal | None]:
+        key = orjson.dumps(engine.settings_document(other), option=orjson.OPT_SORT_KEYS)
+        if key not in runs:
+            runs[key] = list(run_many(engine, prepared, other).first_refusals())
+        return runs[key]
+
+    given = [labels.get(h.result.source) for h in held]
+    kinds: list[str | None] = [None if g is None else g.label for g in given]
+    before = [h.result.first_refusal for h in held]
+    for index, h in enumerate(held):
+        yield _describe(h, index, engine, config, given[index], kinds, before, first_refusals)
+
+
+def _describe(h: _Held, index: int, engine: Engine[Any, Any], config: Any,
+              label: Label | None, kinds: list[str | None],
+              before: list[FirstRefusal | None], first_refusals: Any) -> str:
+    """A readable block for one session: where it would first be refused, why, whether that
+    stops the agent, and the advice (turns and calls counted from 1, as people count)."""
+    result = h.result
     verdicts = {"pass": 0, "warn": 0, "refuse": 0}
     for step in result.steps:
         verdicts[step.verdict] += 1
@@ -351,26 +389,38 @@ def _describe(result: SessionReplay, turns: int, calls: int, engine: Engine[Any,
         if label.label == "loop" and label.from_turn is not None:
             labelled += f" from turn {label.from_turn + 1}"
     lines = [
-        f"{escape_for_display(result.source)}  [{result.format}, {turns} turns, "
-        f"{calls} tool calls{labelled}]",
+        f"{escape_for_display(result.source)}  [{result.format}, "
+        f"{plural(h.turns, 'turn')}, {plural(h.calls, 'tool call')}{labelled}]",
         f"  steps: {verdicts['pass']} pass, {verdicts['warn']} warn, {verdicts['refuse']} refuse",
     ]
+    specs = engine.settings_for(engine.version_of(config))
     first = result.first_refusal
     if first is None:
         lines.append("  not refused")
     else:
-        call = "" if first.call is None else f", call {first.call + 1}"
-        lines.append(f"  first refusal: turn {first.turn + 1}{call} by {first.detector}")
+        where = f"call {first.call + 1} (turn {first.turn + 1})" if first.call is not None \
+            else f"turn {first.turn + 1}"
+        lines.append(f"  first refusal: {where}, {detector_words(engine, first.detector)}")
         step = next(s for s in result.steps if s.verdict == "refuse")
         why = engine.explainer.explain_step(step, result, config)
-        lines.append(f"  why: {why.headline}")
-        if why.guard_action:
-            lines.append(f"  the guard: {why.guard_action}")
-        changes = smallest_changes(engine, prepared, config, step, limit=1)
-        if changes:
-            best = changes[0]
-            specs = engine.settings_for(engine.version_of(config))
-            lines.append(f"  smallest change that lets it through: {best.description} "
-                         f"(--set {' --set '.join(best.set_args(specs))}); then "
-                         f"{best.effect}")
+        ids = [lim.id for lim in why.limitations]
+        lines.append(f"  why: {_text(plain(why.headline, specs, ids))}")
+        lines.append(f"  for the agent: "
+                     f"{_text(plain(consequence_of(engine, why), specs, ids))}")
+    advice = session_advice(engine, h.prepared, config,
+                            label=None if label is None else label.label,
+                            from_turn=None if label is None else label.from_turn,
+                            index=index, before=before, first_refusals=first_refusals,
+                            labels=kinds, replay=result)
+    words = advice_words(advice, specs)
+    if words is not None:
+        head, *changes = words.lines()
+        lines.append(f"  advice: {_text(head)}")
+        lines.extend(f"    - {_text(line)}" for line in changes)
     return "\n".join(lines)
+
+
+def _text(sentence: str) -> str:
+    """An engine's or the advice's sentence as plain terminal text: code marks dropped,
+    control characters escaped (a recorded tool name cannot forge output)."""
+    return escape_for_display(without_code_marks(sentence))

@@ -60,6 +60,8 @@ __all__ = [
     "SettingKind",
     "SettingSpec",
     "StepExplanation",
+    "consequence_of",
+    "default_consequence",
     "parse_bool",
 ]
 
@@ -243,6 +245,11 @@ class StepExplanation:
     levers: tuple[str, ...] = ()
     """Setting names that govern this verdict, most relevant first (the advice search tries
     these first)."""
+    consequence: str | None = None
+    """For a refusal: whether it stops the agent, in one sentence, as the guard is deployed by
+    default ("In gglib's default mode this refusal is a note the model reads, not a stop").
+    Every surface shows it next to the verdict, so "refused" never reads as "stopped" where
+    the guard only warns. ``None``: :func:`consequence_of` gives the engine-neutral default."""
 
     @property
     def text(self) -> str:
@@ -418,6 +425,19 @@ class Engine(Protocol[ConfigT, PreparedT]):
     def guide_examples(self) -> tuple[GuideExample, ...]:
         """One tiny worked example per detector, for the Guide."""
         ...
+
+
+def default_consequence(title: str) -> str:
+    """What a refusal means for the agent when the engine does not say: an honest unknown."""
+    return (f"loopscope does not know whether a refusal by {title} stops the agent: that "
+            f"depends on how {title} is deployed.")
+
+
+def consequence_of(engine: Engine[Any, Any], explanation: StepExplanation) -> str:
+    """The one sentence on whether ``explanation``'s refusal stops the agent: the engine's own
+    (:attr:`StepExplanation.consequence`), else :func:`default_consequence` — so a plug-in
+    guard that says nothing is never presented as stopping (or not stopping) the agent."""
+    return explanation.consequence or default_consequence(engine.title)
 
 
 class NoExplainer:

@@ -1,14 +1,19 @@
 """The session page's answer to "why did it stop?", for every guard shown.
 
 * :func:`render_why` — the ``why`` block at the top of the session page: per guard, the verdict
-  in one plain sentence, what the session's label makes of it ("this is a false refusal"),
-  what the real guard would have done, and honest advice: the smallest verified changes, each
-  with what it does to this session *and to every other loaded session*, the harmless ones
-  first, and a plain statement when no change is free of harm.
+  in one plain sentence, whether that refusal stops the agent where the guard is deployed,
+  what the session's label makes of it ("this is a false refusal"), and the advice the label
+  asks for (:func:`loopscope.advice.session_advice`, in :func:`loopscope.advice.advice_words`'
+  sentences — the CLI and the HTML report print the same): the smallest verified changes, each
+  with what it does to this session *and to every other loaded session*, the least collateral
+  first, switching part of a guard off last, and a plain statement when no change is free of
+  harm.
 * :func:`render_details` — everything else an explanation holds (every refusal and warning,
   the guard's own messages, the known limitations), below the charts.
 * "Apply" sets a change in the sidebar for every session and records what it changed across
-  the corpus; :func:`render_applied` shows that record on every page with an Undo.
+  the corpus; :func:`render_applied` shows that record on every page with an Undo. A costly
+  change (it switches part of a guard off, gets a labelled session wrong, or newly refuses
+  many others) asks first, naming its cost.
 
 Every engine sentence goes through :mod:`loopscope.ui.plain` (the sidebar's words, recorded
 names escaped) before it reaches Markdown.
@@ -22,15 +27,17 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.advice import Advice, AdvisedChange, advise
+from loopscope.advice import AdvisedChange, ChangeWords, SessionAdvice, advice_words, session_advice
 from loopscope.engines import SessionReplay, Step, get_engine
 from loopscope.engines.base import ConfigResolution
+from loopscope.engines.contract import default_consequence
 from loopscope.model import Session
 from loopscope.ui import state, views
 from loopscope.ui.plain import (
     PlainExplanation,
     label_meaning,
     md,
+    md_code,
     plain,
     plain_explanation,
     to_markdown,
@@ -94,10 +101,10 @@ def _labels_key(labels: Sequence[str | None]) -> str:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _cached_advice(fingerprint: str, engine: str, config_text: str, index: int, goal: str,
-                   target: tuple[int, int | None] | None, labels_text: str, _corpus: Any,
-                   _config: Any, _labels: tuple[str | None, ...]) -> Advice:
-    """Advice for one session, cached per corpus × configuration × session × goal × labels:
+def _cached_advice(fingerprint: str, engine: str, config_text: str, index: int,
+                   label: str | None, from_turn: int | None, labels_text: str, _corpus: Any,
+                   _config: Any, _labels: tuple[str | None, ...]) -> SessionAdvice:
+    """Advice for one session, cached per corpus × configuration × session × label × labels:
     the search re-runs the session, and each change found re-runs the corpus (cached too, by
     configuration, in :func:`loopscope.ui.state.replays_for`)."""
     del config_text, labels_text  # cache keys only
@@ -108,51 +115,32 @@ def _cached_advice(fingerprint: str, engine: str, config_text: str, index: int, 
         return state.first_refusals(state._cached_replays(
             fingerprint, engine, state.config_key(config), _corpus, config))
 
-    step = None
-    if target is not None:
-        step = next((s for s in eng.run(prepared[index], _config).steps
-                     if (s.turn, s.call) == target), None)
-    return advise(eng, prepared[index], _config, index=index, before=first_refusals(_config),
-                  first_refusals=first_refusals, labels=list(_labels), target=step,
-                  goal=goal)  # type: ignore[arg-type]
+    return session_advice(eng, prepared[index], _config, label=label, from_turn=from_turn,
+                          index=index, before=first_refusals(_config),
+                          first_refusals=first_refusals, labels=list(_labels))
 
 
-def advice_for(name: str, index: int, config: Any, goal: str,
-               target: Step | None = None) -> Advice:
+def advice_for(name: str, index: int, config: Any, label: str | None,
+               from_turn: int | None) -> SessionAdvice:
+    """The session's advice under ``name`` (:func:`loopscope.advice.session_advice`), as the
+    CLI and the HTML report give it."""
     corpus = state.corpus()
     labels = tuple(views.session_labels(corpus))
-    key = None if target is None else (target.turn, target.call)
-    return _cached_advice(corpus.fingerprint, name, state.config_key(config), index, goal, key,
-                          _labels_key(labels), corpus, config, labels)
+    return _cached_advice(corpus.fingerprint, name, state.config_key(config), index, label,
+                          from_turn, _labels_key(labels), corpus, config, labels)
 
 
 def _names(positions: Sequence[int], limit: int = 3) -> str:
     corpus = state.corpus()
-    shown = [md(corpus.session_names[i], 60) for i in positions[:limit]]
+    shown = [corpus.session_names[i] for i in positions[:limit]]
     more = len(positions) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def effect_text(a: AdvisedChange) -> str:
-    """What a change does to this session and to the others, in one line of Markdown."""
-    here = a.change.effect.replace("the session", "this session", 1)
-    others = a.others
-    if not others.changed:
-        there = "no other session changes"
-    else:
-        there = "other sessions: " + others.summary()
-        harm = []
-        if others.loops_no_longer_caught:
-            harm.append("stops catching " + _names(others.loops_no_longer_caught))
-        if others.good_newly_refused:
-            harm.append("newly refuses " + _names(others.good_newly_refused))
-        if harm:
-            there += " (" + "; ".join(harm) + ")"
-    return f"{here}; {there}"
-
-
-def _apply(name: str, a: AdvisedChange) -> None:
+def _apply(name: str, a: AdvisedChange, confirm_key: str | None = None) -> None:
     """Set a change for every session (a button callback) and remember how to undo it."""
+    if confirm_key is not None:
+        st.session_state.pop(confirm_key, None)
     values = state.control_values(name, a.change.values)
     previous = {k: state.widget_value(state.fields_by_key()[k]) for k in values
                 if k in state.fields_by_key()}
@@ -167,6 +155,15 @@ def _apply(name: str, a: AdvisedChange) -> None:
     }
     state.apply_settings(values)
     st.session_state[FULL_RERUN_KEY] = True
+
+
+def _ask(confirm_key: str) -> None:
+    """A costly change's Apply: ask first (the question is drawn under the change)."""
+    st.session_state[confirm_key] = True
+
+
+def _cancel(confirm_key: str) -> None:
+    st.session_state.pop(confirm_key, None)
 
 
 def _undo() -> None:
@@ -204,43 +201,72 @@ def render_applied() -> None:
         c2.button("Keep it", key="applied.keep", on_click=_dismiss, icon=":material/done:")
 
 
-def _render_change(name: str, a: AdvisedChange, key: str, recommended: bool) -> None:
-    badge = ":green-badge[:material/thumb_up: smallest harmless change] " if recommended else ""
-    warn = " :orange-badge[:material/warning: goes against a label]" if a.harmful else ""
-    whatif = "" if a.change.deployable else " :gray-badge[what-if]"
+_BADGES = {
+    "smallest harmless change": ("green", "thumb_up"),
+    "goes against a label": ("orange", "warning"),
+    "refuses it before the loop began": ("orange", "schedule"),
+}
+
+
+def _badge(mark: str) -> str:
+    color, icon = _BADGES.get(mark, ("red", "power_settings_new") if mark.startswith(
+        "last resort") else ("gray", "science"))
+    return f":{color}-badge[:material/{icon}: {md(mark)}]"
+
+
+def _render_change(name: str, a: AdvisedChange, w: ChangeWords, key: str,
+                   recommended: bool) -> None:
+    """One change in :func:`loopscope.advice.advice_words`' words (the CLI prints the same
+    sentence), and its Apply: one click for a cheap change; a costly one (it switches part of
+    the guard off, gets a labelled session wrong, or newly refuses many) asks first, naming
+    its cost."""
+    marks = "".join(f" {_badge(m)}" for m in w.marks)
     notes = "".join(f" *{md(n, 200)}*" for n in a.change.notes)
+    confirm_key = f"{key}.confirm"
     with st.container(border=False, gap="small"):
-        st.markdown(f"{badge}**{md(a.change.description, 300)}**{warn}{whatif} — "
-                    f"{effect_text(a)}.{notes}")
-        st.button("Apply for every session", key=key, on_click=_apply, args=(name, a),
-                  icon=":material/done:", type="primary" if recommended else "secondary",
-                  help="Set this in the sidebar, for every loaded session. What it changed is "
-                  "shown at the top of the page, with Undo.")
+        st.markdown(f"**{md(w.change, 300)}** ({md_code(w.typed, 300)}){marks}: "
+                    f"{md(w.effect, 600)}.{notes}")
+        wrong = [*a.others.loops_no_longer_caught, *a.others.good_newly_refused]
+        help_text = ("Set this in the sidebar, for every loaded session. What it changed is "
+                     "shown at the top of the page, with Undo.")
+        if wrong:
+            help_text += " Sessions it gets wrong: " + _names(wrong) + "."
+        if w.confirm is None:
+            st.button("Apply for every session", key=key, on_click=_apply, args=(name, a),
+                      icon=":material/done:", type="primary" if recommended else "secondary",
+                      help=help_text)
+        elif not st.session_state.get(confirm_key):
+            st.button("Apply for every session…", key=key, on_click=_ask, args=(confirm_key,),
+                      icon=":material/done:", type="secondary",
+                      help=help_text + " It asks first: this change has a cost.")
+        else:
+            with st.container(key=f"{key}_confirm"):
+                st.warning(md(w.confirm, 600), icon=":material/warning:")
+                c1, c2, _ = st.columns([1.3, 1, 2])
+                c1.button("Yes, apply it", key=f"{key}_yes", on_click=_apply,
+                          args=(name, a, confirm_key), icon=":material/done:", type="primary")
+                c2.button("Cancel", key=f"{key}_cancel", on_click=_cancel,
+                          args=(confirm_key,), icon=":material/close:")
 
 
-def _render_advice(name: str, advice: Advice, key: str, intro: str) -> None:
-    st.markdown(f"**{intro}** {md(advice.verdict)}")
-    if not advice.changes:
+def _render_advice(name: str, sa: SessionAdvice, specs: Sequence[Any], key: str) -> None:
+    """The session's advice under one guard, in the words every surface uses."""
+    words = advice_words(sa, specs)
+    if words is None:
         return
-    shown = list(advice.changes[:SHOWN_CHANGES])
-    for i, a in enumerate(shown):
-        _render_change(name, a, f"{key}_{i}", a is advice.recommended)
-    rest = advice.changes[SHOWN_CHANGES:]
-    if rest:
-        with st.expander(f"{plural(len(rest), 'more change')}"):
-            for i, a in enumerate(rest, start=len(shown)):
-                _render_change(name, a, f"{key}_{i}", False)
-
-
-def _missed_loop_step(replay: SessionReplay, from_turn: int | None) -> Step | None:
-    """For a labelled loop that was not caught: the step nearest to a refusal after the loop
-    began (the highest count), which the 'smallest change to catch it' is computed for."""
-    candidates = [s for s in replay.steps if s.turn >= (from_turn or 0) and s.count is not None]
-    if not candidates:
-        candidates = [s for s in replay.steps if s.turn >= (from_turn or 0)]
-    if not candidates:
-        return None
-    return max(candidates, key=lambda s: (s.count or 0, -s.turn))
+    with st.container(key=f"advice-{name}"):
+        st.markdown(f"**{md(words.heading)}** {md(words.summary)}")
+        if sa.advice is None or not words.changes:
+            return
+        pairs = list(zip(sa.advice.changes, words.changes, strict=True))
+        for i, (a, w) in enumerate(pairs[:SHOWN_CHANGES]):
+            _render_change(name, a, w, f"{key}_{i}", a is sa.advice.recommended)
+        rest = pairs[SHOWN_CHANGES:]
+        if rest:
+            more = plural(len(rest), 'more change')
+            with st.expander(more):
+                for i, (a, w) in enumerate(rest, start=SHOWN_CHANGES):
+                    _render_change(name, a, w, f"{key}_{i}", False)
 
 
 # --------------------------------------------------------------------------- the why block
@@ -259,10 +285,18 @@ def _first_refusal(replay: SessionReplay) -> Step | None:
     return next((s for s in replay.steps if s.verdict == "refuse"), None)
 
 
+def consequence(name: str, step: Step, replay: SessionReplay, config: Any) -> str:
+    """Whether ``step``'s refusal stops the agent, in the sidebar's words (the engine's own
+    sentence, or the contract's honest default)."""
+    engine = get_engine(name)
+    e = explanation(name, step, replay, config)
+    return e.consequence or default_consequence(engine.title)
+
+
 def render_engine_why(name: str, session: Session, index: int, replay: SessionReplay,
                       res: ConfigResolution[Any], label: str | None,
                       from_turn: int | None) -> None:
-    """One guard's answer: verdict, label's meaning, what the guard would have done, advice."""
+    """One guard's answer: verdict, whether it stops the agent, the label's meaning, advice."""
     engine = get_engine(name)
     config = res.config
     title = _title(name, config)
@@ -275,11 +309,14 @@ def render_engine_why(name: str, session: Session, index: int, replay: SessionRe
         st.error(f"**{md(engine.title)} would have refused this session at "
                  f"{where(replay.first_refusal)}.** {to_markdown(e.headline, tools)}",
                  icon=":material/block:")
+        stops = e.consequence or default_consequence(engine.title)
+        st.markdown(f":material/pan_tool: {to_markdown(stops, tools)}")
     else:
         warns = replay.warning_count
         if warns:
+            times = "once" if warns == 1 else f"{warns:,} times"
             st.warning(f"**{md(engine.title)} would never have refused this session**; it would "
-                       f"have warned {plural(warns, 'time')}.", icon=":material/warning:")
+                       f"have warned {times}.", icon=":material/warning:")
         else:
             st.success(f"**{md(engine.title)} would never have refused or warned about this "
                        "session.**", icon=":material/check:")
@@ -289,30 +326,17 @@ def render_engine_why(name: str, session: Session, index: int, replay: SessionRe
     bad = (label == "ok" and first is not None) or (label == "loop" and (
         first is None or (from_turn is not None and first.turn < from_turn)))
     st.markdown((":material/report: " if bad else ":material/label: ") + md(meaning))
-    if e is not None and e.action:
-        st.markdown(f"**What {md(engine.title)} would have done:** {to_markdown(e.action, tools)}")
     for note in engine.notes:
         st.caption(md(note))
 
-    # The advice: let a refusal through, or catch a missed loop; a right refusal needs none.
-    if first is not None:
-        if label == "loop" and (from_turn is None or first.turn >= from_turn):
-            st.markdown("**Nothing to change:** the label agrees with the refusal.")
-        else:
-            early = label == "loop"
-            advice = advice_for(name, index, config, "pass" if early else "clear",
-                                first if early else None)
-            intro = ("How to refuse it later, once the loop has begun:" if early
-                     else "What would let it through:")
-            _render_advice(name, advice, f"{key}_pass", intro)
-    elif label == "loop":
-        target = _missed_loop_step(replay, from_turn)
-        if target is not None:
-            advice = advice_for(name, index, config, "refuse", target)
-            _render_advice(name, advice, f"{key}_catch",
-                           f"What would catch it (at turn {target.turn + 1}):")
-    if e is not None and (e.facts or e.limit or e.limitations or e.upstream):
+    # The advice, as the label decides (the CLI and the HTML report say the same).
+    specs = engine.settings_for(engine.version_of(config))
+    _render_advice(name, advice_for(name, index, config, label, from_turn), specs, key)
+    if e is not None and (e.facts or e.limit or e.action or e.limitations or e.upstream):
         with st.expander("More about this refusal"):
+            if e.action:
+                st.markdown(f"- **What {md(engine.title)} would have done:** "
+                            f"{to_markdown(e.action, tools)}")
             for fact in (*e.facts, *([e.limit] if e.limit else []), *e.limitations):
                 st.markdown(f"- {to_markdown(fact, tools)}")
             for utitle, text in e.upstream:

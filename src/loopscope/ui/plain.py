@@ -18,11 +18,12 @@ Pure (no Streamlit), so the rules can be tested on every sample and every detect
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from loopscope.model import escape_markdown, markdown_code
+from loopscope.wording import is_identifier, plain, setting_words
 
 if TYPE_CHECKING:
     from loopscope.engines import FirstRefusal, SettingSpec, StepExplanation
@@ -56,32 +57,8 @@ def md_code(text: str, limit: int | None = None) -> str:
 # --------------------------------------------------------------------------- engine wording
 
 
-def _is_identifier(name: str) -> bool:
-    """A setting name that reads as code (``snake_case``, ``camelCase``, ``dotted.name``)
-    rather than an English word (``enabled``)."""
-    return "_" in name or "." in name or any(c.isupper() for c in name[1:])
-
-
-def setting_words(specs: Iterable[SettingSpec]) -> list[tuple[re.Pattern[str], str]]:
-    """``(pattern, “label”)`` for every setting name that reads as code, longest first (so
-    ``detectors.pingPong`` is replaced before a shorter name inside it)."""
-    named = sorted({s.name: s.label for s in specs if _is_identifier(s.name)}.items(),
-                   key=lambda kv: -len(kv[0]))
-    # A name may come with the path of the block it sits in (tools.loopDetection.<name>).
-    return [(re.compile(rf"(?<![\w.`])(?:[A-Za-z_]\w*\.)*{re.escape(name)}(?![\w`])"),
-             f"“{label}”") for name, label in named]
-
-
-def plain(text: str, specs: Iterable[SettingSpec] = (),
-          limitation_ids: Iterable[str] = ()) -> str:
-    """An engine's sentence in the sidebar's words: setting names → their labels, limitation
-    codes (``(L10)``, `` (L4).``) removed — the limitation itself is shown in words."""
-    out = text
-    for pattern, label in setting_words(specs):
-        out = pattern.sub(label, out)
-    for lid in sorted(set(limitation_ids), key=len, reverse=True):
-        out = re.sub(rf"\s*\({re.escape(lid)}\)", "", out)
-    return re.sub(r"\s+([.,;:])", r"\1", out).strip()
+_is_identifier = is_identifier
+"""(The name the dashboard's tests know it by.)"""
 
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -121,11 +98,15 @@ class PlainExplanation:
     upstream: tuple[tuple[str, str], ...] = ()
     """``(title, exact text)`` the guard itself would have written: quoted as is, in an
     aside (it is the guard's wording, not ours)."""
+    consequence: str | None = None
+    """For a refusal: whether it stops the agent, as the guard is deployed by default
+    (surfaces fall back to :func:`loopscope.engines.contract.default_consequence`)."""
 
     def sentences(self) -> list[str]:
         """Everything a reader gets in plain words, in order (the asides left out)."""
-        return [self.headline, *self.facts, *([self.limit] if self.limit else []),
-                *([self.action] if self.action else []), *self.limitations]
+        return [self.headline, *([self.consequence] if self.consequence else []), *self.facts,
+                *([self.limit] if self.limit else []), *([self.action] if self.action else []),
+                *self.limitations]
 
 
 def plain_explanation(e: StepExplanation, specs: Sequence[SettingSpec]) -> PlainExplanation:
@@ -141,7 +122,15 @@ def plain_explanation(e: StepExplanation, specs: Sequence[SettingSpec]) -> Plain
         t for t in (p(lim.text) for lim in e.limitations) if t not in facts))
     return PlainExplanation(p(e.headline), facts, p(e.which_limit) if e.which_limit else None,
                             p(e.guard_action) if e.guard_action else None, limitations,
-                            tuple(e.upstream))
+                            tuple(e.upstream),
+                            _consequence(e, p))
+
+
+def _consequence(e: StepExplanation, p: Callable[[str], str]) -> str | None:
+    """``e``'s consequence sentence in the sidebar's words (an explainer written before the
+    field existed may hand out an explanation without it)."""
+    text = getattr(e, "consequence", None)
+    return p(text) if text else None
 
 
 # --------------------------------------------------------------------------- positions, labels
@@ -181,12 +170,22 @@ def label_meaning(label: str | None, refused_turn: int | None, from_turn: int | 
 
 def contradictions(sentences: Sequence[str]) -> list[tuple[str, str]]:
     """Pairs of sentences that contradict each other (one says a result was new, another that
-    there was no new result): what a reader must never see side by side."""
+    there was no new result; one that the guard would have refused or stopped, another that it
+    does not block): what a reader must never see side by side."""
     found = []
     says_new = [s for s in sentences if re.search(r"\b(was|were|is|came out) (all )?new\b", s)]
     says_none = [s for s in sentences if re.search(r"\bno new (result|answer|output)", s)]
     for a in says_none:
         for b in says_new:
+            if a != b:
+                found.append((a, b))
+    # A guard "would have refused / stopped" next to "does not block": was the agent stopped?
+    says_stopped = [s for s in sentences
+                    if re.search(r"\bwould have (refused|stopped|blocked)\b", s, re.I)]
+    says_never = [s for s in sentences
+                  if re.search(r"\b(does not|doesn't|never) (block|stop)s?\b", s, re.I)]
+    for a in says_never:
+        for b in says_stopped:
             if a != b:
                 found.append((a, b))
     return found

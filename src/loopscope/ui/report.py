@@ -19,14 +19,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.advice import AdviceWords, SessionAdvice, advice_words, session_advice
 from loopscope.engines import SessionReplay, Step, get_engine
+from loopscope.engines.contract import default_consequence
 from loopscope.model import Session
+from loopscope.wording import code_spans
 from loopscope.words import plural
 
 __all__ = [
     "EngineSection",
     "SessionPart",
     "SettingsPart",
+    "corpus_advice",
     "file_name",
     "session_part",
     "session_report_html",
@@ -51,6 +55,10 @@ class EngineSection:
     figure: Any = None
     legend: Any = None
     """The figure's legend, drawn apart in two columns (as the session page does)."""
+    consequence: str = ""
+    """For a refusal: whether it stops the agent (next to the verdict, as on the page)."""
+    advice: AdviceWords | None = None
+    """The advice the session's label asks for, in the words of the page and the CLI."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +82,31 @@ def _first_step(replay: SessionReplay) -> Step | None:
     return next((s for s in replay.steps if s.verdict == "refuse"), None)
 
 
+def corpus_advice(corpus: Any, name: str, index: int, config: Any, label: str | None,
+                  from_turn: int | None) -> SessionAdvice:
+    """:func:`loopscope.advice.session_advice` for the session at ``index`` of ``corpus``,
+    weighed on every loaded session (what the session page shows, made without Streamlit)."""
+    engine = get_engine(name)
+    prepared = corpus.prepared(name, engine.version_of(config))
+    runs: dict[str, list[Any]] = {}
+
+    def first_refusals(other: Any) -> list[Any]:
+        key = repr(other)
+        if key not in runs:
+            runs[key] = list(corpus.run_many(name, other).first_refusals())
+        return runs[key]
+
+    return session_advice(engine, prepared[index], config, label=label, from_turn=from_turn,
+                          index=index, before=first_refusals(config),
+                          first_refusals=first_refusals, labels=corpus.label_values())
+
+
 def session_part(corpus: Any, session: Session, index: int, engines: Sequence[str],
                  replays: Mapping[str, SessionReplay], configs: Mapping[str, Any],
-                 label: str | None, from_turn: int | None) -> SessionPart:
-    """Everything the report says about one session (``configs``: engine → resolution)."""
+                 label: str | None, from_turn: int | None,
+                 advice: Mapping[str, SessionAdvice] | None = None) -> SessionPart:
+    """Everything the report says about one session (``configs``: engine → resolution;
+    ``advice``: engine → the session's advice as the page has it, else made here)."""
     from loopscope.ui import charts, views
     from loopscope.ui.plain import label_meaning, plain, plain_explanation, where
 
@@ -98,16 +127,18 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
         replay = replays[name]
         title = engine.title + (f" {version}" if len(engine.versions) > 1 else "")
         first = _first_step(replay)
-        headline = action = ""
+        headline = action = consequence = ""
         facts: tuple[str, ...] = ()
         if first is not None:
             e = plain_explanation(engine.explainer.explain_step(first, replay, config), specs)
             verdict = f"{engine.title} would have refused this session at {where(replay.first_refusal)}."
             headline, action = e.headline, e.action or ""
+            consequence = e.consequence or default_consequence(engine.title)
             facts = (*e.facts, *([e.limit] if e.limit else []))
         elif replay.warning_count:
+            warns = replay.warning_count
             verdict = (f"{engine.title} would never have refused this session; it would have "
-                       f"warned {plural(replay.warning_count, 'time')}.")
+                       f"warned {'once' if warns == 1 else f'{warns:,} times'}.")
         else:
             verdict = f"{engine.title} would never have refused or warned about this session."
         warnings = getattr(res, "warnings", ())
@@ -119,13 +150,18 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
             compactions=compactions, title=title, x_end=end)
         legend = charts.legend_figure(charts.legend_entries(fig), columns=2)
         fig.update_layout(showlegend=False)
+        given = (advice or {}).get(name)
+        if given is None:
+            given = corpus_advice(corpus, name, index, config, label, from_turn)
         sections.append(EngineSection(
             title, verdict, headline,
             label_meaning(label, first.turn if first is not None else None, from_turn,
                           engine.title),
-            action, facts, lims, tuple(engine.notes), fig, legend))
-    facts_text = (f"{len(session.calls)} tool calls · {len(session.turns)} assistant turns · "
-                  f"format {session.format}")
+            action, facts, lims, tuple(engine.notes), fig, legend, consequence,
+            advice_words(given, specs)))
+    facts_text = (f"{plural(len(session.calls), 'tool call')} · "
+                  f"{plural(len(session.turns), 'assistant turn')} · "
+                  f"format `{session.format}`")
     if label in ("loop", "ok"):
         facts_text += " · labelled " + ("a real loop" if label == "loop" else "good work")
     return SessionPart(corpus.display(session.source), facts_text, tuple(sections))
@@ -174,11 +210,32 @@ h3 { font-size: 1.1rem; margin-bottom: .3rem; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; } td, th { border: 1px solid #ddd;
         padding: .25rem .6rem; text-align: left; font-size: .92rem; }
 code { background: #f3f3f3; padding: 0 .2rem; }
+.consequence { font-weight: 600; } .mark { color: #8a4b00; font-size: .9rem; }
 """
 
 
 def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _h(text: str) -> str:
+    """A sentence as HTML: escaped, its backticked names as ``<code>`` (never raw
+    backticks)."""
+    return "".join(f"<code>{_e(piece)}</code>" if code else _e(piece)
+                   for code, piece in code_spans(str(text)))
+
+
+def _advice_html(words: AdviceWords) -> list[str]:
+    """The advice in the words of the page and the CLI (the change's ``--set`` as code)."""
+    out = [f'<p class="advice"><strong>{_h(words.heading)}</strong> {_h(words.summary)}</p>']
+    if words.changes:
+        items = []
+        for c in words.changes:
+            marks = "".join(f' <span class="mark">[{_e(m)}]</span>' for m in c.marks)
+            items.append(f"<li><strong>{_e(c.change)}</strong> (<code>{_e(c.typed)}</code>)"
+                         f"{marks}: {_e(c.effect)}.</li>")
+        out.append("<ul>" + "".join(items) + "</ul>")
+    return out
 
 
 def _figure_html(fig: Any) -> str:
@@ -216,23 +273,27 @@ def session_report_html(parts: Sequence[SessionPart], *, title: str,
     ]
     for part in parts:
         out.append(f"<section><h2>{_e(part.name)}</h2>")
-        out.append(f'<p class="muted">{_e(part.facts)}</p>')
+        out.append(f'<p class="muted">{_h(part.facts)}</p>')
         for g in part.engines:
             cls = "refused" if "would have refused" in g.verdict else "passed"
             out.append(f'<div class="guard"><h3>{_e(g.title)}</h3>')
             out.append(f'<p class="verdict {cls}">{_e(g.verdict)}</p>')
+            if g.consequence:
+                out.append(f'<p class="consequence">{_h(g.consequence)}</p>')
             if g.headline:
-                out.append(f"<p>{_e(g.headline)}</p>")
+                out.append(f"<p>{_h(g.headline)}</p>")
             if g.meaning:
-                out.append(f"<p>{_e(g.meaning)}</p>")
+                out.append(f"<p>{_h(g.meaning)}</p>")
+            if g.advice is not None:
+                out.extend(_advice_html(g.advice))
             if g.action:
                 out.append(f"<p><strong>What {_e(g.title)} would have done:</strong> "
-                           f"{_e(g.action)}</p>")
+                           f"{_h(g.action)}</p>")
             if g.facts:
-                out.append("<ul>" + "".join(f"<li>{_e(f)}</li>" for f in g.facts) + "</ul>")
+                out.append("<ul>" + "".join(f"<li>{_h(f)}</li>" for f in g.facts) + "</ul>")
             if g.limitations:
                 out.append("<p><strong>Known limitations that apply here</strong></p><ul>"
-                           + "".join(f"<li>{_e(t)}</li>" for t in g.limitations) + "</ul>")
+                           + "".join(f"<li>{_h(t)}</li>" for t in g.limitations) + "</ul>")
             for note in g.notes:
                 out.append(f'<p class="muted">{_e(note)}</p>')
             if g.figure is not None:

@@ -315,8 +315,15 @@ def _refusal(step: Step, config: GeminiConfig, detector: str, what: str, reason:
     if step.after_divergence:
         facts = [*facts, "This comes after the session's first loop, so the recorded session "
                  "would not have reached this point unchanged under Gemini CLI."]
+    consequence = (
+        "Gemini CLI's first loop in a prompt is a second chance, not a stop: it drops the "
+        "reply, tells the model it was looping and asks again, and only a second loop in the "
+        "same prompt stops the request." if count == 1 else
+        "This refusal stops the agent: it is the second loop in the same prompt, and Gemini CLI "
+        "stops the request.")
     return StepExplanation(headline, tuple(facts), _limit_sentence(config, detector), action,
-                           (Limitation("llm_check", LLM_NOTE),), upstream, (ENABLED,))
+                           (Limitation("llm_check", LLM_NOTE),), upstream, (ENABLED,),
+                           consequence)
 
 
 def _turn_in_prompt(steps: Sequence[Step], position: int) -> int:

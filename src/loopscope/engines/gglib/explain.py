@@ -262,8 +262,8 @@ def explain_step(
         )
         limitations.append("L9")
     details.append(
-        "By default gglib does not block: it passes the request on with a note asking the model "
-        "to change approach, and the note may never reach the model (L16)."
+        "gglib's note may never reach the model: some chat templates drop it, and a request "
+        "over the model's context budget is turned away instead (L16)."
     )
     limitations.append("L16")
     return StepExplanation(
@@ -532,7 +532,8 @@ def _message_limitations(messages: Sequence[Any]) -> list[tuple[str, str]]:
     if non_object:
         out.append((
             "L15",
-            f"{non_object} message entr(y/ies) are not objects; gglib's own guard would let "
+            f"{plural(non_object, 'message entry', 'message entries')} "
+            f"{'is' if non_object == 1 else 'are'} not objects; gglib's own guard would let "
             "the rest of such a session through, loopscope still evaluates it.",
         ))
     return out
@@ -556,14 +557,11 @@ class GglibExplainer:
                              e.upstream_refusal))
         if e.upstream_note:
             upstream.append(("The note gglib adds by default", e.upstream_note))
-        action = None
-        if step.verdict == "refuse":
-            action = ("gglib would have stopped this request (or, as it does by default, passed "
-                      "it on with a note asking the model to change approach).")
         return Explained(
-            e.headline, e.details, None, action,
+            e.headline, e.details, None, None,
             tuple(Limitation(i, LIMITATION_TEXTS.get(i, i)) for i in e.limitations),
-            tuple(upstream), e.governing_keys)
+            tuple(upstream), e.governing_keys,
+            CONSEQUENCE if step.verdict == "refuse" else None)
 
     def limitations(self, session: Any, replay: SessionReplay, config: Any,
                     warnings: Sequence[str] = ()) -> tuple[Any, ...]:
@@ -590,6 +588,14 @@ class GglibExplainer:
                 out.append({"observation_tools": (*config.observation_tools, *missing)})
         return out
 
+
+CONSEQUENCE = (
+    "In gglib's default mode this refusal is a note the model reads, not a stop: the request "
+    "goes on with a note asking the model to change approach (only gglib's refuse mode would "
+    "stop it with an error)."
+)
+"""What a refusal does to the agent as gglib is deployed by default (``note`` mode, §4.7):
+the request is forwarded with the note appended; ``refuse`` mode answers HTTP 400 instead."""
 
 LIMITATION_TEXTS: dict[str, str] = {
     "L1": "Cycles escape: different calls in between start the count again, so A, B, A, B … "

@@ -378,6 +378,22 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
 # --------------------------------------------------------------------------- the contract
 
 
+def refusal_consequence(step: Step) -> str | None:
+    """Whether a refusal stops the agent (None for a pass or a warning): a refused call is
+    blocked and the run goes on, unless the post-compaction guard ends the run."""
+    if step.verdict != "refuse":
+        return None
+    if step.detector == "post_compaction_guard":
+        return ("This refusal stops the agent: OpenClaw's post-compaction guard ends the run "
+                "after this call.")
+    if step.extra.get("guard_abort"):
+        return ("This refusal stops the agent: OpenClaw blocks this call, and its "
+                "post-compaction guard then ends the run.")
+    return ("In OpenClaw a refusal blocks this one call, not the agent: the tool does not "
+            "run, the model reads OpenClaw's message instead of its result, and the run goes "
+            "on (a warning only goes to OpenClaw's log).")
+
+
 class OpenClawExplainer:
     """OpenClaw's explanations behind :class:`loopscope.engines.contract.Explainer`."""
 
@@ -396,7 +412,8 @@ class OpenClawExplainer:
                                        *_BOOL_LEVERS.get(step.detector or "", ())))
         if step.verdict == "warn":
             levers = ("warningThreshold", *levers)
-        return Explained(e.headline, facts, None, action, (), upstream, levers)
+        return Explained(e.headline, facts, None, action, (), upstream, levers,
+                         refusal_consequence(step))
 
     def limitations(self, session: Any, replay: SessionReplay, config: Any,
                     warnings: Sequence[str] = ()) -> tuple[Any, ...]:

@@ -185,7 +185,14 @@ def explain_step(step: Step, replay: SessionReplay, config: OpenHandsConfig) -> 
         facts.append("This reply made no call: the stuck pattern still holds in the events "
                      "OpenHands reads.")
     return StepExplanation(headline, tuple(facts), which, stop, tuple(limitations), upstream,
-                           levers)
+                           levers, CONSEQUENCE)
+
+
+CONSEQUENCE = ("This refusal stops the agent: OpenHands ends the run (its status becomes "
+               "STUCK) until someone runs the conversation again; only a call that keeps "
+               "failing gets one nudge first.")
+"""Whether an OpenHands refusal stops the agent: it does (``STUCK``); the action-error nudge
+before it is a warning."""
 
 
 # --------------------------------------------------------------------------- limitations

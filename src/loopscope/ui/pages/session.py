@@ -188,7 +188,10 @@ def _report_button(session: Session, idx: int, engines: list[str],
     def build() -> str:
         return report.session_report_html(
             [report.session_part(state.corpus(), session, idx, engines, replays, configs,
-                                 label, from_turn)],
+                                 label, from_turn, advice={
+                                     e: explain_view.advice_for(e, idx, configs[e].config,
+                                                                label, from_turn)
+                                     for e in engines})],
             title=f"loopscope report: {state.corpus().display(session.source)}",
             settings=report.settings_part(engines, configs))
 

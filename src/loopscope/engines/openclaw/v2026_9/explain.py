@@ -281,7 +281,26 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
         facts.append("The recorded session shows that OpenClaw actually stopped this call.")
     facts.extend(_outcome_facts(step))
     return StepExplanation(headline, tuple(facts), which, action, (), tuple(upstream),
-                           _levers(detector, loop, step.verdict))
+                           _levers(detector, loop, step.verdict), _consequence(step))
+
+
+def _consequence(step: Step) -> str | None:
+    """Whether a refusal stops the agent under 2026.9's one-shot recovery (None unless
+    refused): the first loop stop of a run is a second chance, a further one ends the run."""
+    if step.verdict != "refuse":
+        return None
+    if step.detector == POST_COMPACTION_GUARD:
+        return ("This refusal stops the agent: OpenClaw's post-compaction guard ends the run "
+                "after this call.")
+    if step.extra.get("intervention") == TERMINAL:
+        return ("This refusal stops the agent: it is the second loop stop in the same run, "
+                "and OpenClaw ends the run.")
+    if step.extra.get("guard_abort"):
+        return ("This refusal stops the agent: OpenClaw does not run this call, and its "
+                "post-compaction guard then ends the run.")
+    return (f"In OpenClaw {VERSION} a first refusal in a run is a second chance, not a stop: "
+            "the call does not run, the agent is told not to repeat it and goes on, and a "
+            "second loop stop in the same run would end the run.")
 
 
 def _loop_message(step: Step) -> str:
