@@ -5,6 +5,10 @@ dashboard (:func:`loopscope.labels.update_label_file_many`), so a script and a d
 two scripts, labelling the same folder at once keep every label. ``loopscope labels export``
 prints the labels as CSV or JSON.
 
+Turns: ``--from-turn N`` and the confirmation line count from 1, as ``loopscope replay`` prints
+turns; the labels file and ``labels export`` (CSV and JSON) store the 0-based index, N − 1,
+under the name ``loop_from_turn_index`` (:mod:`loopscope.labels`).
+
 Exit status as for the other commands: 0 success, 2 for bad usage or unreadable input — the
 message names the file — and every other PATH is still labelled.
 """
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 
 import click
 
-from loopscope import csvsafe
+from loopscope import csvsafe, numbering
 from loopscope import labels as labels_mod
 from loopscope.labels import HEADER, Label, LabelSet, LabelValue
 from loopscope.model import Problem, escape_for_display
@@ -85,11 +89,26 @@ def _sources_of(path: str) -> tuple[list[str], str | None]:
                 f"#{len(sources) - 1}")
 
 
+def _turn_number(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    """``--from-turn N`` as a person reads the turn (from 1) → the stored 0-based index."""
+    if value is None:
+        return None
+    try:
+        return numbering.index_of(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value}: turns count from 1, as `loopscope replay` prints them (turn 1 is the "
+            "first assistant turn)", ctx, param) from None
+
+
 @click.command("label")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.argument("value", metavar="(loop|ok)", type=click.Choice(["loop", "ok"]))
-@click.option("--from-turn", "from_turn", type=click.IntRange(min=0), default=None, metavar="N",
-              help="loop only: the 0-based assistant turn where the loop starts.")
+@click.option("--from-turn", "from_turn", type=int, default=None, metavar="N",
+              callback=_turn_number,
+              help="loop only: the assistant turn where the loop starts, counted from 1 as "
+                   "`loopscope replay` and the dashboard show it. The labels file stores the "
+                   "0-based index (N - 1) in its loop_from_turn_index column.")
 @click.option("--note", "note", default=None, metavar="TEXT",
               help="Also write TEXT in the labels file's note column.")
 @click.option("--labels", "labels_file", metavar="FILE", default=None,
@@ -135,7 +154,7 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
             _error(f"{_shown(target)}: labels not saved ({escape_for_display(reason, 2000)})")
             failed = True
             continue
-        turn = f" from turn {from_turn}" if from_turn is not None else ""
+        turn = f" from turn {numbering.number(from_turn)}" if from_turn is not None else ""
         for source, key in entries:
             click.echo(f"{_shown(target)}: {_shown(key)} = {value}{turn}  ({_shown(source)})")
     sys.exit(EXIT_BAD_INPUT if failed else EXIT_OK)
@@ -162,7 +181,9 @@ def export(paths: tuple[str, ...], labels_file: str | None, fmt: str) -> None:
 
     Without PATH: the rows of the labels file (sources relative to its folder). With PATH:
     the labels of the sessions under PATH, keyed as `loopscope replay` names them. Problems in
-    the file go to stderr; CSV cells a spreadsheet would run as formulas are quoted.
+    the file go to stderr; CSV cells a spreadsheet would run as formulas are quoted. As in
+    labels.csv, loop_from_turn_index (CSV column and JSON key) is the 0-based index of the turn
+    a loop starts at: `loopscope replay` shows it as turn loop_from_turn_index + 1.
     """
     if paths:
         try:

@@ -15,6 +15,7 @@ from typing import Any
 import click
 import orjson
 
+from loopscope import numbering
 from loopscope.advice import smallest_changes
 from loopscope.bulk import CollectorPaused
 from loopscope.cli.common import (
@@ -338,7 +339,7 @@ def _describe(result: SessionReplay, turns: int, calls: int, engine: Engine[Any,
     if label is not None:
         labelled = f", labelled {label.label}"
         if label.label == "loop" and label.from_turn is not None:
-            labelled += f" from turn {label.from_turn + 1}"
+            labelled += f" from turn {numbering.number(label.from_turn)}"
     lines = [
         f"{escape_for_display(result.source)}  [{result.format}, {turns} turns, "
         f"{calls} tool calls{labelled}]",
@@ -348,8 +349,7 @@ def _describe(result: SessionReplay, turns: int, calls: int, engine: Engine[Any,
     if first is None:
         lines.append("  not refused")
     else:
-        call = "" if first.call is None else f", call {first.call + 1}"
-        lines.append(f"  first refusal: turn {first.turn + 1}{call} by {first.detector}")
+        lines.append(f"  first refusal: {numbering.at(first)} by {first.detector}")
         step = next(s for s in result.steps if s.verdict == "refuse")
         why = engine.explainer.explain_step(step, result, config)
         lines.append(f"  why: {why.headline}")
