@@ -68,15 +68,15 @@ from loopscope.model import Problem, Severity, escape_for_display
 
 __all__ = [
     "HEADER",
-    "LEGACY_TURN_COLUMN",
     "LABELS_FILE_NAME",
     "LABEL_VALUES",
+    "LEGACY_TURN_COLUMN",
     "LOCK_TIMEOUT_S",
+    "TURN_COLUMN",
     "Label",
     "LabelSet",
     "LabelValue",
     "LabelsLockTimeout",
-    "TURN_COLUMN",
     "LoadedLabels",
     "clear_label",
     "default_label_file",

@@ -89,8 +89,10 @@ def test_label_help_says_how_turns_are_counted(folder: Path) -> None:
 def test_labels_export_names_the_index_in_the_csv_and_the_json(folder: Path) -> None:
     run(["label", WRITE_LOOP, "loop", "--from-turn", "2"], folder)
     code, out, _ = run(["labels", "export"], folder)
+    assert code == 0
     assert out.splitlines() == ["source,label,loop_from_turn_index", f"{WRITE_LOOP},loop,1"]
     code, out, _ = run(["labels", "export", "--format", "json"], folder)
+    assert code == 0
     assert orjson.loads(out)["labels"] == [
         {"source": WRITE_LOOP, "label": "loop", "loop_from_turn_index": 1}]
 
@@ -136,7 +138,7 @@ def test_compare_prints_the_same_turn_and_call_as_replay(samples: Path) -> None:
 
 
 def test_compare_prints_a_note_both_sides_share_once(samples: Path) -> None:
-    code, out, err = run(COMPARE_RELEASES, REPO_ROOT)
+    code, _, err = run(COMPARE_RELEASES, REPO_ROOT)
     assert code == 0
     notes = [line for line in err.splitlines() if line.startswith("loopscope: note: ")]
     assert notes and len(notes) == len(set(notes)), err

@@ -14,6 +14,7 @@ from typing import Any
 import click
 import orjson
 
+from loopscope import numbering
 from loopscope.cli.common import (
     EngineCommand,
     RunStatus,
@@ -43,7 +44,6 @@ from loopscope.experiments.sweep import (
     sweep_prepared,
 )
 from loopscope.experiments.upgrade import impact_of_compare, summary_text
-from loopscope import numbering
 from loopscope.model import Session, escape_for_display
 
 __all__ = ["compare", "sweep"]
