@@ -78,6 +78,16 @@ def test_from_turn_0_is_refused_saying_turns_count_from_1(folder: Path) -> None:
     assert not (folder / "labels.csv").exists()
 
 
+def test_from_turn_past_the_last_turn_is_refused_naming_the_session(folder: Path) -> None:
+    code, _, err = run(["label", WRITE_LOOP, "loop", "--from-turn", "6"], folder)
+    assert code == 2
+    assert f"{WRITE_LOOP}: --from-turn 6 is past the session's last turn (it has 5" in err
+    assert not (folder / "labels.csv").exists()
+    code, out, _ = run(["label", WRITE_LOOP, "loop", "--from-turn", "5"], folder)  # the last
+    assert code == 0 and "loop from turn 5" in out
+    assert load_labels(folder / "labels.csv").labels[WRITE_LOOP] == Label.loop(WRITE_LOOP, 4)
+
+
 def test_label_help_says_how_turns_are_counted(folder: Path) -> None:
     code, out, _ = run(["label", "--help"], folder)
     assert code == 0

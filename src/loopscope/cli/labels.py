@@ -59,8 +59,9 @@ def _print_problems(problems: Sequence[Problem]) -> bool:
 # --------------------------------------------------------------------------- label
 
 
-def _sources_of(path: str) -> tuple[list[str], str | None]:
-    """The replay sources ``path`` names (``file`` or ``file#n``) and an error, if any.
+def _sources_of(path: str) -> tuple[list[tuple[str, int]], str | None]:
+    """The replay sources ``path`` names (``file`` or ``file#n``), each with its number of
+    assistant turns, and an error, if any.
 
     A plain file that holds several sessions names all of them (``file#0``, ``file#1``, …);
     ``file#n`` must be one of them, spelled as ``loopscope replay`` prints it.
@@ -73,15 +74,16 @@ def _sources_of(path: str) -> tuple[list[str], str | None]:
     if not os.path.isfile(file_part):
         return [], f"{_shown(file_part)}: no such file"
     imported = load_file(file_part)
-    sources = [s.source for s in imported.sessions]
+    turns = {s.source: len(s.turns) for s in imported.sessions}
+    sources = list(turns)
     if not sources:
         reasons = "; ".join(p.message for p in imported.problems if p.severity == "error")
         return [], (f"{_shown(file_part)}: no session could be read"
                     + (f" ({_shown(reasons)})" if reasons else ""))
     if not suffix:
-        return sources, None
+        return list(turns.items()), None
     if path in sources:
-        return [path], None
+        return [(path, turns[path])], None
     if sources == [file_part]:
         return [], (f"{_shown(path)}: {_shown(file_part)} holds one session; label it as "
                     f"{_shown(file_part)} (without {suffix})")
@@ -133,7 +135,13 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
             _error(error)
             failed = True
             continue
-        for source in sources:
+        for source, turns in sources:
+            if from_turn is not None and from_turn >= turns:
+                _error(f"{_shown(source)}: --from-turn {numbering.number(from_turn)} is past "
+                       f"the session's last turn (it has {turns} assistant turn(s), counted "
+                       "from 1 as `loopscope replay` prints them); not labelled")
+                failed = True
+                continue
             target = labels_file or labels_mod.default_label_file(source)
             try:
                 key = labels_mod.relative_source(target, source)
