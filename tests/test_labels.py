@@ -196,7 +196,7 @@ def test_a_missing_header_loses_no_other_file_and_says_what_to_write(tmp_path: P
     loaded, problems = load_labels(path)
     assert len(loaded) == 0
     assert codes(problems) == ["bad_label_header"]
-    assert problems[0].severity == "error" and "source,label,from_turn" in problems[0].message
+    assert problems[0].severity == "error" and "source,label,loop_from_turn_index" in problems[0].message
 
 
 def test_header_order_extra_columns_bom_and_crlf_are_accepted(tmp_path: Path) -> None:

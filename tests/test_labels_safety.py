@@ -132,7 +132,7 @@ def test_columns_the_user_added_survive_every_save(tmp_path: Path) -> None:
     update_label_file(path, "c.json", None)
     rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
     assert rows == [
-        ["source", "note", "label", "from_turn", "reviewer"],
+        ["source", "note", "label", "loop_from_turn_index", "reviewer"],  # renamed in place
         ["a.json", "looked twice", "loop", "2", "ann"],
         ["b.json", "", "ok", "", "bob"],
         ["d.json", "", "loop", "5", ""],
@@ -149,7 +149,7 @@ def test_a_note_column_is_added_when_asked(tmp_path: Path) -> None:
     update_label_file(path, "b.json", "loop", 1, columns={"note": "retries the same build"})
     update_label_file(path, "a.json", "ok", columns={"note": "fine"})
     rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
-    assert rows == [["source", "label", "from_turn", "note"],
+    assert rows == [["source", "label", "loop_from_turn_index", "note"],
                     ["a.json", "ok", "", "fine"],
                     ["b.json", "loop", "1", "retries the same build"]]
     with pytest.raises(ValueError):
@@ -162,7 +162,7 @@ def test_a_file_without_from_turn_gets_the_column_when_needed(tmp_path: Path) ->
     update_label_file(path, "b.json", "loop", 4)
     assert dict(load_labels(path).labels) == {"a.json": Label.ok("a.json"),
                                               "b.json": Label.loop("b.json", 4)}
-    assert path.read_text(encoding="utf-8").splitlines()[0] == "label,source,from_turn"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == "label,source,loop_from_turn_index"
 
 
 # --------------------------------------------------------------------------- symlinks

@@ -2,7 +2,7 @@
 
 Labels live in a sidecar file next to the sessions, ``labels.csv``::
 
-    source,label,from_turn
+    source,label,loop_from_turn_index
     write_loop_refused_at_third_batch.json,loop,2
     polling_rescued_by_changing_output.json,ok,
     several_sessions.jsonl#1,loop,
@@ -11,9 +11,18 @@ Labels live in a sidecar file next to the sessions, ``labels.csv``::
   holds several sessions), but **relative to the folder of the labels file**, with ``/``
   between folders, so the folder can be moved or replayed from anywhere;
 - ``label`` is ``loop`` (a real loop) or ``ok`` (good work that must not be refused);
-- ``from_turn`` is the 0-based assistant turn where the loop starts (the first turn that only
-  repeats earlier work), empty when unknown. The experiments count a refusal at or after it as
+- ``loop_from_turn_index`` is the **0-based index** of the assistant turn where the loop starts
+  (the first turn that only repeats earlier work), empty when unknown: ``2`` is the turn that
+  ``loopscope replay`` and the dashboard show as *turn 3* (they count from 1, and so do
+  ``loopscope label --from-turn`` and the dashboard's label box, which convert). It is the
+  same convention as ``--json``'s ``turn``. The experiments count a refusal at or after it as
   a caught loop.
+
+Files written before the column had that name call it ``from_turn`` (with the same 0-based
+index in it): they are read as they are, and the next save writes the column under its new
+name, keeping every other column and row. A file with both columns is ambiguous: it is read
+from ``loop_from_turn_index`` with a warning naming the file and line, ``from_turn`` is kept
+as it is, and loopscope does not save into the file until one of the two columns is deleted.
 
 Reading never fails on a bad row: every row that cannot be used becomes a
 :class:`~loopscope.model.Problem` naming the file and line, and the other rows are kept.
@@ -62,7 +71,9 @@ __all__ = [
     "HEADER",
     "LABELS_FILE_NAME",
     "LABEL_VALUES",
+    "LEGACY_TURN_COLUMN",
     "LOCK_TIMEOUT_S",
+    "TURN_COLUMN",
     "Label",
     "LabelSet",
     "LabelValue",
@@ -88,7 +99,11 @@ __all__ = [
 
 LABELS_FILE_NAME = "labels.csv"
 """The sidecar's file name; one per folder of sessions."""
-HEADER: tuple[str, str, str] = ("source", "label", "from_turn")
+TURN_COLUMN = "loop_from_turn_index"
+"""The column (and JSON key) of a loop's first turn: a 0-based index, as ``--json``'s ``turn``."""
+LEGACY_TURN_COLUMN = "from_turn"
+"""What :data:`TURN_COLUMN` was called before: read with the same meaning, renamed on save."""
+HEADER: tuple[str, str, str] = ("source", "label", TURN_COLUMN)
 NOTE_COLUMNS = ("note",)
 """Columns loopscope writes but does not read (``loopscope label --note``): kept silently."""
 LabelValue = Literal["loop", "ok"]
@@ -104,6 +119,9 @@ _FROM_TURN = re.compile(rf"[0-9]{{1,{_MAX_FROM_TURN_DIGITS}}}")
 _CANDIDATE_SUFFIX = re.compile(r"#([0-9]+)$")
 _LOSSY_CODES = frozenset({"bad_label_row", "encoding"})
 """Problems whose rows a rewrite would lose (see :func:`update_label_file`)."""
+_BOTH_TURN_COLUMNS = "both_turn_columns"
+_UNSAVED_CODES = _LOSSY_CODES | {_BOTH_TURN_COLUMNS}
+"""Problems that stop a save: lost rows, or a file whose loop starts are ambiguous."""
 _NUL_SENTINEL = "\uffff"  # a noncharacter: stands in for NUL bytes so the csv module can read on
 
 
@@ -121,8 +139,9 @@ class Label:
     label: LabelValue
     """``"loop"``: a real loop. ``"ok"``: good work that a guard should let through."""
     from_turn: int | None = None
-    """The 0-based assistant turn where the loop starts; ``None`` when unknown (and always for
-    ``ok``)."""
+    """The 0-based index of the assistant turn where the loop starts (the file's
+    ``loop_from_turn_index``; a person reads it as turn ``from_turn + 1``); ``None`` when
+    unknown (and always for ``ok``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source:
@@ -149,7 +168,7 @@ class Label:
         return Label(source, self.label, self.from_turn)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "label": self.label, "from_turn": self.from_turn}
+        return {"source": self.source, "label": self.label, TURN_COLUMN: self.from_turn}
 
 
 class LabelSet(Mapping[str, Label]):
@@ -316,7 +335,7 @@ def _read_table(data: bytes | str, name: str) -> _Table:
             if header is None:
                 return _Table(LabelSet(), sink.done())
             continue
-        label = _read_row(row, header.columns, line, sink)
+        label = _read_row(row, header, line, sink)
         if label is None:
             continue
         if label.source in seen:
@@ -358,6 +377,8 @@ class _Header(NamedTuple):
     """Every column to write back, known ones by name, in the file's order."""
     extra_cells: list[tuple[int, int]]
     """(position in ``layout``, index in a row) of each column loopscope does not read."""
+    turn_name: str = TURN_COLUMN
+    """The turn column as the file names it (:data:`LEGACY_TURN_COLUMN` in an old file)."""
 
 
 def _read_header(row: list[str], line: int, sink: _Problems) -> _Header | None:
@@ -365,7 +386,10 @@ def _read_header(row: list[str], line: int, sink: _Problems) -> _Header | None:
     columns: dict[str, int] = {}
     layout: list[str] = []
     extra_cells: list[tuple[int, int]] = []
+    both = TURN_COLUMN in names and LEGACY_TURN_COLUMN in names
     for i, n in enumerate(names):
+        if n == LEGACY_TURN_COLUMN and not both:
+            n = TURN_COLUMN  # the old name: same 0-based index, written back under the new name
         if n in HEADER and n not in columns:
             columns[n] = i
             layout.append(n)
@@ -377,17 +401,29 @@ def _read_header(row: list[str], line: int, sink: _Problems) -> _Header | None:
                  f"the first line must be the header {','.join(HEADER)} "
                  f"(found {_quote(','.join(row))}); no labels read")
         return None
+    if both:
+        sink.add(line, "warning", _BOTH_TURN_COLUMNS,
+                 f"the header has both {LEGACY_TURN_COLUMN} (the old name) and {TURN_COLUMN}; "
+                 f"loopscope reads {TURN_COLUMN} (the 0-based index of the turn a loop starts "
+                 f"at), keeps {LEGACY_TURN_COLUMN} as it is, and saves no label into this file "
+                 "until one of the two columns is deleted")
     for _, i in extra_cells:
         if row[i].strip().lower() in NOTE_COLUMNS:
             continue  # written by ``loopscope label --note``
+        if both and row[i].strip().lower() == LEGACY_TURN_COLUMN:
+            continue  # said above
         sink.add(line, "info", "unknown_label_column",
                  f"column {_quote(row[i])} is not one of {', '.join(HEADER)}; loopscope does "
                  "not read it and keeps it when it saves")
-    layout.extend(n for n in HEADER if n not in columns)  # from_turn, when the file had none
-    return _Header(columns, tuple(layout), extra_cells)
+    layout.extend(n for n in HEADER if n not in columns)  # the turn column, when the file had none
+    turn_at = columns.get(TURN_COLUMN)
+    return _Header(columns, tuple(layout), extra_cells,
+                   names[turn_at] if turn_at is not None else TURN_COLUMN)
 
 
-def _read_row(row: list[str], columns: Mapping[str, int], line: int, sink: _Problems) -> Label | None:
+def _read_row(row: list[str], header: _Header, line: int, sink: _Problems) -> Label | None:
+    columns = header.columns
+
     def cell(name: str) -> str:
         i = columns.get(name)
         return row[i] if i is not None and i < len(row) else ""
@@ -403,18 +439,20 @@ def _read_row(row: list[str], columns: Mapping[str, int], line: int, sink: _Prob
                  f"label {_quote(cell('label'))} for {_quote(source)} is not 'loop' or 'ok'; "
                  "row skipped")
         return None
-    turn_text = cell("from_turn").strip()
+    turn_text = cell(TURN_COLUMN).strip()
     from_turn: int | None = None
     if turn_text:
+        column = header.turn_name
         if not _FROM_TURN.fullmatch(turn_text):
             sink.add(line, "warning", "bad_label_row",
-                     f"from_turn {_quote(turn_text)} for {_quote(source)} is not a whole number "
-                     f"0..{10 ** _MAX_FROM_TURN_DIGITS - 1}; row skipped")
+                     f"{column} {_quote(turn_text)} for {_quote(source)} is not a whole number "
+                     f"0..{10 ** _MAX_FROM_TURN_DIGITS - 1} (the 0-based index of the turn the "
+                     "loop starts at); row skipped")
             return None
         from_turn = int(turn_text)
         if value == "ok":
             sink.add(line, "info", "from_turn_ignored",
-                     f"from_turn is only meaningful for loops; ignored for {_quote(source)}")
+                     f"{column} is only meaningful for loops; ignored for {_quote(source)}")
             from_turn = None
     return Label(source, cast(LabelValue, value), from_turn)
 
@@ -441,7 +479,7 @@ def _dump(labels: Mapping[str, Label], layout: Sequence[str],
         if error is not None:
             raise ValueError(f"cannot save label: {error}")
         known = {"source": label.source, "label": label.label,
-                 "from_turn": "" if label.from_turn is None else str(label.from_turn)}
+                 TURN_COLUMN: "" if label.from_turn is None else str(label.from_turn)}
         cells = extras.get(label.source, {})
         writer.writerow([known[column] if first.get(column) == i else cells.get(i, "")
                          for i, column in enumerate(layout)])
@@ -627,7 +665,7 @@ def update_label_file_many(
     one locked read-modify-write, one rewrite. ``columns`` applies to every changed row.
     Every change is validated before the file is touched."""
     for column in columns or {}:
-        if column.strip().lower() in HEADER or not column.strip():
+        if column.strip().lower() in (*HEADER, LEGACY_TURN_COLUMN) or not column.strip():
             raise ValueError(f"{_quote(column)} cannot be set as an extra column")
     for source, label, from_turn in changes:  # ValueError before touching anything
         if label is not None:
@@ -645,7 +683,7 @@ def update_label_file_many(
         else:
             current = _Table(LabelSet(), [])
         problems = current.problems
-        blocking = [p for p in problems if p.severity == "error" or p.code in _LOSSY_CODES]
+        blocking = [p for p in problems if p.severity == "error" or p.code in _UNSAVED_CODES]
         if blocking:
             raise ValueError(
                 "not saving: rewriting the labels file would drop rows it cannot read; fix "
@@ -674,7 +712,8 @@ def update_label_file_many(
 
 
 def labels_to_json(labels: Mapping[str, Label]) -> str:
-    """``{"labels": [{"source", "label", "from_turn"}, …]}``, sorted by source."""
+    """``{"labels": [{"source", "label", "loop_from_turn_index"}, …]}``, sorted by source
+    (``loop_from_turn_index``: the 0-based index, as in the CSV)."""
     rows = [lab.to_json() for lab in LabelSet(labels.values()).in_order()]
     return json.dumps({"labels": rows}, ensure_ascii=False, indent=2) + "\n"
 
@@ -682,7 +721,8 @@ def labels_to_json(labels: Mapping[str, Label]) -> str:
 def labels_from_json(data: bytes | str, name: str = "labels.json") -> LoadedLabels:
     """Read the output of :func:`labels_to_json` (or a bare list of its objects).
 
-    Like the CSV reader, bad entries are problems (with a JSON Pointer), never errors.
+    Like the CSV reader, bad entries are problems (with a JSON Pointer), never errors. An
+    entry may name its loop start ``from_turn`` (the key's old name, the same 0-based index).
     """
     sink = _Problems(name)
     try:
@@ -703,7 +743,9 @@ def labels_from_json(data: bytes | str, name: str = "labels.json") -> LoadedLabe
         if not isinstance(row, dict):
             sink.add(None, "warning", "bad_label_row", "entry is not an object; skipped", pointer)
             continue
-        source, value_, turn = row.get("source"), row.get("label"), row.get("from_turn")
+        source, value_ = row.get("source"), row.get("label")
+        key = TURN_COLUMN if TURN_COLUMN in row else LEGACY_TURN_COLUMN
+        turn = row.get(key)
         error = _check_source(source) if isinstance(source, str) else "source must be a string"
         if error is not None:
             sink.add(None, "warning", "bad_label_row", f"{error}; skipped", pointer)
@@ -713,10 +755,15 @@ def labels_from_json(data: bytes | str, name: str = "labels.json") -> LoadedLabe
             sink.add(None, "warning", "bad_label_row",
                      f"label {_quote(str(value_))} is not 'loop' or 'ok'; skipped", pointer)
             continue
+        if TURN_COLUMN in row and LEGACY_TURN_COLUMN in row:
+            sink.add(None, "warning", "bad_label_row",
+                     f"entry has both {LEGACY_TURN_COLUMN} (the old name) and {TURN_COLUMN}; "
+                     "keep one; skipped", pointer)
+            continue
         if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 0):
             sink.add(None, "warning", "bad_label_row",
-                     f"from_turn {_quote(json.dumps(turn))} is not a non-negative integer; skipped",
-                     pointer)
+                     f"{key} {_quote(json.dumps(turn))} is not a non-negative integer (the "
+                     "0-based index of the turn the loop starts at); skipped", pointer)
             continue
         if value_ == "ok":
             turn = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,12 +63,11 @@ class Server:
             return "(no log)"
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    _require_browser()
+def start_server(log: Path, env: dict[str, str] | None = None) -> Server:
+    """``streamlit run app.py`` on a free port with ``env`` (default: this process's), once it
+    answers its health check; its output goes to ``log``."""
     port = free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -88,16 +88,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             proc.kill()
             pytest.fail("streamlit did not start:\n" + srv.logs())
         time.sleep(0.3)
-    yield srv
-    proc.terminate()
+    return srv
+
+
+def stop_server(srv: Server) -> None:
+    srv.proc.terminate()
     try:
-        proc.wait(timeout=15)
+        srv.proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        srv.proc.kill()
 
 
 @pytest.fixture(scope="session")
-def browser(server: Server) -> Iterator[Any]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    _require_browser()
+    srv = start_server(tmp_path_factory.mktemp("streamlit") / "server.log")
+    yield srv
+    stop_server(srv)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """Chromium under Playwright, without starting the default server (a test that needs the
+    app on other data starts its own with :func:`start_server`)."""
+    _require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -106,8 +120,13 @@ def browser(server: Server) -> Iterator[Any]:
         b.close()
 
 
-@pytest.fixture
-def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+@pytest.fixture(scope="session")
+def browser(server: Server, chromium: Any) -> Any:
+    return chromium
+
+
+def open_page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh browser window; on failure, a screenshot and the server's log."""
     # The window a support person or a product manager had open when they tried it.
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     pg = context.new_page()
@@ -123,6 +142,36 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
             pg.screenshot(path=str(shots / f"{request.node.name}.png"), full_page=True)
         print("\n----- streamlit server log -----\n" + server.logs()[-20000:])
     context.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield from open_page(browser, server, request)
+
+
+@pytest.fixture(scope="module")
+def own_samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of ``sample_transcripts/``: a test may save labels into it."""
+    folder = tmp_path_factory.mktemp("own") / "samples"
+    shutil.copytree(ROOT / "sample_transcripts", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def own_samples_server(chromium: Any, own_samples: Path,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app opened on :func:`own_samples` (and allowed nowhere else)."""
+    env = {**os.environ, "LOOPSCOPE_SAMPLES": str(own_samples),
+           "LOOPSCOPE_ALLOWED_ROOTS": str(own_samples)}
+    srv = start_server(tmp_path_factory.mktemp("streamlit") / "server.log", env)
+    yield srv
+    stop_server(srv)
+
+
+@pytest.fixture
+def own_samples_page(chromium: Any, own_samples_server: Server,
+                     request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield from open_page(chromium, own_samples_server, request)
 
 
 @pytest.hookimpl(hookwrapper=True)

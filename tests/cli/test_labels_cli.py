@@ -54,9 +54,9 @@ def folder(tmp_path: Path) -> Path:
 
 
 def test_label_writes_the_sidecar_the_replay_reads(folder: Path) -> None:
-    code, out, err = run(["label", WRITE_LOOP, "loop", "--from-turn", "2"], folder)
+    code, out, err = run(["label", WRITE_LOOP, "loop", "--from-turn", "3"], folder)
     assert (code, err) == (0, "")
-    assert WRITE_LOOP in out and "loop from turn 2" in out
+    assert WRITE_LOOP in out and "loop from turn 3" in out  # as typed; index 2 stored
     code, _, _ = run(["label", LEGIT, "ok", "--note", "checked by CI"], folder)
     assert code == 0
     assert dict(load_labels(folder / "labels.csv").labels) == {
@@ -71,7 +71,7 @@ def test_label_writes_the_sidecar_the_replay_reads(folder: Path) -> None:
 def test_a_file_of_several_sessions_and_one_of_them(folder: Path) -> None:
     code, out, _ = run(["label", "many.jsonl", "ok"], folder)
     assert code == 0 and out.count("= ok") == 3
-    code, _, _ = run(["label", "many.jsonl#1", "loop", "--from-turn", "0"], folder)
+    code, _, _ = run(["label", "many.jsonl#1", "loop", "--from-turn", "1"], folder)
     assert code == 0
     labels = dict(load_labels(folder / "labels.csv").labels)
     assert labels == {"many.jsonl#0": Label.ok("many.jsonl#0"),
@@ -130,16 +130,16 @@ def test_nearest_existing_sidecar_up_to_the_working_folder_is_used(folder: Path)
 
 
 def test_export_csv_and_json(folder: Path) -> None:
-    run(["label", WRITE_LOOP, "loop", "--from-turn", "2"], folder)
+    run(["label", WRITE_LOOP, "loop", "--from-turn", "3"], folder)
     run(["label", "many.jsonl#2", "ok"], folder)
     code, out, _ = run(["labels", "export"], folder)
     assert code == 0
-    assert out == f"source,label,from_turn\nmany.jsonl#2,ok,\n{WRITE_LOOP},loop,2\n"
+    assert out == f"source,label,loop_from_turn_index\nmany.jsonl#2,ok,\n{WRITE_LOOP},loop,2\n"
     code, out, _ = run(["labels", "export", "--format", "json", str(folder)], folder.parent)
     assert code == 0
     assert json.loads(out) == {"labels": [
-        {"source": str(folder / "many.jsonl#2"), "label": "ok", "from_turn": None},
-        {"source": str(folder / WRITE_LOOP), "label": "loop", "from_turn": 2}]}
+        {"source": str(folder / "many.jsonl#2"), "label": "ok", "loop_from_turn_index": None},
+        {"source": str(folder / WRITE_LOOP), "label": "loop", "loop_from_turn_index": 2}]}
 
 
 def test_export_neutralises_formulas_and_reports_problems(folder: Path) -> None:
@@ -149,7 +149,7 @@ def test_export_neutralises_formulas_and_reports_problems(folder: Path) -> None:
     code, out, err = run(["labels", "export"], folder)
     assert code == 0  # a bad row is a warning: the rest is exported
     assert "bad.json" in err and "maybe" in err
-    assert out == "source,label,from_turn\n'+x.json,loop,\n'=1+1.json,ok,\n"
+    assert out == "source,label,loop_from_turn_index\n'+x.json,loop,\n'=1+1.json,ok,\n"
 
 
 def test_export_without_a_labels_file_exits_2(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def label_radio(at: AppTest, prefix: str) -> Any:
 
 
 def turn_input(at: AppTest, prefix: str) -> Any:
-    inputs = [n for n in at.number_input if n.key and n.key.startswith(f"{prefix}.from_turn.")]
+    inputs = [n for n in at.number_input if n.key and n.key.startswith(f"{prefix}.turn_number.")]
     assert len(inputs) == 1
     return inputs[0]
 
@@ -160,9 +160,9 @@ def test_a_label_survives_a_rerun_and_a_restart(corpus: Path) -> None:
     assert label_radio(at, "compare.label").value == new_label
 
     if new_label == "loop":
-        turn_input(at, "compare.label").set_value(1)
+        turn_input(at, "compare.label").set_value(1)  # turn 1 as shown: index 0 stored
         ok(at.run())
-        assert sidecar(corpus)[name] == ("loop", 1)
+        assert sidecar(corpus)[name] == ("loop", 0)
 
     restart()
     again = compare_b_repeats_4(open_page(COMPARE))
@@ -180,9 +180,9 @@ def test_clearing_a_label_and_the_loop_start(corpus: Path) -> None:
     name = Path(source).name
     label_radio(at, "compare.label").set_value("loop")
     ok(at.run())
-    turn_input(at, "compare.label").set_value(2)
+    turn_input(at, "compare.label").set_value(2)  # turn 2 as shown: index 1 stored
     ok(at.run())
-    assert sidecar(corpus)[name] == ("loop", 2)
+    assert sidecar(corpus)[name] == ("loop", 1)
     assert turn_input(at, "compare.label").value == 2
     label_radio(at, "compare.label").set_value("unlabelled")
     ok(at.run())
@@ -199,15 +199,15 @@ def test_table_edits_are_saved(corpus: Path) -> None:
     i_ok = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "ok")
     i_loop = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "loop")
     changed = labelling.apply_table_edits(c, sources, {
-        i_ok: {"label": "real loop", "from_turn": 3},
+        i_ok: {"label": "real loop", "loop_start_turn": 3},  # turn 3 as shown
         i_loop: {"label": ""},
         9999: {"label": "good work"},  # no such row: ignored
     })
     assert changed == 2
     saved = sidecar(corpus)
-    assert saved[Path(sources[i_ok]).name] == ("loop", 3)
+    assert saved[Path(sources[i_ok]).name] == ("loop", 2)  # stored as the 0-based index
     assert Path(sources[i_loop]).name not in saved
-    assert labelling.current_labels(c)[sources[i_ok]].from_turn == 3
+    assert labelling.current_labels(c)[sources[i_ok]].from_turn == 2
     assert c.labels is labelling.current_labels(c)  # every page sees the same labels
     # Unchanged rows are not rewritten.
     assert labelling.apply_table_edits(c, sources, {i_ok: {"label": "real loop"}}) == 0

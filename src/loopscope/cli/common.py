@@ -257,9 +257,14 @@ def resolve_engine_config(
     *,
     option: str = "--set",
     version: str | None = None,
+    said: set[str] | None = None,
 ) -> tuple[Engine[Any, Any], ConfigResolution[Any]]:
     """Engine + configuration from ``--config``/``--set``/``--agent`` and the version;
     ``--set`` wins over the file.
+
+    Its warnings and notes go to stderr, each once: ``said`` (shared by the calls of one
+    command that resolves several configurations, such as ``compare``'s A and B) holds the
+    lines already printed, and a line in it is not printed again.
 
     Raises :class:`click.UsageError` (exit 2) with a message naming the key, file or version.
     """
@@ -270,10 +275,13 @@ def resolve_engine_config(
         resolution = engine.resolve_config(settings, overrides, agent, version)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
-    for warning in resolution.warnings:
-        click.echo(f"loopscope: warning: {warning}", err=True)
-    for note in resolution.notes:
-        click.echo(f"loopscope: note: {note}", err=True)
+    printed = set() if said is None else said
+    lines = [*(f"loopscope: warning: {w}" for w in resolution.warnings),
+             *(f"loopscope: note: {n}" for n in resolution.notes)]
+    for line in lines:
+        if line not in printed:
+            printed.add(line)
+            click.echo(line, err=True)
     return engine, resolution
 
 

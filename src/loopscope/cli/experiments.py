@@ -14,6 +14,7 @@ from typing import Any
 import click
 import orjson
 
+from loopscope import numbering
 from loopscope.cli.common import (
     EngineCommand,
     RunStatus,
@@ -284,10 +285,10 @@ def sweep(
 
 
 def _where(fr: Any) -> str:
+    """Where one side first refuses, counted from 1 as ``loopscope replay`` prints it."""
     if fr is None:
         return "not refused"
-    call = "" if fr.call is None else f", call {fr.call}"
-    return f"refused at turn {fr.turn}{call} ({fr.detector})"
+    return f"refused at {numbering.at(fr)} ({fr.detector})"
 
 
 _LABEL_TEXT = {"loop": "labelled a real loop", "ok": "labelled good work"}
@@ -399,13 +400,14 @@ def compare(
     if not (a_pairs or b_pairs or a_version or b_version or a_config or b_config):
         raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE, "
                                "--a-config/--b-config or --a-version/--b-version")
+    said: set[str] = set()  # a note both sides share is printed once
     _, resolution_a = resolve_engine_config(
         engine_name, a_config or config_file, [*set_pairs, *a_pairs], agent, option="--a",
-        version=a_version or base_version,
+        version=a_version or base_version, said=said,
     )
     _, resolution_b = resolve_engine_config(
         engine_name, b_config or config_file, [*set_pairs, *b_pairs], agent, option="--b",
-        version=b_version or base_version,
+        version=b_version or base_version, said=said,
     )
     status = RunStatus()
     engine = get_engine(engine_name)

@@ -5,6 +5,10 @@ dashboard (:func:`loopscope.labels.update_label_file_many`), so a script and a d
 two scripts, labelling the same folder at once keep every label. ``loopscope labels export``
 prints the labels as CSV or JSON.
 
+Turns: ``--from-turn N`` and the confirmation line count from 1, as ``loopscope replay`` prints
+turns; the labels file and ``labels export`` (CSV and JSON) store the 0-based index, N − 1,
+under the name ``loop_from_turn_index`` (:mod:`loopscope.labels`).
+
 Exit status as for the other commands: 0 success, 2 for bad usage or unreadable input — the
 message names the file — and every other PATH is still labelled.
 """
@@ -20,10 +24,11 @@ from typing import Any
 
 import click
 
-from loopscope import csvsafe
+from loopscope import csvsafe, numbering
 from loopscope import labels as labels_mod
 from loopscope.labels import HEADER, Label, LabelSet, LabelValue
 from loopscope.model import Problem, escape_for_display
+from loopscope.words import plural
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -56,9 +61,10 @@ def _print_problems(problems: Sequence[Problem]) -> bool:
 # --------------------------------------------------------------------------- label
 
 
-def _sources_of(path: str, totals: Any = None,
-                lost: list[Problem] | None = None) -> tuple[list[str], str | None]:
-    """The replay sources ``path`` names (``file`` or ``file#n``) and an error, if any.
+def _sources_of(path: str, totals: Any = None, lost: list[Problem] | None = None
+                ) -> tuple[list[tuple[str, int]], str | None]:
+    """The replay sources ``path`` names (``file`` or ``file#n``), each with its number of
+    assistant turns, and an error, if any.
 
     A plain file that holds several sessions names all of them (``file#0``, ``file#1``, …);
     ``file#n`` must be one of them, spelled as ``loopscope replay`` prints it. The file's
@@ -77,15 +83,16 @@ def _sources_of(path: str, totals: Any = None,
         totals.add_file(imported)
     if lost is not None:
         lost.extend(p for p in imported.problems if p.code == "calls_not_imported")
-    sources = [s.source for s in imported.sessions]
+    turns = {s.source: len(s.turns) for s in imported.sessions}
+    sources = list(turns)
     if not sources:
         reasons = "; ".join(p.message for p in imported.problems if p.severity == "error")
         return [], (f"{_shown(file_part)}: no session could be read"
                     + (f" ({_shown(reasons)})" if reasons else ""))
     if not suffix:
-        return sources, None
+        return list(turns.items()), None
     if path in sources:
-        return [path], None
+        return [(path, turns[path])], None
     if sources == [file_part]:
         return [], (f"{_shown(path)}: {_shown(file_part)} holds one session; label it as "
                     f"{_shown(file_part)} (without {suffix})")
@@ -93,11 +100,26 @@ def _sources_of(path: str, totals: Any = None,
                 f"#{len(sources) - 1}")
 
 
+def _turn_number(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    """``--from-turn N`` as a person reads the turn (from 1) → the stored 0-based index."""
+    if value is None:
+        return None
+    try:
+        return numbering.index_of(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value}: turns count from 1, as `loopscope replay` prints them (turn 1 is the "
+            "first assistant turn)", ctx, param) from None
+
+
 @click.command("label")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.argument("value", metavar="(loop|ok)", type=click.Choice(["loop", "ok"]))
-@click.option("--from-turn", "from_turn", type=click.IntRange(min=0), default=None, metavar="N",
-              help="loop only: the 0-based assistant turn where the loop starts.")
+@click.option("--from-turn", "from_turn", type=int, default=None, metavar="N",
+              callback=_turn_number,
+              help="loop only: the assistant turn where the loop starts, counted from 1 as "
+                   "`loopscope replay` and the dashboard show it. The labels file stores the "
+                   "0-based index (N - 1) in its loop_from_turn_index column.")
 @click.option("--note", "note", default=None, metavar="TEXT",
               help="Also write TEXT in the labels file's note column.")
 @click.option("--labels", "labels_file", metavar="FILE", default=None,
@@ -126,7 +148,13 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
             _error(error)
             failed = True
             continue
-        for source in sources:
+        for source, turns in sources:
+            if from_turn is not None and from_turn >= turns:
+                _error(f"{_shown(source)}: --from-turn {numbering.number(from_turn)} is past "
+                       f"the session's last turn (it has {plural(turns, 'assistant turn')}, counted "
+                       "from 1 as `loopscope replay` prints them); not labelled")
+                failed = True
+                continue
             target = labels_file or labels_mod.default_label_file(source)
             try:
                 key = labels_mod.relative_source(target, source)
@@ -147,7 +175,7 @@ def label(paths: tuple[str, ...], value: LabelValue, from_turn: int | None, note
             _error(f"{_shown(target)}: labels not saved ({escape_for_display(reason, 2000)})")
             failed = True
             continue
-        turn = f" from turn {from_turn}" if from_turn is not None else ""
+        turn = f" from turn {numbering.number(from_turn)}" if from_turn is not None else ""
         for source, key in entries:
             click.echo(f"{_shown(target)}: {_shown(key)} = {value}{turn}  ({_shown(source)})")
     # A label on a session some of whose calls were not imported is a label on less than the
@@ -180,7 +208,9 @@ def export(paths: tuple[str, ...], labels_file: str | None, fmt: str) -> None:
 
     Without PATH: the rows of the labels file (sources relative to its folder). With PATH:
     the labels of the sessions under PATH, keyed as `loopscope replay` names them. Problems in
-    the file go to stderr; CSV cells a spreadsheet would run as formulas are quoted.
+    the file go to stderr; CSV cells a spreadsheet would run as formulas are quoted. As in
+    labels.csv, loop_from_turn_index (CSV column and JSON key) is the 0-based index of the turn
+    a loop starts at: `loopscope replay` shows it as turn loop_from_turn_index + 1.
     """
     if paths:
         try:

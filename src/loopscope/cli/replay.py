@@ -15,6 +15,7 @@ from typing import Any
 import click
 import orjson
 
+from loopscope import numbering
 from loopscope.advice import advice_words, session_advice
 from loopscope.bulk import CollectorPaused
 from loopscope.cli.common import (
@@ -387,7 +388,7 @@ def _describe(h: _Held, index: int, engine: Engine[Any, Any], config: Any,
     if label is not None:
         labelled = f", labelled {label.label}"
         if label.label == "loop" and label.from_turn is not None:
-            labelled += f" from turn {label.from_turn + 1}"
+            labelled += f" from turn {numbering.number(label.from_turn)}"
     lines = [
         f"{escape_for_display(result.source)}  [{result.format}, "
         f"{plural(h.turns, 'turn')}, {plural(h.calls, 'tool call')}{labelled}]",
@@ -398,9 +399,8 @@ def _describe(h: _Held, index: int, engine: Engine[Any, Any], config: Any,
     if first is None:
         lines.append("  not refused")
     else:
-        where = f"call {first.call + 1} (turn {first.turn + 1})" if first.call is not None \
-            else f"turn {first.turn + 1}"
-        lines.append(f"  first refusal: {where}, {detector_words(engine, first.detector)}")
+        lines.append(f"  first refusal: {numbering.at(first)} — "
+                     f"{detector_words(engine, first.detector)}")
         step = next(s for s in result.steps if s.verdict == "refuse")
         why = engine.explainer.explain_step(step, result, config)
         ids = [lim.id for lim in why.limitations]

@@ -1,8 +1,11 @@
 """How a configuration did on a labelled corpus: refusals measured against the labels.
 
-Positions are assistant-turn indices (the replay output's ``turn``); ``p`` is a session's
-``first_refusal.turn``. A label says a session is a real ``loop`` (starting at ``from_turn``,
-default 0) or ``ok`` (good work that must not be refused):
+Positions are 0-based assistant-turn indices on both sides: ``p`` is a session's
+``first_refusal.turn`` (the replay output's ``turn``) and a label's ``from_turn`` is the index
+``labels.csv`` stores as ``loop_from_turn_index`` (people type and read both from 1; the
+dashboard and ``loopscope label`` convert before saving, so nothing here adds or subtracts 1).
+A label says a session is a real ``loop`` (starting at ``from_turn``, default 0) or ``ok``
+(good work that must not be refused):
 
 =========================  =====================================================================
 ``sessions``               every replayed session
@@ -59,7 +62,7 @@ class LabelLike(Protocol):
 
     @property
     def from_turn(self) -> int | None:
-        """The assistant turn a loop starts at; ``None`` means 0."""
+        """The 0-based index of the assistant turn a loop starts at; ``None`` means 0."""
         ...
 
 

@@ -56,6 +56,7 @@ from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, line_origin
 from loopscope.model import AgentInfo, Session
+from loopscope.words import plural
 
 FORMAT_ID = "opencode_markdown"
 
@@ -209,7 +210,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         i = end
     if bare_calls:
         report("warning", "no_tool_details",
-               f"{bare_calls} tool call(s) have no **Input:** block (the export was written "
+               f"{plural(bare_calls, 'tool call has', 'tool calls have')} no **Input:** block (the export was written "
                "without tool details): they are replayed with empty arguments, so calls that "
                "differed may look identical", count=bare_calls)
     if bad_input:

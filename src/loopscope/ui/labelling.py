@@ -11,6 +11,10 @@ Two ways in:
 * :func:`label_editor` — one session's label: a choice and the turn the loop starts (the
   session detail next to the timeline, the Compare page next to a changed session);
 * :func:`label_table` — every session in an editable table (the Sweep page).
+
+Both show and take the loop's first turn as a person reads it on the session page, counted
+from 1; the sidecar stores the 0-based index (``loop_from_turn_index`` = the number − 1), and
+:mod:`loopscope.numbering` converts, so typing the "turn 4" the timeline shows stores 3.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import streamlit as st
 
 from loopscope import labels as labels_mod
+from loopscope import numbering
 from loopscope.labels import Label, LabelSet
 from loopscope.model import escape_for_display
 from loopscope.ui import state
@@ -158,6 +163,9 @@ def label_problems(corpus: Corpus) -> list[Any]:
 def save_label(corpus: Corpus, source: str, label: str | None, from_turn: int | None = None) -> None:
     """Label one session (``None`` clears its label) and save the sidecar atomically.
 
+    ``from_turn`` is the 0-based index of the turn the loop starts at (what the sidecar
+    stores); the widgets convert the number a person typed with :func:`numbering.index_of`.
+
     Raises ``OSError``/``ValueError`` when the sidecar cannot be written; nothing changes then.
     """
     root = label_root(corpus)
@@ -191,9 +199,11 @@ def _widget_id(source: str) -> str:
 
 def _on_editor_change(corpus: Corpus, source: str, choice_key: str, turn_key: str) -> None:
     choice = st.session_state.get(choice_key) or UNLABELLED
-    turn = st.session_state.get(turn_key)
-    from_turn = int(turn) if choice == "loop" and turn is not None else None
+    shown = st.session_state.get(turn_key)
     try:
+        # The box shows turns from 1, as the session page does; the sidecar keeps the index.
+        from_turn = (numbering.index_of(int(shown))
+                     if choice == "loop" and shown is not None else None)
         save_label(corpus, source, choice, from_turn)
     except (OSError, ValueError) as exc:
         st.session_state["_labelling_error"] = f"The label was not saved: {exc}"
@@ -213,20 +223,23 @@ def label_editor(
     """Controls to label one session; a change is saved at once. Returns the current label.
 
     ``turns`` bounds the loop-start turn; ``suggested_turn`` (e.g. the turn open in the
-    timeline) fills it when the session is first marked as a loop.
+    timeline; a 0-based index, like the label's ``from_turn``) fills it when the session is
+    first marked as a loop. The box itself shows and takes the turn counted from 1.
     """
     corpus = corpus or state.corpus()
     labels = current_labels(corpus)
     current = labels.get(source)
     wid = _widget_id(source)
     choice_key = f"{key}.choice.{wid}"
-    turn_key = f"{key}.from_turn.{wid}"
+    turn_key = f"{key}.turn_number.{wid}"  # the turn as shown: counted from 1
     # The sidecar is the truth: show what it holds (also after another page changed it).
     st.session_state[choice_key] = current.label if current else UNLABELLED
+    stored = current.from_turn if current is not None and current.label == "loop" else None
     if current is not None and current.label == "loop":
-        st.session_state[turn_key] = current.from_turn
+        st.session_state[turn_key] = None if stored is None else numbering.number(stored)
     elif turn_key not in st.session_state or st.session_state[turn_key] is None:
-        st.session_state[turn_key] = suggested_turn
+        st.session_state[turn_key] = (None if suggested_turn is None
+                                      else numbering.number(suggested_turn))
 
     cols = st.columns([2, 1])
     with cols[0]:
@@ -244,17 +257,20 @@ def label_editor(
     with cols[1]:
         st.number_input(
             "Loop starts at turn",
-            min_value=0,
-            max_value=max(turns - 1, current.from_turn or 0) if turns and current else (
-                max(turns - 1, 0) if turns else None),
+            min_value=1,
+            # (a start saved beyond the session's end stays shown as it is)
+            max_value=max(turns, numbering.number(stored) if stored is not None else 1)
+            if turns else None,
             step=1,
             key=turn_key,
-            placeholder="unknown (turn 0)",
+            placeholder="unknown (turn 1)",
             disabled=st.session_state[choice_key] != "loop",
             on_change=_on_editor_change,
             args=(corpus, source, choice_key, turn_key),
-            help="The first assistant turn (0-based) that only repeats earlier work. A refusal "
-            "from here on counts as a caught loop; before it, as refused too early.",
+            help="The first assistant turn that only repeats earlier work, counted from 1 as "
+            "the session page shows turns. A refusal from here on counts as a caught loop; "
+            "before it, as refused too early. (labels.csv stores the 0-based index, this "
+            "number − 1, as loop_from_turn_index.)",
         )
     error = st.session_state.get("_labelling_error")
     if error:
@@ -266,6 +282,8 @@ def label_editor(
 
 _TABLE_LABELS = {"loop": "real loop", "ok": "good work"}
 _TABLE_VALUES = {v: k for k, v in _TABLE_LABELS.items()}
+TURN_NUMBER_COLUMN = "loop_start_turn"
+"""The table's loop-start column: the turn counted from 1, as shown (the sidecar stores it − 1)."""
 
 
 def _row_label(row_edit: Mapping[str, Any], current: Label | None) -> tuple[str | None, int | None]:
@@ -274,9 +292,11 @@ def _row_label(row_edit: Mapping[str, Any], current: Label | None) -> tuple[str 
         value = _TABLE_VALUES.get(shown) if shown else None
     else:
         value = current.label if current else None
-    if "from_turn" in row_edit:
-        raw = row_edit["from_turn"]
-        from_turn = None if raw is None or raw != raw else int(raw)  # NaN != NaN
+    if TURN_NUMBER_COLUMN in row_edit:
+        raw = row_edit[TURN_NUMBER_COLUMN]
+        # Counted from 1 as shown; below 1 is a ValueError that says so (nothing is saved).
+        from_turn = (None if raw is None or raw != raw  # NaN != NaN
+                     else numbering.index_of(int(raw)))
     else:
         from_turn = current.from_turn if current else None
     return value, (from_turn if value == "loop" else None)
@@ -287,25 +307,24 @@ def apply_table_edits(
 ) -> int:
     """Save the label edits of a :func:`label_table` (``edited_rows`` of ``st.data_editor``).
 
-    Returns how many sessions changed.
+    Returns how many sessions changed. The loop-start column counts turns from 1, as shown;
+    ``ValueError`` (before anything is saved) for a number below 1.
     """
     labels = current_labels(corpus)
-    changed = 0
+    wanted = []
     for row, edit in edited_rows.items():
         i = int(row)
         if not 0 <= i < len(sources):
             continue
         source = sources[i]
         current = labels.get(source)
-        value, from_turn = _row_label(edit, current)
+        value, from_turn = _row_label(edit, current)  # every row checked before any save
         before = (current.label, current.from_turn) if current else (None, None)
-        if (value, from_turn) == before:
-            continue
-        if from_turn is not None and from_turn < 0:
-            from_turn = None
+        if (value, from_turn) != before:
+            wanted.append((source, value, from_turn))
+    for source, value, from_turn in wanted:
         save_label(corpus, source, value, from_turn)
-        changed += 1
-    return changed
+    return len(wanted)
 
 
 def _on_table_change(corpus: Corpus, sources: Sequence[str], key: str) -> None:
@@ -340,15 +359,16 @@ def label_table(
         "session": [corpus.display(s) for s in sources],
         "turns": corpus.turn_counts,
         "label": [_TABLE_LABELS.get(lab.label, "") if (lab := labels.get(s)) else "" for s in sources],
-        "from_turn": [
-            lab.from_turn if (lab := labels.get(s)) and lab.from_turn is not None else None
+        TURN_NUMBER_COLUMN: [
+            numbering.number(lab.from_turn)
+            if (lab := labels.get(s)) and lab.from_turn is not None else None
             for s in sources
         ],
     }
     for name, values in (extra_columns or {}).items():
         records[name] = list(values)
     frame = pd.DataFrame(records)
-    frame["from_turn"] = frame["from_turn"].astype("Int64")
+    frame[TURN_NUMBER_COLUMN] = frame[TURN_NUMBER_COLUMN].astype("Int64")
     # A new key whenever the labels change, so the editor starts from what was saved.
     table_key = f"{key}.{labels_version(labels)}"
     st.data_editor(
@@ -357,7 +377,7 @@ def label_table(
         hide_index=True,
         width="stretch",
         num_rows="fixed",
-        disabled=[c for c in frame.columns if c not in ("label", "from_turn")],
+        disabled=[c for c in frame.columns if c not in ("label", TURN_NUMBER_COLUMN)],
         column_config={
             "session": st.column_config.TextColumn("Session"),
             "turns": st.column_config.NumberColumn("Turns", help="Assistant turns in the session."),
@@ -365,10 +385,11 @@ def label_table(
                 "Label", options=["", *_TABLE_LABELS.values()],
                 help="real loop: a guard should stop it; good work: a guard must let it through.",
             ),
-            "from_turn": st.column_config.NumberColumn(
-                "Loop starts at turn", min_value=0, step=1,
-                help="Real loops only: the first assistant turn (0-based) that only repeats "
-                "earlier work. Empty = turn 0.",
+            TURN_NUMBER_COLUMN: st.column_config.NumberColumn(
+                "Loop starts at turn", min_value=1, step=1,
+                help="Real loops only: the first assistant turn that only repeats earlier "
+                "work, counted from 1 as the session page shows turns. Empty = turn 1. "
+                "(labels.csv stores the 0-based index, this number − 1.)",
             ),
         },
         on_change=_on_table_change,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from loopscope import numbering
 from loopscope.model import escape_markdown, markdown_code
 from loopscope.wording import is_identifier, plain, setting_words
 
@@ -140,9 +141,7 @@ def where(first: FirstRefusal | None) -> str:
     """``call 4 (turn 3)`` — counted from 1 (the JSON output counts from 0)."""
     if first is None:
         return ""
-    if first.call is not None:
-        return f"call {first.call + 1} (turn {first.turn + 1})"
-    return f"turn {first.turn + 1}"
+    return numbering.call_then_turn(first.turn, first.call)
 
 
 def label_meaning(label: str | None, refused_turn: int | None, from_turn: int | None,
@@ -155,13 +154,14 @@ def label_meaning(label: str | None, refused_turn: int | None, from_turn: int | 
                     "would have stopped work that was going fine.")
         return f"This session is labelled good work, and {guard} lets it through: as it should."
     if label == "loop":
-        start = f" from turn {from_turn + 1}" if from_turn is not None else ""
+        start = f" from turn {numbering.number(from_turn)}" if from_turn is not None else ""
         if refused_turn is None:
             return (f"This session is labelled a real loop{start}, but {guard} never stops it: "
                     "this is a missed loop.")
         if from_turn is not None and refused_turn < from_turn:
             return (f"This session is labelled a real loop{start}, but {guard} stops it "
-                    f"earlier, at turn {refused_turn + 1}, before the loop began: too early.")
+                    f"earlier, at turn {numbering.number(refused_turn)}, before the loop began: "
+                    "too early.")
         return (f"This session is labelled a real loop{start}, and {guard} stops it: the "
                 "refusal is right.")
     return ("This session is not labelled yet: label it as a real loop or good work so the "
