@@ -43,6 +43,7 @@ from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft, poin
 from loopscope.formats.jsonio import JsonError, parse_line
 from loopscope.formats.text import TEXT_JOINER, extract_text, iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
+from loopscope.words import plural
 
 FORMAT_ID = "cline_task"
 API_HISTORY = "api_conversation_history.json"
@@ -535,7 +536,7 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
         ctx.problem("info", COVERED,
                     f"this task is imported from {API_HISTORY} in the same folder (the richer "
                     f"record of it); this file adds no session"
-                    + (f" and its {calls} tool call(s) are not counted twice" if calls else ""))
+                    + (f" and its {plural(calls, 'tool call is', 'tool calls are')} not counted twice" if calls else ""))
         return
     report = CandidateReporter(ctx, None)
     b = SessionBuilder()
@@ -641,7 +642,7 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
             continue
         skipped[what[:40]] += 1
     settle([], None, origins[-1] if origins else Origin())
-    report.flush({"unknown_record_type": lambda n: f"{n} record(s) are no ask or say"})
+    report.flush({"unknown_record_type": lambda n: f"{plural(n, 'record is', 'records are')} no ask or say"})
     metadata: dict[str, Any] = {"file": "ui_messages.json"}
     if skipped:
         metadata["skipped"] = dict(skipped)

@@ -655,8 +655,8 @@ def borrowed_names(sample: list[Any], detection: Detection | None) -> str | None
         shown = ", ".join(f'"{escape_for_display(n, 30)}"'
                           for n in sorted({str(type_of(r)) for r in named})[:4])
         return (f"not a recording: its records use the record names of a "
-                f"{FORMAT_NAMES[format_id]} (type {shown}), but none of {len(records)} "
-                f"sampled record(s) holds the {what} ({key!r}) a real one carries; it looks "
+                f"{FORMAT_NAMES[format_id]} (type {shown}), but none of the "
+                f"{plural(len(records), 'sampled record')} holds the {what} ({key!r}) a real one carries; it looks "
                 f"like a summary or notes written from a session "
                 f"({describe_record(sample[0])})")
     return None
@@ -1061,7 +1061,7 @@ def _printed_spans(data: bytes, limits: ImportLimits, encoding: str,
         return None
     if skipped:
         notes.append(("info", "unknown_record_type",
-                      f"{skipped} line(s) between the printed spans are not JSON (the "
+                      f"{plural(skipped, 'line')} between the printed spans {'is' if skipped == 1 else 'are'} not JSON (the "
                       "program's own output, or a span cut short); they were skipped", None))
     return Probe(Detection("otel_console", "document",
                            f"{len(objects)} JSON objects one after another, spans as the "

@@ -215,7 +215,7 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                "differed may look identical", count=bare_calls)
     if bad_input:
         report("info", "bad_arguments",
-               f"{bad_input} **Input:** block(s) are not valid JSON; the raw text was kept",
+               f"{plural(bad_input, '**Input:** block is', '**Input:** blocks are')} not valid JSON; the raw text was kept",
                count=bad_input)
     yield b.build(id=sid, source=ctx.path, format=FORMAT_ID, title=title,
                   agent=AgentInfo("opencode", None), models=models, report=report)
