@@ -224,12 +224,12 @@ def test_replay_verbose_prints_seen_and_imported_calls_per_file(tmp_path: Path) 
                                     "--verbose"])
     assert run.exit_code == 0, run.output
     assert len(run.stdout.splitlines()) == 3  # stdout keeps the JSON lines only
-    summary = run.stderr.split("loopscope: import summary, 2 file(s)")[1].splitlines()[1:3]
+    summary = run.stderr.split("loopscope: import summary, 2 files")[1].splitlines()[1:3]
     # (files in sorted path order: which comes first depends on where tmp_path lies)
-    assert any(line.endswith("lost.jsonl: claude_code, 1 session(s), 1 / 0 tool call(s), "
+    assert any(line.endswith("lost.jsonl: claude_code, 1 session, 1 / 0 tool calls, "
                              "1 NOT IMPORTED") for line in summary), summary
-    assert any(line.endswith("openinference_spans.jsonl: openinference_spans, 2 session(s), "
-                             "7 / 5 tool call(s) (2 tool span of a call already in the "
+    assert any(line.endswith("openinference_spans.jsonl: openinference_spans, 2 sessions, "
+                             "7 / 5 tool calls (2 tool span of a call already in the "
                              "model's output: set aside)") for line in summary), summary
     quiet = CliRunner().invoke(main, ["replay", spans, "--engine", "gglib", "--json"])
     assert "import summary" not in quiet.stderr
