@@ -92,12 +92,25 @@ def _args(rng: random.Random) -> tuple[Any, str]:
     return json.dumps({"path": f"/f{rng.randint(0, 3)}", "n": rng.randint(0, 2)}), "json_text"
 
 
+GIT_COMMANDS = ["git status", "git diff", "git diff --stat HEAD", "git ls-files",
+                "git --no-pager diff HEAD~2..HEAD", "git status && git diff"]
+
+
+def _cycle(rng: random.Random) -> list[tuple[Any, ...]]:
+    """The calls the model cycles through for a while: random ones, or different git
+    inspection commands (the always-on shell stagnation check)."""
+    if rng.random() < 0.15:
+        return [("run_shell_command", json.dumps({"command": c}), "json_text")
+                for c in rng.sample(GIT_COMMANDS, rng.randint(2, 4))]
+    return [(rng.choice(NAMES), *_args(rng)) for _ in range(rng.randint(1, 4))]
+
+
 def random_session(rng: random.Random) -> Session:
     b = SessionBuilder()
     if rng.random() < 0.9:
         b.user("start")
     total = rng.randint(3, 70)
-    calls = [(rng.choice(NAMES), *_args(rng)) for _ in range(rng.randint(1, 4))]
+    calls = _cycle(rng)
     call_no = 0
     made = 0
     thought = rng.choice(THOUGHTS)
@@ -107,7 +120,7 @@ def random_session(rng: random.Random) -> Session:
             b.user("next request")
             continue
         if roll < 0.1:
-            calls = [(rng.choice(NAMES), *_args(rng)) for _ in range(rng.randint(1, 4))]
+            calls = _cycle(rng)
         if rng.random() < 0.1:
             thought = rng.choice(THOUGHTS)
         turn = b.assistant(_text(rng) if rng.random() < 0.5 else "",

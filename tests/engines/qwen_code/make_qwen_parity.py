@@ -15,7 +15,12 @@ import shutil
 from pathlib import Path
 
 from tests.engines.qwen_code._qwen_gen import random_session
-from tests.engines.qwen_code.test_qwen_oracle import bridge_session, compare, run_bridge
+from tests.engines.qwen_code.test_qwen_oracle import (
+    bridge_session,
+    compare,
+    oracle_dir,
+    run_bridge,
+)
 
 from loopscope.engines.qwen_code.engine import ENGINE
 from loopscope.formats import load_file
@@ -28,6 +33,7 @@ CONFIGS = {
     "explicit-cap-12": ["model.maxToolCallsPerTurn=12", "capMode=explicit"],
     "cap-off-detection-on": ["model.skipLoopDetection=false", "model.maxToolCallsPerTurn=0",
                              "capMode=explicit"],
+    "adaptive-cap-4-what-if": ["model.maxToolCallsPerTurn=4", "ADAPTIVE_CAP_HARD_MULTIPLIER=5"],
 }
 
 
@@ -38,6 +44,8 @@ def openai_body(session: Session) -> dict[str, object]:
             messages.append({"role": "user", "content": event.text})
         elif isinstance(event, AssistantTurn):
             message: dict[str, object] = {"role": "assistant", "content": event.text or None}
+            if event.thinking:
+                message["reasoning_content"] = event.thinking
             if event.tool_calls:
                 message["tool_calls"] = [
                     {"id": c.id, "type": "function", "function": {
@@ -52,6 +60,7 @@ def openai_body(session: Session) -> dict[str, object]:
 
 
 def main() -> None:
+    oracle_dir()  # (before anything is removed: the package must be there)
     rng = random.Random(3636)
     shutil.rmtree(OUT, ignore_errors=True)
     (OUT / "sessions").mkdir(parents=True)
