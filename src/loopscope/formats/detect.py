@@ -24,6 +24,7 @@ from loopscope.formats.langfuse_observations import is_observation
 from loopscope.formats.langsmith_runs import is_run
 from loopscope.formats.openinference_spans import is_span
 from loopscope.formats.otel_genai import is_otlp
+from loopscope.formats.qwen_code_chat import is_record as is_qwen_record
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
 
@@ -63,6 +64,7 @@ FORMAT_NAMES = {
     "codex_rollout": "Codex rollout",
     "gemini_cli_stream": "Gemini CLI stream-json",
     "gemini_cli_chat": "Gemini CLI chat recording",
+    "qwen_code_chat": "Qwen Code chat recording",
     "openhands_events": "OpenHands events",
     "openhands_output": "OpenHands output",
     "swe_agent_traj": "SWE-agent trajectory",
@@ -360,7 +362,7 @@ _ROWS = [
     ("L4", "gemini_cli_stream"), ("L5", "gemini_cli_chat"), ("L6", "openhands_output"),
     ("L7", "claude_managed_events"), ("L8", "conversation"), ("L9", "message"),
     ("L10", "openai_responses"), ("L11", "otel_genai"), ("L12", "openinference_spans"),
-    ("L13", "langsmith_runs"), ("L14", "langfuse_observations"),
+    ("L13", "langsmith_runs"), ("L14", "langfuse_observations"), ("L15", "qwen_code_chat"),
 ]
 _ROW_TEXT = {
     "L1": "type+payload (Codex rollout)",
@@ -377,6 +379,7 @@ _ROW_TEXT = {
     "L12": "OpenInference spans",
     "L13": "LangSmith runs",
     "L14": "Langfuse observations",
+    "L15": "Qwen Code chat records",
 }
 
 
@@ -424,6 +427,8 @@ def _row(r: Any, first: bool, stream_context: bool) -> str | None:
             t == "message" and isinstance(r.get("message"), dict)
             and "role" in r["message"]):
         return "L2"
+    if is_qwen_record(r):
+        return "L15"
     if t in _CLAUDE_TYPES and any(k in r for k in ("uuid", "sessionId", "leafUuid",
                                                    "messageId")):
         return "L3"

@@ -15,7 +15,7 @@ never exported and any change carries a note saying it is hypothetical.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopscope.engines.contract import SettingSpec
@@ -56,7 +56,7 @@ _CONSTANT_FIELDS: Final = {
     "THOUGHT_REPEAT_THRESHOLD": "thought_repeat_threshold",
 }
 DEFAULTS: Final[Mapping[str, int]] = {
-    name: getattr(Constants(), field) for name, field in _CONSTANT_FIELDS.items()}
+    name: getattr(Constants(), attribute) for name, attribute in _CONSTANT_FIELDS.items()}
 
 NOT_REPLAYED_NOTE: Final = (
     "Replays Qwen Code's core client (interactive and -p runs). Not replayed: daemon/ACP "
@@ -127,7 +127,7 @@ class QwenConfig:
     skip_loop_detection: bool = True
     max_tool_calls_per_turn: int = DEFAULT_CAP
     cap_mode: str = ADAPTIVE
-    constants: Constants = Constants()
+    constants: Constants = field(default_factory=Constants)
 
     @property
     def version(self) -> str:
@@ -140,16 +140,16 @@ class QwenConfig:
     def values(self) -> dict[str, Any]:
         out: dict[str, Any] = {SKIP: self.skip_loop_detection, CAP: self.max_tool_calls_per_turn,
                                CAP_MODE: self.cap_mode}
-        for name, field in _CONSTANT_FIELDS.items():
-            out[name] = getattr(self.constants, field)
+        for name, attribute in _CONSTANT_FIELDS.items():
+            out[name] = getattr(self.constants, attribute)
         return out
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> QwenConfig:
         merged = {SKIP: True, CAP: DEFAULT_CAP, CAP_MODE: ADAPTIVE, **DEFAULTS, **values}
         return cls(bool(merged[SKIP]), int(merged[CAP]), str(merged[CAP_MODE]),
-                   Constants(**{field: int(merged[name])
-                                for name, field in _CONSTANT_FIELDS.items()}))
+                   Constants(**{attribute: int(merged[name])
+                                for name, attribute in _CONSTANT_FIELDS.items()}))
 
     def hypothetical(self) -> dict[str, int]:
         """The what-if constants that differ from Qwen Code's."""

@@ -227,6 +227,26 @@ def _is_read_like(name: str) -> bool:
 class LoopDetectionService:
     """One service per session, as ``LlmClient`` holds one."""
 
+    prompt_id: str
+    loop_detected: bool
+    last_tool_call_key: str | None
+    tool_call_repetition_count: int
+    last_shell_inspection_key: str | None
+    shell_inspection_streak: int
+    stream_content_history: str
+    content_stats: dict[str, list[int]]
+    last_content_index: int
+    thought_history: list[str]
+    recent_tool_calls: list[str]
+    same_name_streak: int
+    last_seen_tool_name: str | None
+    has_seen_non_read_tool: bool
+    global_tool_call_counts: dict[str, int]
+    recent_tool_call_keys: list[str]
+    turn_tool_call_total: int
+    cap_key_counts: dict[str, int]
+    cap_max_key_repeat: int
+
     def __init__(self, constants: Constants = Constants(), *, skip: bool = True,
                  cap: int = 100, explicit: bool = False) -> None:
         self.c = constants
@@ -501,24 +521,24 @@ class LoopDetectionService:
     def reset(self, prompt_id: str) -> None:
         """A new prompt: everything but the code-block flag starts again."""
         self.prompt_id = prompt_id
-        self.last_tool_call_key: str | None = None
+        self.last_tool_call_key = None
         self.tool_call_repetition_count = 0
-        self.last_shell_inspection_key: str | None = None
+        self.last_shell_inspection_key = None
         self.shell_inspection_streak = 0
         self.stream_content_history = ""
-        self.content_stats: dict[str, list[int]] = {}
+        self.content_stats = {}
         self.last_content_index = 0
         self.loop_detected = False
-        self.thought_history: list[str] = []
-        self.recent_tool_calls: list[str] = []
+        self.thought_history = []
+        self.recent_tool_calls = []
         self.same_name_streak = 0
-        self.last_seen_tool_name: str | None = None
+        self.last_seen_tool_name = None
         self.has_seen_non_read_tool = False
         self.last_loop_type = None
-        self.global_tool_call_counts: dict[str, int] = {}
-        self.recent_tool_call_keys: list[str] = []
+        self.global_tool_call_counts = {}
+        self.recent_tool_call_keys = []
         self.turn_tool_call_total = 0
-        self.cap_key_counts: dict[str, int] = {}
+        self.cap_key_counts = {}
         self.cap_max_key_repeat = 0
 
     def reset_content_tracking(self) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from loopscope.engines.base import ConfigError, ConfigResolution, SessionReplay
+from loopscope.engines.base import ConfigError, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,

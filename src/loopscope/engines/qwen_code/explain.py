@@ -17,7 +17,6 @@ from loopscope.engines.qwen_code.config import (
 )
 from loopscope.engines.qwen_code.detector import (
     ALTERNATING,
-    CAP as CAP_LOOP,
     CHANTING,
     CONSECUTIVE,
     GLOBAL_DUPLICATE,
@@ -26,6 +25,9 @@ from loopscope.engines.qwen_code.detector import (
     SHELL_STAGNATION,
     STAGNATION,
     THOUGHTS,
+)
+from loopscope.engines.qwen_code.detector import (
+    CAP as CAP_LOOP,
 )
 from loopscope.model import Session
 

@@ -39,8 +39,8 @@ __all__ = [
     "ENGINE_NAME",
     "UNDEFINED_TOOL",
     "CallItem",
-    "Item",
     "ContentItem",
+    "Item",
     "PromptItem",
     "args_of",
     "replay_items",
@@ -156,6 +156,7 @@ def replay_items(items: Sequence[Item], config: QwenConfig, session: str, source
             service.reset(f"prompt-{prompt}")
             continue
         hits: list[tuple[str, str]] = []
+        tools: tuple[str, ...]
         if isinstance(item, ContentItem):
             events: list[Any] = []
             if item.thinking:
