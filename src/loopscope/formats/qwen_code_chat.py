@@ -40,7 +40,10 @@ _META_KEYS = ("cwd", "version", "gitBranch")
 def is_record(value: Any) -> bool:
     """A Qwen Code chat record: a known ``type``, ``uuid`` and ``sessionId``, and a
     ``message`` that is a Gemini ``Content`` (``parts``, where Claude Code has ``content``)."""
-    if type(value) is not dict or value.get("type") not in RECORD_TYPES:
+    if type(value) is not dict:
+        return False
+    typ = value.get("type")
+    if type(typ) is not str or typ not in RECORD_TYPES:
         return False
     message = value.get("message")
     return ("uuid" in value and "sessionId" in value and type(message) is dict
