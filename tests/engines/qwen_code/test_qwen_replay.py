@@ -71,6 +71,16 @@ def test_adaptive_cap_stops_a_stuck_prompt_past_100() -> None:
     assert all(detector == "turn_tool_call_cap" for _, detector in got)
 
 
+def test_adaptive_cap_counts_repeats_since_the_prompt_began() -> None:
+    """Six repeats long before the soft cap still count as "stuck" once it is passed (the
+    package's behaviour, where its documentation speaks of a model that "keeps repeating")."""
+    early = [c for i in range(6) for c in (("grep_search", {"pattern": "x"}),
+                                           ("read_file", {"path": f"/e{i}"}))]
+    calls = early + distinct(95)
+    got = refusals(calls_session(calls, per_turn=10), QwenConfig())
+    assert got[0] == (100, "turn_tool_call_cap") and len(got) == 7
+
+
 def test_explicit_cap_is_hard() -> None:
     config = QwenConfig(max_tool_calls_per_turn=100, cap_mode="explicit")
     assert refusals(calls_session(distinct(101), per_turn=20), config) == [
