@@ -59,10 +59,11 @@ DEFAULTS: Final[Mapping[str, int]] = {
     name: getattr(Constants(), attribute) for name, attribute in _CONSTANT_FIELDS.items()}
 
 NOT_REPLAYED_NOTE: Final = (
-    "Replays Qwen Code's core client (interactive and -p runs). Not replayed: daemon/ACP "
-    "sessions (their cap counts per tool batch, plus an invalid-tool-params guard), the "
-    "validation-retry directive (it needs Qwen Code's tool schemas) and result-aware "
-    "task_list polling.")
+    "Replays Qwen Code as its interactive and -p runs check loops. Not replayed: daemon/ACP "
+    "sessions (they check the cap once per group of parallel calls, and also stop repeated "
+    "invalid tool arguments), the retry warning Qwen Code adds after 3 identical invalid "
+    "calls (it needs Qwen Code's tool definitions), and its allowance for a task-list check "
+    "whose answer keeps changing.")
 
 _WHAT_IF_GROUP: Final = "What-ifs (not Qwen Code settings)"
 _NOT_A_SETTING: Final = "Hypothetical: not a Qwen Code setting."

@@ -41,9 +41,11 @@ __all__ = [
     "Constants",
     "Content",
     "LoopDetectionService",
+    "PreparedCall",
     "Thought",
     "ToolCallRequest",
     "canonical_tool_name",
+    "prepare_call",
     "resolve_tool_call",
     "should_halt_on_turn_tool_call_cap",
     "tool_call_key",
@@ -100,6 +102,17 @@ class ToolCallRequest:
 
     name: str
     args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """A ``tool_call_request`` reduced to what the guards read (:func:`prepare_call`): the
+    name after ``getLoopDetectionToolCall``, its repeat key, and whether it is a git overview
+    inspection command (``getShellInspectionKey`` not null). Replays prepare each call once."""
+
+    name: str
+    key: str
+    inspection: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +230,15 @@ def is_git_overview_inspection_command(command: str) -> bool:
     return True
 
 
+def prepare_call(name: str, args: Any) -> PreparedCall:
+    """What the guards read of ``{name, args}``."""
+    resolved, resolved_args = resolve_tool_call(name, args)
+    command = resolved_args.get("command") if isinstance(resolved_args, dict) else None
+    inspection = (resolved == "run_shell_command" and isinstance(command, str)
+                  and is_git_overview_inspection_command(command))
+    return PreparedCall(resolved, tool_call_key(resolved, resolved_args), inspection)
+
+
 def _is_read_like(name: str) -> bool:
     return name in READ_LIKE_TOOL_NAMES or name.startswith(READ_LIKE_NAME_PREFIXES)
 
@@ -262,15 +284,16 @@ class LoopDetectionService:
     def check_always_on_safeties(self, event: Any) -> bool:
         if self.loop_detected:
             return True
-        if not isinstance(event, ToolCallRequest):
+        if isinstance(event, ToolCallRequest):
+            event = prepare_call(event.name, event.args)
+        if not isinstance(event, PreparedCall):
             return False
-        name, args = resolve_tool_call(event.name, event.args)
-        key = tool_call_key(name, args)
-        if name not in STATEFUL_READ_TOOLS:
+        key = event.key
+        if event.name not in STATEFUL_READ_TOOLS:
             count = self.cap_key_counts.get(key, 0) + 1
             self.cap_key_counts[key] = count
             self.cap_max_key_repeat = max(self.cap_max_key_repeat, count)
-        if (self.check_tool_call_loop(key) or self.check_shell_command_stagnation(name, args)
+        if (self.check_tool_call_loop(key) or self.check_shell_command_stagnation(event.inspection)
                 or self.check_turn_tool_call_cap()):
             self.loop_detected = True
             return True
@@ -288,10 +311,8 @@ class LoopDetectionService:
             return True
         return False
 
-    def check_shell_command_stagnation(self, name: str, args: Any) -> bool:
-        command = args.get("command") if isinstance(args, dict) else None
-        if (name != "run_shell_command" or not isinstance(command, str)
-                or not is_git_overview_inspection_command(command)):
+    def check_shell_command_stagnation(self, inspection: bool) -> bool:
+        if not inspection:
             self.last_shell_inspection_key = None
             self.shell_inspection_streak = 0
             return False
@@ -321,11 +342,12 @@ class LoopDetectionService:
         if self.loop_detected:
             return True
         if isinstance(event, ToolCallRequest):
+            event = prepare_call(event.name, event.args)
+        if isinstance(event, PreparedCall):
             self.reset_content_tracking()
             self.thought_history = []
-            name, args = resolve_tool_call(event.name, event.args)
+            name, key = event.name, event.key
             self.track_tool_call(name)
-            key = tool_call_key(name, args)
             global_dup = (False if name in STATEFUL_READ_TOOLS
                           else self.check_global_duplicate(key))
             alternating = self.check_alternating_pattern(key)

@@ -15,6 +15,7 @@ from loopscope.engines.contract import (
     GuideExample,
     SettingSpec,
 )
+from loopscope.engines.qwen_code import fast
 from loopscope.engines.qwen_code.config import (
     ADAPTIVE,
     CAP,
@@ -154,6 +155,12 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
 
     def run(self, prepared: PreparedSession, config: QwenConfig) -> SessionReplay:
         return run(prepared, config)
+
+    def encode_prepared(self, prepared: PreparedSession) -> dict[str, Any] | None:
+        return fast.encode(prepared) if type(prepared) is PreparedSession else None
+
+    def decode_prepared(self, data: Any) -> PreparedSession:
+        return fast.decode(data)
 
     def replay(self, session: Session, config: QwenConfig) -> SessionReplay:
         return replay_session(session, config)

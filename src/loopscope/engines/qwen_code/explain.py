@@ -129,8 +129,9 @@ class QwenExplainer:
         if any("task_list" in s.tools for s in replay.steps):
             out.append(Limitation(
                 "qwen-task-list-results",
-                "Qwen Code looks at task_list results (a changing board is not a loop); the "
-                "replay does not, so repeated task_list calls count like any other call."))
+                "Qwen Code looks at the answers of its task-list tool (a list that keeps "
+                "changing is not a loop); the replay does not, so repeated task-list checks "
+                "count like any other call."))
         return tuple(out)
 
     def extra_changes(self, step: Step, replay: SessionReplay, config: Any,

@@ -10,6 +10,8 @@ mode.
   line feed (one ``Content`` per piece; the structure checks are per line), then one
   ``tool_call_request`` per call with ``name || "undefined_tool_name"`` and ``args || {}``
   (arguments recorded as JSON text are ``JSON.parse``d; the raw string when that fails).
+* Each tool call is reduced once to what the guards read (:func:`~.detector.prepare_call`: the
+  resolved name, its key, whether it is a git inspection command).
 * Each event goes through the always-on tier, then, when that did not fire and
   ``skipLoopDetection`` is false, through the heuristics (``client.ts``).
 * Qwen Code halts the prompt at a detection; the replay clears ``loopDetected`` and goes on with
@@ -28,8 +30,9 @@ from loopscope.engines.qwen_code.config import QwenConfig
 from loopscope.engines.qwen_code.detector import (
     Content,
     LoopDetectionService,
+    PreparedCall,
     Thought,
-    ToolCallRequest,
+    prepare_call,
     tool_call_key,
 )
 from loopscope.engines.qwen_code.jsjson import js_truthy, json_parse
@@ -92,13 +95,14 @@ class ContentItem:
 
 @dataclass(frozen=True, slots=True)
 class CallItem:
-    """One tool call, with its key (``getToolCallRepeatKey`` of the name and args)."""
+    """One tool call: its recorded-name key (``getToolCallRepeatKey`` of ``name`` and args, the
+    step's signature) and what the guards read of it (:func:`~.detector.prepare_call`)."""
 
     turn: int
     call: int
     name: str
-    args: Any
     key: str
+    prepared: PreparedCall
 
 
 Item = PromptItem | ContentItem | CallItem
@@ -107,7 +111,7 @@ Item = PromptItem | ContentItem | CallItem
 def _call_item(turn: int, call: ToolCall) -> CallItem:
     name = call.name or UNDEFINED_TOOL
     args = args_of(call.arguments_kind, call.raw_arguments)
-    return CallItem(turn, call.index, name, args, tool_call_key(name, args))
+    return CallItem(turn, call.index, name, tool_call_key(name, args), prepare_call(name, args))
 
 
 def session_items(session: Session) -> Iterator[Item]:
@@ -170,7 +174,7 @@ def replay_items(items: Sequence[Item], config: QwenConfig, session: str, source
             extra: dict[str, Any] = {"kind": "content"}
         else:
             assert isinstance(item, CallItem)
-            hit = _feed(service, ToolCallRequest(item.name, item.args))
+            hit = _feed(service, item.prepared)
             if hit is not None:
                 hits.append(hit)
             turn, call, tools = item.turn, item.call, (item.name,)
