@@ -154,3 +154,24 @@ def test_explanations_name_the_rule_and_the_action() -> None:
     assert "let read_file through" in passed.headline
     limits = ENGINE.explainer.limitations(session, replay, QwenConfig())
     assert any("daemon/ACP" in limit.text for limit in limits)
+
+
+def test_prepared_data_round_trips_and_damage_is_refused() -> None:
+    rng = random.Random(7)
+    sessions = [random_session(rng) for _ in range(15)]
+    for session in sessions:
+        prepared = ENGINE.prepare(session)
+        data = json.loads(json.dumps(ENGINE.encode_prepared(prepared)))
+        back = ENGINE.decode_prepared(data)
+        assert back == prepared
+        for config in CONFIGS.values():
+            assert ENGINE.run(back, config) == ENGINE.replay(session, config)
+    good = ENGINE.encode_prepared(ENGINE.prepare(sessions[0]))
+    assert good is not None
+    for damage in ({"items": "x"}, {"session": 3}, {"items": [["c", 0, 0, "a", "k", "a", "k", 1]]},
+                   {"items": [["u", -1]]}, {"items": [["t", 0, "", "piece"]]}, {"items": [[]]}):
+        with pytest.raises(ValueError):
+            ENGINE.decode_prepared({**good, **damage})
+    for bad in (None, [], "x"):
+        with pytest.raises(ValueError):
+            ENGINE.decode_prepared(bad)
