@@ -105,11 +105,11 @@ def _cycle(rng: random.Random) -> list[tuple[Any, ...]]:
     return [(rng.choice(NAMES), *_args(rng)) for _ in range(rng.randint(1, 4))]
 
 
-def random_session(rng: random.Random) -> Session:
+def random_session(rng: random.Random, *, max_turns: int = 70) -> Session:
     b = SessionBuilder()
     if rng.random() < 0.9:
         b.user("start")
-    total = rng.randint(3, 70)
+    total = rng.randint(3, max_turns)
     calls = _cycle(rng)
     call_no = 0
     made = 0

@@ -68,8 +68,8 @@ def main() -> None:
     files = []
     for n in range(40):
         path = OUT / "sessions" / f"qcp-{n:03d}.json"
-        path.write_text(json.dumps(openai_body(random_session(rng)), ensure_ascii=False,
-                                   indent=1) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(openai_body(random_session(rng, max_turns=30)),
+                                   ensure_ascii=False) + "\n", encoding="utf-8")
         files.append(path)
     (OUT / "configs.json").write_text(json.dumps({"configs": [
         {"name": name, "set": pairs} for name, pairs in CONFIGS.items()]}, indent=2) + "\n")
@@ -83,7 +83,7 @@ def main() -> None:
             for session in sessions:
                 replay = ENGINE.replay(session, config).to_json()
                 replay["source"] = str(Path(session.source).relative_to(OUT))
-                out.write(json.dumps(replay, ensure_ascii=False) + "\n")
+                out.write(json.dumps(replay, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":
