@@ -27,6 +27,7 @@ BUILTIN_ENGINES: dict[str, str] = {
     "openclaw": "loopscope.engines.openclaw.engine:ENGINE",
     "openhands": "loopscope.engines.openhands.engine:ENGINE",
     "gemini-cli": "loopscope.engines.gemini_cli.engine:ENGINE",
+    "qwen-code": "loopscope.engines.qwen_code.engine:ENGINE",
 }
 """Engine name → where its engine object lives. Plug-ins cannot replace these names."""
 

@@ -1,5 +1,5 @@
 """Format detection from the content, never only the file name: head sniff, layout, then
-signatures (document rows ``D1``–``D12``, JSONL record rows ``L1``–``L15``, named in the reasons).
+signatures (document rows ``D1``–``D12``, JSONL record rows ``L1``–``L16``, named in the reasons).
 
 :func:`probe` does the work and keeps what it parsed (a whole document is parsed once);
 ``detect_format`` (in :mod:`loopscope.formats`) returns only its :class:`Detection`. Every
@@ -31,6 +31,7 @@ from loopscope.formats.opencode_session import is_storage_session as _opencode_s
 from loopscope.formats.openinference_spans import is_span
 from loopscope.formats.otel_console import is_console_span
 from loopscope.formats.otel_genai import is_otlp
+from loopscope.formats.qwen_code_chat import is_record as is_qwen_record
 from loopscope.formats.text import type_of
 from loopscope.model import escape_for_display
 from loopscope.words import plural
@@ -71,6 +72,7 @@ FORMAT_NAMES = {
     "codex_rollout": "Codex rollout",
     "gemini_cli_stream": "Gemini CLI stream-json",
     "gemini_cli_chat": "Gemini CLI chat recording",
+    "qwen_code_chat": "Qwen Code chat recording",
     "openhands_events": "OpenHands events",
     "openhands_output": "OpenHands output",
     "swe_agent_traj": "SWE-agent trajectory",
@@ -492,6 +494,7 @@ _ROWS = [
     ("L7", "claude_managed_events"), ("L8", "conversation"), ("L9", "message"),
     ("L10", "openai_responses"), ("L11", "otel_genai"), ("L12", "openinference_spans"),
     ("L13", "langsmith_runs"), ("L14", "langfuse_observations"), ("L15", "otel_console"),
+    ("L16", "qwen_code_chat"),
 ]
 _ROW_TEXT = {
     "L1": "type+payload (Codex rollout)",
@@ -509,6 +512,7 @@ _ROW_TEXT = {
     "L13": "LangSmith runs",
     "L14": "Langfuse observations",
     "L15": "OpenTelemetry console-exporter spans",
+    "L16": "Qwen Code chat records",
 }
 
 
@@ -558,6 +562,8 @@ def _row(r: Any, first: bool, stream_context: bool) -> str | None:
             t == "message" and isinstance(r.get("message"), dict)
             and "role" in r["message"]):
         return "L2"
+    if is_qwen_record(r):
+        return "L16"
     if t in _CLAUDE_TYPES and any(k in r for k in ("uuid", "sessionId", "leafUuid",
                                                    "messageId")):
         return "L3"

@@ -338,6 +338,13 @@ def _gemini_chat_record(value: Any, line: int, saw: Saw) -> None:
     _gemini_chat_message(value, lambda _k: line, saw)
 
 
+def _qwen_chat_record(value: Any, line: int, saw: Saw) -> None:
+    from loopscope.formats.qwen_code_chat import call_parts
+
+    for call in call_parts(value):
+        saw((line, call.get("name")))
+
+
 _OPENHANDS_NOT_CALLS = frozenset({"change_agent_state", "recall", "null", "pause", "resume",
                                   "system", "condensation", "message"})
 
@@ -895,6 +902,7 @@ _RECORD_COUNTERS: dict[str, RecordCounter] = {
     "codex_rollout": _codex_record,
     "gemini_cli_stream": _gemini_stream_record,
     "gemini_cli_chat": _gemini_chat_record,
+    "qwen_code_chat": _qwen_chat_record,
     "openhands_output": _openhands_output_record,
     "claude_managed_events": _managed_record,
     "otel_genai": _otlp_record,
