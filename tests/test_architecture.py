@@ -5,6 +5,8 @@
   exports through the engine's schema.
 * The registry is the one place outside the engines that names the built-in engines.
 * The core (everything but ``loopscope.ui``) imports no UI library.
+* No engine imports another engine, and the importers (``loopscope.formats``) import no
+  engine: rules both need (JSON and JavaScript value rules) live in ``loopscope.jsonrules``.
 """
 
 from __future__ import annotations
@@ -110,6 +112,75 @@ def test_the_core_imports_no_ui_library() -> None:
                 if module.split(".")[0] in UI_LIBRARIES or module.startswith("loopscope.ui"):
                     found.append(f"{rel}:{node.lineno} imports {module}")
     assert not found, "\n".join(found)
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    """Every module ``path`` imports, absolute (``from . import x`` resolved against it)."""
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    package = list(rel.parts if rel.name == "__init__" else rel.parts[:-1])
+    if rel.name == "__init__":
+        package = package[:-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            yield node.lineno, module
+            for alias in node.names:  # ``from loopscope.engines import gglib`` names a package
+                yield node.lineno, f"{module}.{alias.name}"
+
+
+def _engine_of(module: str) -> str | None:
+    """The engine package a module belongs to (``loopscope.engines.gglib.fast`` → gglib)."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["loopscope", "engines"] \
+            and (SRC / "engines" / parts[2]).is_dir():
+        return parts[2]
+    return None
+
+
+def _import_violations(root: Path) -> list[str]:
+    found: dict[str, None] = {}  # (one line per offending import statement)
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own = rel.parts[1] if rel.parts[0] == "engines" and len(rel.parts) > 2 else None
+        for lineno, module in _imports(path):
+            other = _engine_of(module)
+            if other is None or other == own:
+                continue
+            if rel.parts[0] == "formats":
+                found[f"{rel}:{lineno}: an importer imports the engine {other}"] = None
+            elif own is not None:
+                found[f"{rel}:{lineno}: the engine {own} imports the engine {other}"] = None
+    return list(found)
+
+
+def test_no_engine_imports_another_and_formats_import_no_engine() -> None:
+    found = _import_violations(SRC)
+    assert not found, "\n".join(found)
+
+
+def test_the_import_check_can_fail(tmp_path: Path) -> None:
+    """A relative or absolute import of another engine, or of an engine from an importer,
+    is found (the check reads a copy of the tree with the offending lines added)."""
+    global SRC
+    fake = tmp_path / "loopscope"
+    for sub in ("engines/gglib", "engines/openclaw", "formats"):
+        (fake / sub).mkdir(parents=True)
+        (fake / sub / "__init__.py").write_text("")
+    (fake / "engines" / "gglib" / "fast.py").write_text(
+        "from loopscope.engines.openclaw import jsvalue\nfrom ..openclaw.hashing import h\n")
+    (fake / "formats" / "builder.py").write_text("from loopscope.engines.gglib.fast import x\n")
+    real, SRC = SRC, fake
+    try:
+        found = _import_violations(fake)
+    finally:
+        SRC = real
+    assert len(found) == 3 and sum("the engine gglib imports the engine openclaw" in f
+                                   for f in found) == 2, found
 
 
 def test_the_checks_can_fail(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def _serde() -> tuple[Callable[[str], Any], type[Exception]]:
     # import statement per call cost about a microsecond per tool call.
     global _serde_loads
     if _serde_loads is None:
-        from loopscope.engines.gglib.serde import SerdeJsonError, parse_json_serde
+        from loopscope.jsonrules.serde_json import SerdeJsonError, parse_json_serde
 
         _serde_loads = parse_json_serde, SerdeJsonError
     return _serde_loads

@@ -23,7 +23,8 @@ from loopscope.engines.gemini_cli.detector import (
 )
 from loopscope.engines.gemini_cli.engine import ENGINE
 from loopscope.engines.gemini_cli.events import split_pieces
-from loopscope.engines.gemini_cli.jsjson import (
+from loopscope.formats.builder import SessionBuilder
+from loopscope.jsonrules.node_json import (
     _fast_stringify,
     from_units,
     json_parse,
@@ -32,7 +33,6 @@ from loopscope.engines.gemini_cli.jsjson import (
     node_utf8,
     to_units,
 )
-from loopscope.formats.builder import SessionBuilder
 from loopscope.model import Session
 
 TOOL = "consecutive_identical_tool_calls"

@@ -31,7 +31,7 @@ from tests.engines.gemini_cli._gemini_gen import random_config, random_session
 
 from loopscope.engines.gemini_cli.config import DEFAULTS, GeminiConfig
 from loopscope.engines.gemini_cli.engine import ENGINE
-from loopscope.engines.gemini_cli.jsjson import json_parse, json_stringify
+from loopscope.jsonrules.node_json import json_parse, json_stringify
 from loopscope.model import AssistantTurn, Session, UserMessage
 
 pytestmark = pytest.mark.oracle

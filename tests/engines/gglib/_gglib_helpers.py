@@ -90,7 +90,7 @@ def first_refusal_turn(messages: list[Any], config: GglibConfig = DEF) -> int | 
 
 
 def load_json(path: Path) -> Any:
-    from loopscope.engines.gglib.serde import loads_file_level
+    from loopscope.jsonrules.serde_json import loads_file_level
 
     return loads_file_level(path.read_bytes())
 

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopscope.engines.gglib import (
+from loopscope.jsonrules import serde_json as serde
+from loopscope.jsonrules.serde_json import (
     SerdeJsonError,
     loads_file_level,
     parse_json_serde,
     parse_serde_json,
-    serde,
 )
 
 

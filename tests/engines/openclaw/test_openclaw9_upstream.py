@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from loopscope.engines.openclaw import ENGINE
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, digest
 from loopscope.engines.openclaw.v2026_9.detection import (
     TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
     BatchCall,
@@ -38,6 +37,7 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     normalize_tool_name,
 )
 from loopscope.formats.builder import SessionBuilder
+from loopscope.jsonrules.javascript import UNDEFINED, digest
 from loopscope.model import Session
 
 V9 = "2026.9.6"

@@ -27,9 +27,9 @@ from loopscope.engines.openclaw.fast import (
     _has_block_marker,
 )
 from loopscope.engines.openclaw.hashing import is_known_poll_call, result_text
-from loopscope.engines.openclaw.jsvalue import digest, js_json_parse, js_trim, stable_stringify
 from loopscope.engines.openclaw.reference import BLOCK_MARKERS, CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
+from loopscope.jsonrules.javascript import digest, js_json_parse, js_trim, stable_stringify
 
 SEEDS = range(60)
 

@@ -229,7 +229,7 @@ def test_chat_arguments_use_js_json_parse() -> None:
 
 def test_openclaw_error_text_is_not_trimmed() -> None:
     steps = replay(S().user().call("x", {}, "  boom\n", error=True).build())
-    from loopscope.engines.openclaw.jsvalue import digest
+    from loopscope.jsonrules.javascript import digest
 
     assert steps[0]["result_hash"] == "error:" + digest("  boom\n")
 

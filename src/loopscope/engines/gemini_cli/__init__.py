@@ -8,8 +8,8 @@ live model and is not replayed.
 
 Modules:
 
-* :mod:`.jsjson` — JavaScript semantics: UTF-16 code units, Node's UTF-8, ``JSON.stringify``,
-  ``JSON.parse``;
+* (JavaScript semantics — UTF-16 code units, Node's UTF-8, ``JSON.stringify``, ``JSON.parse``
+  — come from the neutral :mod:`loopscope.jsonrules.node_json`);
 * :mod:`.config` — the one Gemini CLI setting (``enabled`` / ``model.disableLoopDetection``)
   and the what-if constants;
 * :mod:`.detector` — the literal ``LoopDetectionService`` port;

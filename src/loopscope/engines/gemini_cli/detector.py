@@ -2,7 +2,7 @@
 
 Upstream: ``dist/src/services/loopDetectionService.js`` of ``@google/gemini-cli-core@0.61.0``.
 Every length, index and window is in UTF-16 code units (the text is kept as
-:func:`~loopscope.engines.gemini_cli.jsjson.to_units` strings), hashes are SHA-256 of Node's
+:func:`~loopscope.jsonrules.node_json.to_units` strings), hashes are SHA-256 of Node's
 UTF-8 (lone surrogates as U+FFFD), and the structure checks are the upstream JavaScript regular
 expressions rewritten for Python with JavaScript's meaning (``\\s`` is JavaScript whitespace,
 ``.`` stops at CR, LF, U+2028 and U+2029, ``$`` only at the very end, ``\\d`` is ASCII).
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from loopscope.engines.gemini_cli.jsjson import (
+from loopscope.jsonrules.node_json import (
     JS_WHITESPACE_CLASS,
     from_units,
     js_trim,

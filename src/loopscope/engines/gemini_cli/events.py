@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.gemini_cli.jsjson import js_trim, js_truthy, json_parse
+from loopscope.jsonrules.node_json import js_trim, js_truthy, json_parse
 from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
 
 __all__ = [

@@ -167,7 +167,7 @@ def content_hint(replay: SessionReplay, position: int, config: GeminiConfig
     """Where the text loop of content step ``position`` came from, if the prepared session
     behind ``replay`` is still at hand."""
     from loopscope.engines.gemini_cli.fast import recall
-    from loopscope.engines.gemini_cli.jsjson import from_units
+    from loopscope.jsonrules.node_json import from_units
 
     prepared = recall(replay)
     if prepared is None:

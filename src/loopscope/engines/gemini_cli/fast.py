@@ -53,19 +53,19 @@ from loopscope.engines.gemini_cli.detector import (
     tool_call_detail_text,
 )
 from loopscope.engines.gemini_cli.events import args_of, call_name, split_pieces
-from loopscope.engines.gemini_cli.jsjson import (
+from loopscope.engines.gemini_cli.reference import (
+    CONTENT_KIND,
+    ENGINE_NAME,
+    TOOL_CALL_KIND,
+    intervention,
+)
+from loopscope.jsonrules.node_json import (
     from_units,
     has_surrogates,
     js_trim,
     json_stringify,
     node_sha256,
     to_units,
-)
-from loopscope.engines.gemini_cli.reference import (
-    CONTENT_KIND,
-    ENGINE_NAME,
-    TOOL_CALL_KIND,
-    intervention,
 )
 from loopscope.model import AssistantTurn, Session, UserMessage
 

@@ -1,6 +1,6 @@
 """The gglib engine: a port of gglib's tool-call loop guard as its proxy walks a transcript.
 
-Modules: :mod:`.serde` (serde_json-compatible parsing), :mod:`.fnv` (FNV-1a 64),
+Modules (serde_json-compatible parsing is the neutral :mod:`loopscope.jsonrules.serde_json`): :mod:`.fnv` (FNV-1a 64),
 :mod:`.canon` (``stable_repr``), :mod:`.core` (signatures, results hashes, classifiers,
 ``LoopDetector``, ``StagnationDetector``, ``scan_history``), :mod:`.config`
 (``GglibConfig``, ``resolve_config``), :mod:`.reference` (the plain replay), :mod:`.fast` (prepare once, re-run cheaply), :mod:`.explain` and
@@ -49,7 +49,7 @@ from loopscope.engines.gglib.fast import (
 )
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 from loopscope.engines.gglib.reference import STEP_FIELDS, replay_messages
-from loopscope.engines.gglib.serde import (
+from loopscope.jsonrules.serde_json import (
     SerdeJsonError,
     loads_file_level,
     parse_json_serde,

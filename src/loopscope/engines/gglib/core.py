@@ -15,7 +15,7 @@ from typing import Any
 
 from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.engines.gglib.serde import SerdeJsonError, parse_json_serde
+from loopscope.jsonrules.serde_json import SerdeJsonError, parse_json_serde
 
 __all__ = [
     "COSTLY_OBSERVATION_TOOLS",

@@ -5,7 +5,8 @@ detector) and its post-compaction guard, replayed in shadow mode: one step per t
 
 Modules:
 
-* :mod:`.jsvalue` — JS semantics: ``stableStringify``, number formatting, trim, ``JSON.parse``;
+* (JS semantics — ``stableStringify``, number formatting, trim, ``JSON.parse`` — come from the
+  neutral :mod:`loopscope.jsonrules.javascript`);
 * :mod:`.hashing` — argsHash, resultHash, unknown-tool names;
 * :mod:`.config` — resolution, schema validation, agent overlays, loopscope's config layers;
 * :mod:`.detection` — the literal detector (``detect``/``record``/``outcome``), messages, keys;
@@ -50,9 +51,9 @@ from loopscope.engines.openclaw.engine import ENGINE, OpenClawEngine, loop_detec
 from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
 from loopscope.engines.openclaw.guard import PostCompactionGuard
 from loopscope.engines.openclaw.hashing import hash_tool_call, hash_tool_outcome
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, stable_stringify
 from loopscope.engines.openclaw.reference import replay_session
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
+from loopscope.jsonrules.javascript import UNDEFINED, stable_stringify
 
 STEP_FIELDS: Final = (
     "turn", "call", "tools", "signature", "verdict", "detector", "count", "after_divergence",

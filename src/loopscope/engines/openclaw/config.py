@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from loopscope.engines.base import ConfigError
 from loopscope.engines.contract import SettingSpec
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_trim, js_truthy
+from loopscope.jsonrules.javascript import UNDEFINED, js_trim, js_truthy
 
 CONFIGURABLE_VERSIONS: Final = ("2026.6.11", "2026.7.35")
 """The versions whose loop detector is the configurable one modelled here (2026.7.35 ships the

@@ -22,7 +22,7 @@ from loopscope.engines.openclaw.hashing import (
     hash_tool_outcome,
     is_known_poll_call,
 )
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_trim, utf16_sort_key
+from loopscope.jsonrules.javascript import UNDEFINED, js_trim, utf16_sort_key
 
 UNKNOWN_TOOL_REPEAT: Final = "unknown_tool_repeat"
 GLOBAL_CIRCUIT_BREAKER: Final = "global_circuit_breaker"

@@ -71,12 +71,12 @@ from loopscope.engines.openclaw.hashing import (
     is_loop_veto,
     is_mapping,
 )
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.engines.openclaw.reference import (
     BLOCK_MARKERS,
     ENGINE_NAME,
     OPENCLAW_FORMAT,
 )
+from loopscope.jsonrules.javascript import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
 
 _T = TypeVar("_T")

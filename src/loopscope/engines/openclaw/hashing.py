@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loopscope.engines.openclaw.jsvalue import (
+from loopscope.jsonrules.javascript import (
     JS_WHITESPACE_CLASS,
     UNDEFINED,
     digest,

@@ -27,7 +27,7 @@ from loopscope.engines.openclaw.detection import (
 )
 from loopscope.engines.openclaw.guard import PostCompactionGuard
 from loopscope.engines.openclaw.hashing import is_loop_veto
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_json_parse
+from loopscope.jsonrules.javascript import UNDEFINED, js_json_parse
 from loopscope.model import AssistantTurn, Compaction, Session, ToolCall, ToolResult, UserMessage
 
 ENGINE_NAME: Final = "openclaw"

@@ -3,8 +3,8 @@
 
 Modules:
 
-* :mod:`.jsvalue`, :mod:`.jsjson` — JavaScript semantics (UTF-16 code units, Node's UTF-8,
-  ``JSON.stringify``, ``JSON.parse``);
+* (JavaScript semantics — UTF-16 code units, Node's UTF-8, ``JSON.stringify``, ``JSON.parse``
+  — come from the neutral :mod:`loopscope.jsonrules`);
 * :mod:`.config` — the settings (``model.skipLoopDetection``, ``model.maxToolCallsPerTurn``,
   ``capMode``) and the what-if constants;
 * :mod:`.detector` — the literal ``LoopDetectionService`` port;

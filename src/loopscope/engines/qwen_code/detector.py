@@ -5,7 +5,7 @@ Two tiers, called separately as ``client.ts`` does: :meth:`check_always_on_safet
 consecutive-identical tool-call check, the git-inspection shell stagnation check and the per-turn
 cap; always on) and :meth:`add_and_check_heuristic_loops` (global duplicate, alternating
 pattern, read-file loop, action stagnation, content chanting, repetitive thoughts; only with
-``skipLoopDetection: false``). Text is held in UTF-16 code units (:func:`.jsjson.to_units`), as
+``skipLoopDetection: false``). Text is held in UTF-16 code units (:func:`loopscope.jsonrules.node_json.to_units`), as
 JavaScript measures it. Tool results are never fed (``recordToolResult`` is not ported), so the
 result-aware state of stateful read tools stays empty, exactly as in the package when no result
 is recorded.
@@ -18,14 +18,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.qwen_code.jsjson import (
+from loopscope.jsonrules.javascript import utf16_sort_key
+from loopscope.jsonrules.node_json import (
     JS_WHITESPACE_CLASS,
     js_trim,
     json_stringify,
     node_sha256,
     to_units,
 )
-from loopscope.engines.qwen_code.jsvalue import utf16_sort_key
 
 __all__ = [
     "ALTERNATING",

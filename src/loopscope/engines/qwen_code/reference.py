@@ -35,7 +35,7 @@ from loopscope.engines.qwen_code.detector import (
     prepare_call,
     tool_call_key,
 )
-from loopscope.engines.qwen_code.jsjson import js_truthy, json_parse
+from loopscope.jsonrules.node_json import js_truthy, json_parse
 from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
 
 __all__ = [

@@ -31,7 +31,7 @@ from loopscope.engines.openclaw.config import (
     normalize_agent_id,
     parse_set_value,
 )
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_truthy
+from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 
 VERSION: Final = "2026.9.6"
 VERSIONS: Final = (VERSION,)

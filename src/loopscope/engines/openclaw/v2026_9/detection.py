@@ -41,7 +41,6 @@ from loopscope.engines.openclaw.detection import (
     unknown_tool_message,
     unknown_tool_streak,
 )
-from loopscope.engines.openclaw.jsvalue import UNDEFINED, js_truthy
 from loopscope.engines.openclaw.v2026_9.config import (
     MAX_LOOP_WARNING_KEYS,
     MIN_STABLE_CALLS_PER_VARIANT,
@@ -57,6 +56,7 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     hash_tool_outcome,
     is_known_poll_call,
 )
+from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 
 ARGUMENT_CHURN: Final = "argument_churn"
 TOOL_LOOP_RECOVERY_TERMINATED: Final = "tool_loop_recovery_terminated"

@@ -37,7 +37,7 @@ from loopscope.engines.openclaw.hashing import (
 from loopscope.engines.openclaw.hashing import (
     is_volatile_send_result as _is_send_2026_6,
 )
-from loopscope.engines.openclaw.jsvalue import (
+from loopscope.jsonrules.javascript import (
     JS_WHITESPACE_CLASS,
     UNDEFINED,
     _stringify_float,

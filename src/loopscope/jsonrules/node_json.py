@@ -1,7 +1,7 @@
-"""The JavaScript string and JSON behaviour Qwen Code's loop guards depend on.
+"""The JavaScript string and JSON behaviour the loop detectors of Node agents depend on.
 
-Qwen Code runs under Node, so its loop guards (``LoopDetectionService`` in the bundle
-of ``@qwen-code/qwen-code``) measure text in UTF-16 code units, keys tool calls with
+Gemini CLI (and its fork Qwen Code) runs under Node, so its loop detector (``dist/src/services/loopDetectionService.js``
+of ``@google/gemini-cli-core``) measures text in UTF-16 code units, keys tool calls with
 ``JSON.stringify`` (insertion order, array-index keys first, ECMAScript number formatting) and
 hashes JavaScript strings as UTF-8 with every lone surrogate written as U+FFFD. This module
 reproduces exactly that:
@@ -13,8 +13,7 @@ reproduces exactly that:
 * :func:`json_parse`: ``JSON.parse`` at any nesting depth (Python's parser is recursive and stops
   near 1,000 levels; V8's is not).
 
-String escaping and number formatting come from :mod:`.jsvalue` (a copy of the OpenClaw
-port's: engines import no other engine).
+String escaping and number formatting come from :mod:`loopscope.jsonrules.javascript`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from loopscope.bulk import json_memo_key
-from loopscope.engines.qwen_code.jsvalue import (
+from loopscope.jsonrules.javascript import (
     JS_WHITESPACE,
     JS_WHITESPACE_CLASS,
     js_json_parse,

@@ -1,7 +1,6 @@
-"""JavaScript value semantics (a copy of the OpenClaw engine's ``jsvalue``: engines import no
-other engine).
+"""JavaScript value semantics the ports of JavaScript guards need.
 
-OpenClaw hashes tool arguments and outcomes with ``stableStringify`` under Node
+OpenClaw, for one, hashes tool arguments and outcomes with ``stableStringify`` under Node
 (openclaw@2026.6.11: ``dist/stable-stringify-*.js``). To reproduce its hashes byte for byte,
 this module mirrors the few JS behaviours that differ from Python:
 
