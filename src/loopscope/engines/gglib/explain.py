@@ -594,8 +594,9 @@ CONSEQUENCE = (
     "goes on with a note asking the model to change approach (only gglib's refuse mode would "
     "stop it with an error)."
 )
-"""What a refusal does to the agent as gglib is deployed by default (``note`` mode, §4.7):
-the request is forwarded with the note appended; ``refuse`` mode answers HTTP 400 instead."""
+"""What a refusal does to the agent as gglib is deployed by default (``note`` mode): the
+request is forwarded with the note appended, because gglib's default is to advise the
+model rather than fail its request; ``refuse`` mode answers HTTP 400 instead."""
 
 LIMITATION_TEXTS: dict[str, str] = {
     "L1": "Cycles escape: different calls in between start the count again, so A, B, A, B … "
