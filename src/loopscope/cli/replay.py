@@ -261,10 +261,11 @@ def _prepared_parts(job: _Job, folder: PreparedFolder) -> Iterator[_Part]:
         for f in folder.files:
             r = f.result
             seen, imported, aside = r.tally
-            part = _Part(problems=f.problems(), import_line=_file_summary_line(
-                FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
-                           calls_set_aside=dict(aside)), len(r.heads)),
-                         tally=(seen, imported, sum(aside.values())))
+            part = _Part(problems=f.problems(), tally=(seen, imported, sum(aside.values())))
+            if job.verbose:  # (as an import writes it: only when it is printed)
+                part.import_line = _file_summary_line(
+                    FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
+                               calls_set_aside=dict(aside)), len(r.heads))
             lines: list[bytes] = []
             for row, head in zip(f.rows, r.heads, strict=True):
                 prepared = folder.prepared[row]
