@@ -259,3 +259,22 @@ def test_the_cache_does_no_more_work_than_an_import(engine: str, as_json: bool, 
     assert found is not None and cached == imported
     for what, n in cache_work.items():
         assert n - opening[what] <= import_work[what], (what, cache_work, opening, import_work)
+
+
+@pytest.mark.parametrize("engine", ["openclaw", "gemini-cli"])
+def test_replay_from_the_cache_in_workers_equals_an_import(engine: str, folder: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--json`` the sessions read back from the cache are replayed in forked workers,
+    as an import's files are: the same lines, in the same order, and the same exit code."""
+    _prepare(folder)
+    args = ["replay", "sessions", "--engine", engine, "--json", "--workers", "2"]
+    expected = _imported(args, folder.parent, monkeypatch)
+    assert expected[1].count('"session"') >= 10
+    tasks: list[object] = []
+    original = replay_module._in_pool
+    monkeypatch.setattr(replay_module, "_file_parts", _never)
+    monkeypatch.setattr(replay_module, "_in_pool",
+                        lambda job, runs, task, workers: tasks.extend(runs)
+                        or original(job, runs, task, workers))
+    assert run_cli(args, cwd=folder.parent) == expected
+    assert len(tasks) >= 2, "replayed in workers"
