@@ -211,3 +211,70 @@ def test_sweep_from_the_cache_equals_an_import(engine: str, vary: list[str], fol
         with monkeypatch.context() as m:
             m.setattr(experiments, "_load_sessions", _never)  # from the cache, or it fails
             assert run_cli(args, cwd=folder.parent) == expected, args
+
+
+@pytest.mark.parametrize("engine", ["openclaw", "gglib"])
+@pytest.mark.parametrize("as_json", [True, False])
+def test_the_cache_does_no_more_work_than_an_import(engine: str, as_json: bool, folder: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay read back from the cache must never cost more than importing the files
+    (issue #34): the work that grows with the corpus, counted on both paths in this process
+    (one worker), is no larger from the cache — numpy arrays built from a table's whole
+    columns (a copy per session made reading a corpus quadratic in its size) and the
+    per-file lines of ``--verbose`` built though not printed."""
+    import numpy as np
+
+    _prepare(folder)
+    args = ["replay", "sessions", "--engine", engine, "--workers", "1"]
+    if as_json:
+        args.append("--json")
+
+    def counted(run: Any = None) -> tuple[Any, dict[str, int]]:
+        counts = {"numpy.append elements": 0, "file summary lines": 0}
+        append, summary = np.append, replay_module._file_summary_line
+
+        def counting_append(arr: Any, values: Any, *rest: Any, **kw: Any) -> Any:
+            out = append(arr, values, *rest, **kw)
+            counts["numpy.append elements"] += int(out.size)
+            return out
+
+        def counting_summary(*a: Any) -> str:
+            counts["file summary lines"] += 1
+            return summary(*a)
+
+        with monkeypatch.context() as m:
+            m.setattr(np, "append", counting_append)
+            m.setattr(replay_module, "_file_summary_line", counting_summary)
+            return (run or (lambda: run_cli(args, cwd=folder.parent)))(), counts
+
+    with monkeypatch.context() as m:
+        m.setenv("LOOPSCOPE_CACHE", "off")
+        m.setattr(replay_module, "_prepared_parts", _never)
+        imported, import_work = counted()
+    with monkeypatch.context() as m:
+        m.setattr(replay_module, "_file_parts", _never)  # from the cache, or it fails
+        cached, cache_work = counted()
+        # Opening the table checks its columns once (whole arrays): not work per session.
+        found, opening = counted(lambda: read_prepared(str(folder), engine, None))
+    assert found is not None and cached == imported
+    for what, n in cache_work.items():
+        assert n - opening[what] <= import_work[what], (what, cache_work, opening, import_work)
+
+
+@pytest.mark.parametrize("engine", ["openclaw", "gemini-cli"])
+def test_replay_from_the_cache_in_workers_equals_an_import(engine: str, folder: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--json`` the sessions read back from the cache are replayed in forked workers,
+    as an import's files are: the same lines, in the same order, and the same exit code."""
+    _prepare(folder)
+    args = ["replay", "sessions", "--engine", engine, "--json", "--workers", "2"]
+    expected = _imported(args, folder.parent, monkeypatch)
+    assert expected[1].count('"session"') >= 10
+    tasks: list[object] = []
+    original = replay_module._in_pool
+    monkeypatch.setattr(replay_module, "_file_parts", _never)
+    monkeypatch.setattr(replay_module, "_in_pool",
+                        lambda job, runs, task, workers: tasks.extend(runs)
+                        or original(job, runs, task, workers))
+    assert run_cli(args, cwd=folder.parent) == expected
+    assert len(tasks) >= 2, "replayed in workers"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +94,8 @@ def replay(
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     import_lines: list[str] = []
     held: list[_Held] = []
-    parts = (_prepared_parts(job, folder) if folder is not None
+    parts = (_prepared_parts(job, folder, _workers(workers_option, len(folder.files)))
+             if folder is not None
              else _file_parts(job, targets, _workers(workers_option, len(targets))))
     for part in parts:
         status.problems.extend(part.problems)
@@ -253,18 +254,50 @@ def _replay_file(target: tuple[str, bool], job: _Job | None = None) -> _Part:
     return part
 
 
-def _prepared_parts(job: _Job, folder: PreparedFolder) -> Iterator[_Part]:
-    """:func:`_file_parts` for files read back from the on-disk cache (one process: there is
-    nothing to import)."""
+_FOLDER: PreparedFolder | None = None
+"""The folder read back from the cache, as the workers of :func:`_prepared_parts` inherit it
+(forked once it is read: nothing of it is sent to them)."""
+
+
+def _prepared_parts(job: _Job, folder: PreparedFolder, workers: int) -> Iterator[_Part]:
+    """:func:`_file_parts` for files read back from the on-disk cache. With ``--json`` the
+    replays are split among ``workers`` forked processes as an import's files are (replaying
+    and writing each session's steps is most of the work, and the import path has every
+    core); the text output's replays are held for the advice, so it stays in this one."""
+    import multiprocessing
+
+    files = range(len(folder.files))
+    if workers <= 1 or not job.as_json or "fork" not in multiprocessing.get_all_start_methods():
+        yield from _prepared_run(job, folder, files)
+        return
+    global _FOLDER
+    _FOLDER = folder
+    try:
+        size = _run_length(len(files), workers)
+        runs = [files[i:i + size] for i in range(0, len(files), size)]
+        yield from _in_pool(job, runs, _prepared_files, workers)
+    finally:
+        _FOLDER = None
+
+
+def _prepared_files(rows: range) -> list[_Part]:
+    """:func:`_prepared_run` of a run of files (one task of a worker)."""
+    assert _JOB is not None and _FOLDER is not None
+    return list(_prepared_run(_JOB, _FOLDER, rows))
+
+
+def _prepared_run(job: _Job, folder: PreparedFolder, which: range) -> Iterator[_Part]:
+    """The parts of files ``which`` of ``folder``, in order."""
     engine = get_engine(job.engine)
     with CollectorPaused():
-        for f in folder.files:
+        for f in (folder.files[k] for k in which):
             r = f.result
             seen, imported, aside = r.tally
-            part = _Part(problems=f.problems(), import_line=_file_summary_line(
-                FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
-                           calls_set_aside=dict(aside)), len(r.heads)),
-                         tally=(seen, imported, sum(aside.values())))
+            part = _Part(problems=f.problems(), tally=(seen, imported, sum(aside.values())))
+            if job.verbose:  # (as an import writes it: only when it is printed)
+                part.import_line = _file_summary_line(
+                    FileImport(f.path, r.detection, calls_seen=seen, calls_imported=imported,
+                               calls_set_aside=dict(aside)), len(r.heads))
             lines: list[bytes] = []
             for row, head in zip(f.rows, r.heads, strict=True):
                 prepared = folder.prepared[row]
@@ -307,14 +340,23 @@ def _file_parts(job: _Job, targets: list[tuple[str, bool]], workers: int) -> Ite
         for target in targets:
             yield _replay_file(target, job)
         return
-    import concurrent.futures
-    from collections import deque
-
     # Files go to the workers in runs of consecutive files: a task costs the parent (which
     # shares the cores with the workers) about as much as importing a small file, so one task
     # per file spent a third of the parent's and the workers' time on the pool itself.
     size = _run_length(len(targets), workers)
-    runs = iter([targets[i:i + size] for i in range(0, len(targets), size)])
+    yield from _in_pool(job, [targets[i:i + size] for i in range(0, len(targets), size)],
+                        _replay_files, workers)
+
+
+def _in_pool(job: _Job, tasks: list[Any], task: Callable[[Any], list[_Part]],
+             workers: int) -> Iterator[_Part]:
+    """``task(t)``'s parts for every ``t`` of ``tasks``, in order, computed in ``workers``
+    forked processes with a bounded number of tasks in flight (memory stays that of a few)."""
+    import concurrent.futures
+    import multiprocessing
+    from collections import deque
+
+    runs = iter(tasks)
     # fork: the command line runs no threads, and workers start with the parent's modules.
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
@@ -322,14 +364,14 @@ def _file_parts(job: _Job, targets: list[tuple[str, bool]], workers: int) -> Ite
                                                 initargs=(job,)) as pool:
         pending: deque[Any] = deque()
         for run in runs:
-            pending.append(pool.submit(_replay_files, run))
+            pending.append(pool.submit(task, run))
             if len(pending) >= 4 * workers:
                 break
         while pending:
             parts = pending.popleft().result()
             nxt = next(runs, None)
             if nxt is not None:
-                pending.append(pool.submit(_replay_files, nxt))
+                pending.append(pool.submit(task, nxt))
             yield from parts
 
 

@@ -391,10 +391,17 @@ class PreparedTable(Sequence[Any]):
         if not len(codes):
             return []
         at = np.asarray(codes, dtype=np.int64)
-        ends = np.append(starts[1:], self.axis_length(_STRING_BYTES))
+        # Each string ends where the next begins, the last at the pool's end: looked up for
+        # ``codes`` only (a table's whole ``starts`` copied per call made reading every
+        # session of a corpus quadratic in its size).
+        after = at + 1
+        last = after >= len(starts)
+        ends = starts[np.where(last, 0, after)]
+        if last.any():
+            ends[last] = self.axis_length(_STRING_BYTES)
         read = _pool_reader(self.columns["string_bytes"])
         return [read(b, e).decode("utf-8", "surrogatepass")
-                for b, e in zip(starts[at].tolist(), ends[at].tolist(), strict=True)]
+                for b, e in zip(starts[at].tolist(), ends.tolist(), strict=True)]
 
 
 def _pool_reader(pool: Any) -> Callable[[int, int], bytes]:
