@@ -259,7 +259,8 @@ _BASE: Final = 0x9E3779B97F4A7C15
 _HIGH: Final = np.uint64(0xFFFFFFFF00000000)
 _LOW: Final = np.uint64(0xFFFFFFFF)
 _POWERS: list[Any] = []
-"""``[B**j, B**-j]`` modulo 2**64 for j = 0, 1, …, as long as the longest block asked for."""
+"""``[B**j, B**-j]`` modulo 2**64 for j = 0, 1, …, as long as the longest block asked for
+(kept up to a block's length: a longer stretch's are made for it alone)."""
 
 
 def _powers(n: int) -> tuple[Any, Any]:
@@ -271,7 +272,8 @@ def _powers(n: int) -> tuple[Any, Any]:
         down = np.full(size, pow(_BASE, -1, 1 << 64), dtype=np.uint64)
         down[0] = 1
         found = [np.cumprod(up, dtype=np.uint64), np.cumprod(down, dtype=np.uint64)]
-        _POWERS[:] = found
+        if size <= _BLOCK + 1:
+            _POWERS[:] = found
     return found[0], found[1]
 
 
