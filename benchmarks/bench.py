@@ -17,7 +17,7 @@ keeps it between runs) and reports, as a table and one JSON line (``BENCH {...}`
   the first re-run after a window change (OpenClaw ``historySize``, gglib
   ``max_stagnation_steps``), which recomputes the per-window counts;
 - OpenHands' and Gemini CLI's re-runs over their tables (first threshold move, later ones, and
-  a Gemini CLI content what-if, which walks every session's text);
+  a Gemini CLI content what-if, which walks the text that could loop under it);
 - a 10 × 10 sweep (configurations × calls per second);
 - peak resident memory of this process;
 - the OpenClaw re-run side by side with the real implementation under node
@@ -282,7 +282,7 @@ def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
     (``engine.table_spec``, opened and checked as the on-disk cache is): the first threshold
     move (it derives the columns laid out for ``run_many``, and OpenHands' views of the
     sessions that nudge), the median of later ones, and one Gemini CLI content what-if (which
-    walks every session's text again)."""
+    walks again the stretches of text that could loop under it)."""
     out: dict[str, Any] = {}
     for name, (key, values) in SESSION_GUARD_MOVES.items():
         engine = get_engine(name)

@@ -352,6 +352,23 @@ def test_session_engines_refuse_damaged_columns() -> None:
                         ("content", ~text), ("turn", g_good["turn"] * 0 - 1)):
         with pytest.raises(TableError):
             g_spec.open({**g_good, name: value})
+    # The analysed text and its pieces (what a content what-if walks).
+    pieces = len(g_good["piece_end"])
+    assert pieces > 1 and g_good["text"].size
+    calls = np.flatnonzero(~text)
+    local_call = calls[0] - g_good["step_start"][np.searchsorted(g_good["step_start"], calls[0],
+                                                                 "right") - 1]
+    for name, value in (
+            ("piece_end", g_good["piece_end"] + np.int32(1)),
+            ("piece_end", g_good["piece_end"][::-1].copy()),
+            ("piece_end", np.zeros(pieces, dtype=np.int32)),
+            ("text", g_good["text"][:-1]),
+            ("piece_step", g_good["piece_step"] * 0 + np.int32(10**6)),
+            ("piece_step", g_good["piece_step"][::-1].copy()),
+            ("piece_step", np.full(pieces, local_call, dtype=np.int32)),
+            ("piece_opens", np.zeros(pieces, dtype=np.bool_))):
+        with pytest.raises(TableError):
+            g_spec.open({**g_good, name: value})
 
 
 def test_openclaw_2026_9_round_trips_through_its_json_table() -> None:

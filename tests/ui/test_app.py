@@ -115,10 +115,10 @@ def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
 
 def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every guard re-runs a corpus in vectorised passes, but Gemini CLI's content what-ifs
-    walk every session's text again (seconds at 20,000): on a large corpus its settings name
-    them; a guard without a vectorised re-run says its every change is slow; the others say
-    nothing."""
+    """Every guard re-runs a corpus in vectorised passes, Gemini CLI's content what-ifs too: on
+    a large corpus no setting says it is slow. A guard that declared settings replayed one by
+    one would have them named; a guard without a vectorised re-run says its every change is
+    slow."""
     from loopscope.corpus import Corpus
     from loopscope.engines.gemini_cli.engine import GeminiCliEngine
     from loopscope.ui import settings
@@ -128,6 +128,9 @@ def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
 
     assert notes() == []  # (the samples: a small corpus)
     monkeypatch.setattr(settings, "SLOW_RERUNS_FROM", 1)
+    assert notes() == []  # (every re-run in columns, the content what-ifs included)
+    monkeypatch.setattr(GeminiCliEngine, "replayed_one_by_one",
+                        ("CONTENT_CHUNK_SIZE", "MAX_HISTORY_LENGTH"))
     found = notes()
     # (Qwen Code has no vectorised re-run: every change of it replays session by session.)
     qwen = [n for n in found if n.startswith(":material/hourglass_top: Qwen Code replays")]

@@ -12,7 +12,6 @@ from loopscope.engines.base import (
     RunColumns,
     SessionReplay,
     columns_of,
-    decoded_all,
     packed,
 )
 from loopscope.engines.contract import (
@@ -27,12 +26,9 @@ from loopscope.engines.gemini_cli import fast
 from loopscope.engines.gemini_cli.config import (
     ACCEPTED,
     ALIAS,
-    CONTENT_CHUNK_SIZE,
-    CONTENT_LOOP_THRESHOLD,
     DEFAULTS,
     ENABLED,
     LLM_NOTE,
-    MAX_HISTORY_LENGTH,
     SETTINGS,
     VERSION,
     GeminiConfig,
@@ -68,8 +64,6 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
     strict_bool = True
-    # A content what-if walks every session's text again (columns.run_columns).
-    replayed_one_by_one = (CONTENT_LOOP_THRESHOLD, CONTENT_CHUNK_SIZE, MAX_HISTORY_LENGTH)
     detectors = (
         DetectorInfo(
             TOOL_CALL_LOOP, "tool-call loop (repeated call or cycle)",
@@ -167,16 +161,16 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
 
     def run_many(self, prepared: Sequence[Any], config: GeminiConfig) -> RunColumns:
         """Two vectorised passes over the corpus's steps (:func:`columns.run_columns`); a
-        configuration that changes a content constant walks each session's text again."""
+        configuration that changes a content constant first walks the stretches of text that
+        could loop under it (:func:`columns.content_flags`). A plain list is run session by
+        session."""
         from loopscope.engines.gemini_cli import columns
 
         steps = packed(prepared, (self.name, "steps"), _steps)
         if steps is not None:
-            out = columns.run_columns(steps, config)
-            if out is not None:
-                return columns_of(out, lambda i: self.run(prepared[i], config),
-                                  columns.DETECTORS)
-        return super().run_many(decoded_all(prepared), config)
+            return columns_of(columns.run_columns(steps, config),
+                              lambda i: self.run(prepared[i], config), columns.DETECTORS)
+        return super().run_many(prepared, config)
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         from loopscope.engines.gemini_cli import columns

@@ -341,62 +341,71 @@ def _lone_prefix(text: str) -> list[int] | None:
 def _content_run(p: PreparedSession, chunk: int, threshold: int, history: int) -> ContentRun:
     detections: list[ContentHit] = []
     occurrences: dict[int, int] = {}
+    for number, stretch in enumerate(p.stretches):
+        walk_stretch(stretch.text, stretch.ends, stretch.positions, number, chunk, threshold,
+                     history, detections, occurrences)
+    return ContentRun(detections, occurrences)
+
+
+def walk_stretch(text: str, ends: list[int], positions: list[int], number: int, chunk: int,
+                 threshold: int, history: int, detections: list[ContentHit],
+                 occurrences: dict[int, int]) -> None:
+    """The window walk of one stretch (``text`` in code units, each piece's end and step):
+    its detections are appended to ``detections`` (as stretch ``number``) and each step's most
+    occurrences of one window recorded in ``occurrences``."""
     max_distance = chunk * 5 * (threshold - 1)
     max_periods = threshold // 2
-    for number, stretch in enumerate(p.stretches):
-        text = stretch.text
-        # A window's hash is SHA-256 of its UTF-8, where a lone surrogate half (also one cut
-        # off by the window's edge) is U+FFFD: windows that differ only there share a hash but
-        # not a text. The window with those halves replaced identifies its hash.
-        surrogates = has_surrogates(text)
-        lone_before = _lone_prefix(text) if surrogates else None
-        stats: dict[str, list[int]] = {}
-        last = 0  # the next window start, in absolute position
-        floor = 0  # text before this was dropped by the history truncation
-        for end, position in zip(stretch.ends, stretch.positions, strict=True):
-            if end - floor > history:
-                floor = end - history
-                if last < floor:
-                    last = floor
-            most = occurrences.get(position, 0)
-            limit = end - chunk
-            while last <= limit:
-                window = text[last:last + chunk]
-                key = window
-                if surrogates and (
-                        "\udc00" <= window[0] <= "\udfff" or "\ud800" <= window[-1] <= "\udbff"
-                        or (lone_before is not None
-                            and lone_before[last + chunk] != lone_before[last])):
-                    key = _LONE.sub("\ufffd", window)
-                seen = stats.get(key)
-                if seen is not None and seen[0] < floor:
-                    cut = bisect_left(seen, floor)
-                    if cut == len(seen):
-                        seen = None
-                    else:
-                        del seen[:cut]
-                if seen is None:
-                    stats[key] = [last]
-                    last += 1
-                    continue
-                if surrogates and text[seen[0]:seen[0] + chunk] != window:
-                    last += 1  # same hash, different text: nothing recorded
-                    continue
-                seen.append(last)
-                count = len(seen)
-                if count > most:
-                    most = count
-                if count >= threshold and last - seen[-threshold] <= max_distance:
-                    recent = seen[-threshold:]
-                    periods = {text[recent[i]:recent[i + 1]] for i in range(threshold - 1)}
-                    if len(periods) <= max_periods:
-                        snippet = text[max(floor, last - DETAIL_CONTEXT):last + chunk]
-                        detail = f'Repeating content detected: "{from_units(js_trim(snippet))}..."'
-                        detections.append(ContentHit(position, detail, number, tuple(recent)))
-                        break  # the window stays where it fired
+    # A window's hash is SHA-256 of its UTF-8, where a lone surrogate half (also one cut
+    # off by the window's edge) is U+FFFD: windows that differ only there share a hash but
+    # not a text. The window with those halves replaced identifies its hash.
+    surrogates = has_surrogates(text)
+    lone_before = _lone_prefix(text) if surrogates else None
+    stats: dict[str, list[int]] = {}
+    last = 0  # the next window start, in absolute position
+    floor = 0  # text before this was dropped by the history truncation
+    for end, position in zip(ends, positions, strict=True):
+        if end - floor > history:
+            floor = end - history
+            if last < floor:
+                last = floor
+        most = occurrences.get(position, 0)
+        limit = end - chunk
+        while last <= limit:
+            window = text[last:last + chunk]
+            key = window
+            if surrogates and (
+                    "\udc00" <= window[0] <= "\udfff" or "\ud800" <= window[-1] <= "\udbff"
+                    or (lone_before is not None
+                        and lone_before[last + chunk] != lone_before[last])):
+                key = _LONE.sub("\ufffd", window)
+            seen = stats.get(key)
+            if seen is not None and seen[0] < floor:
+                cut = bisect_left(seen, floor)
+                if cut == len(seen):
+                    seen = None
+                else:
+                    del seen[:cut]
+            if seen is None:
+                stats[key] = [last]
                 last += 1
-            occurrences[position] = most
-    return ContentRun(detections, occurrences)
+                continue
+            if surrogates and text[seen[0]:seen[0] + chunk] != window:
+                last += 1  # same hash, different text: nothing recorded
+                continue
+            seen.append(last)
+            count = len(seen)
+            if count > most:
+                most = count
+            if count >= threshold and last - seen[-threshold] <= max_distance:
+                recent = seen[-threshold:]
+                periods = {text[recent[i]:recent[i + 1]] for i in range(threshold - 1)}
+                if len(periods) <= max_periods:
+                    snippet = text[max(floor, last - DETAIL_CONTEXT):last + chunk]
+                    detail = f'Repeating content detected: "{from_units(js_trim(snippet))}..."'
+                    detections.append(ContentHit(position, detail, number, tuple(recent)))
+                    break  # the window stays where it fired
+            last += 1
+        occurrences[position] = most
 
 
 # --------------------------------------------------------------------------- run
