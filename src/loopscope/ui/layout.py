@@ -8,6 +8,7 @@ whose text matters are HTML tables whose cells wrap.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,11 +16,16 @@ import streamlit as st
 
 from loopscope.ui.plain import md
 
-__all__ = ["PAGE_STYLE", "PANEL_MIN_PX", "apply_page_style", "panels", "wrapped_table"]
+__all__ = ["NARROW_PANEL_MIN_PX", "PAGE_STYLE", "PANEL_MIN_PX", "WRAPPED_MAX_ROWS",
+           "apply_page_style", "legend", "panels", "wrapped_table"]
 
 PANEL_MIN_PX = 470
 """The narrowest a guard's panel on the overview gets: room for the sessions' names (up to
 ~300 px) and a readable timeline beside them. Narrower, the panels wrap to the next row."""
+
+NARROW_PANEL_MIN_PX = 330
+"""The narrowest a small chart (a sweep's heatmap) gets: three to a row at 1400 px."""
+
 
 FOCUS = "#0b57d0"
 """The keyboard focus ring's colour: 7:1 against the sidebar's and the page's backgrounds."""
@@ -46,14 +52,9 @@ PAGE_STYLE = f"""<style>
 [data-testid='stPageLink'] p {{
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }}
-/* Panels in a row: each at least PANEL_MIN_PX wide, wrapping to the next row when the
-   window is narrower (see panels()). */
-[class*='st-key-panels_'] > div {{
-  flex: 1 1 {PANEL_MIN_PX}px !important; min-width: min({PANEL_MIN_PX}px, 100%) !important;
-}}
-/* HTML tables wrap long words (file names, paths) inside their cells. */
-[data-testid='stTable'] td, [data-testid='stTable'] th {{
-  overflow-wrap: anywhere; word-break: normal; white-space: normal;
+/* HTML tables wrap their cells' text (wrapped_table breaks the long words of a column). */
+[data-testid='stTable'] :is(td, th), [data-testid='stTable'] :is(td, th) * {{
+  overflow-wrap: break-word !important; white-space: normal !important;
 }}
 </style>"""
 """The dashboard's style sheet (a ``<style>`` element only: Streamlit places it out of the
@@ -66,25 +67,82 @@ def apply_page_style() -> None:
     st.html(PAGE_STYLE)
 
 
-def panels(key: str) -> Any:
-    """A row of panels that wraps: each element drawn in it gets at least
-    :data:`PANEL_MIN_PX` of width, and as many share a row as the window holds (one per row
-    at 1000 px with the sidebar open, two at 1400 px). ``key`` names it (CSS class
-    ``st-key-panels_<key>``)."""
+def panels(key: str, min_px: int = PANEL_MIN_PX) -> Any:
+    """A row of panels that wraps: each element drawn in it is at least ``min_px`` wide
+    (or the whole row, when narrower) and grows to share the row; as many share a row as
+    the window holds (a guard's timeline: one per row at 1000 px with the sidebar open, two
+    at 1400 px). ``key`` names it (CSS class ``st-key-panels_<key>``); its style is sent with
+    it (a ``<style>`` element, out of the page's flow)."""
+    st.html(f"<style>.st-key-panels_{key} > div {{flex: 1 1 {min_px}px !important; "
+            f"min-width: min({min_px}px, 100%) !important;}}</style>")
     return st.container(horizontal=True, gap="small", key=f"panels_{key}")
 
 
-def wrapped_table(rows: Sequence[Mapping[str, Any]], *, key: str | None = None,
-                  empty: str = "—") -> None:
-    """``rows`` as an HTML table whose cells wrap: every word of every cell is on the page,
-    at any width (an ``st.dataframe`` cuts a cell at its column's width). Text is shown as
-    itself (escaped for Markdown, which ``st.table`` cells render); a missing value is
-    ``empty``. For the tables of a few hundred rows at most: each cell is a page element."""
+LEGEND_CHAR_PX = 6.6
+"""Room per character of a legend entry's name (12 px sans-serif)."""
+LEGEND_PAD_PX = 48
+"""A legend entry's marker and the room around it."""
+
+
+def legend(entries: Sequence[Any], key: str, *, columns: int = 2, alt: str = "") -> None:
+    """A chart's legend (``charts.LegendEntry`` items) in up to ``columns`` columns side by
+    side, each a small figure of its own, which wrap one under the other where the page is
+    too narrow for their names (one legend figure of several columns printed names over the
+    next column at 1000 px)."""
+    from loopscope.ui import charts
+
+    if not entries:
+        return
+    per = -(-len(entries) // max(columns, 1))
+    widest = LEGEND_PAD_PX + round(LEGEND_CHAR_PX * max(len(e.name) for e in entries))
+    with panels(f"legend_{key}", widest):
+        for i in range(0, len(entries), per):
+            st.plotly_chart(charts.legend_figure(list(entries[i:i + per]), columns=1),
+                            key=f"{key}_{i // per}", theme=None, config={"staticPlot": True},
+                            alt=alt or "Legend of the chart above.")
+
+
+WRAPPED_MAX_ROWS = 300
+"""Up to this many rows a table is HTML whose cells wrap; longer, an ``st.dataframe`` (which
+draws only the rows in view: 20,000 files' rows as page elements would stall the browser)."""
+
+
+def wrapped_table(rows: Sequence[Mapping[str, Any]], *, key: str, empty: str = "—",
+                  column_config: Mapping[str, Any] | None = None) -> None:
+    """``rows`` as a table every word of whose cells is on the page at any width: an HTML
+    table whose cells wrap (an ``st.dataframe`` cuts a cell at its column's width), for up to
+    :data:`WRAPPED_MAX_ROWS` rows; beyond, an ``st.dataframe`` (``column_config`` applies to
+    it). Text is shown as itself (escaped for Markdown, which ``st.table`` cells render); a
+    missing value is ``empty``, never "None".
+
+    A column with a word longer than :data:`LONG_WORD` characters (a file name, a path) may
+    break its words anywhere; the others break between words only ("cha-nge" otherwise).
+    ``key`` names the table's container (CSS class ``st-key-table_<key>``), which its
+    style sheet selects."""
     import pandas as pd
 
-    frame = pd.DataFrame([{md(str(k)): _cell(v, empty) for k, v in r.items()} for r in rows])
-    with st.container(key=f"table_{key}" if key else None):
+    with st.container(key=f"table_{key}"):
+        if len(rows) > WRAPPED_MAX_ROWS:
+            st.dataframe(pd.DataFrame(list(rows)), hide_index=True, width="stretch",
+                         placeholder=empty, column_config=dict(column_config or {}))
+            return
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        long = [n for n, name in enumerate(names, start=1)
+                if any(len(word) > LONG_WORD for r in rows
+                       for word in str(r.get(name, "") or "").split())]
+        if long:
+            # (Streamlit's class for a key: each character but letters, digits, _ and -
+            # made a "-".)
+            css = re.sub(r"[^a-zA-Z0-9_-]", "-", f"table_{key}".strip())
+            cells = ", ".join(f".st-key-{css} :is(td, th):nth-child({n}) *" for n in long)
+            st.html(f"<style>{cells} {{overflow-wrap: anywhere !important;}}</style>")
+        frame = pd.DataFrame([{md(str(k)): _cell(r.get(k), empty) for k in names}
+                              for r in rows])
         st.table(frame, hide_index=True)
+
+
+LONG_WORD = 18
+"""A word longer than this (in characters) may be broken anywhere in a :func:`wrapped_table`."""
 
 
 def _cell(value: Any, empty: str) -> str:

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from loopscope.model import escape_for_display
-from loopscope.ui import data, state
+from loopscope.ui import data, layout, state
 from loopscope.ui.plain import md, md_code
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -51,7 +50,7 @@ def render() -> None:
         sev = [SEVERITY_RANK.get(p.severity, 3) for p in getattr(f, "problems", [])]
         return (min(sev) if sev else 3, getattr(f, "path", ""))
 
-    for f in sorted(report.files, key=file_rank):
+    for n, f in enumerate(sorted(report.files, key=file_rank)):
         worst = min((SEVERITY_RANK.get(p.severity, 3) for p in f.problems), default=3)
         tag = {0: "error", 1: "warning", 2: "note", 3: "ok"}[worst]
         icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
@@ -72,7 +71,7 @@ def render() -> None:
                     }
                     for p in data.problems_sorted(f.problems)
                 ]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                layout.wrapped_table(rows, key=f"problems_{n}")
             if f.sessions:
                 st.markdown(
                     "\n".join(
@@ -122,12 +121,15 @@ def _calls_table(files: list[Any], display: Callable[[str], str]) -> None:
                + ". Calls are counted in each file apart from its import; calls left out on "
                "purpose (repeated ids, abandoned branches) are set aside, with the reason.")
     if rows:
-        frame = pd.DataFrame(rows).sort_values(["not imported", "file"],
-                                               ascending=[False, True])
-        st.dataframe(frame, hide_index=True, width="stretch",
-                     column_config={"calls seen": st.column_config.NumberColumn(
-                         help="Counted in the file by a reader of its own; empty when the "
-                              "layout is not counted (a zip archive).")})
+        # Cells wrap: a file's name and why calls were set aside are read whole at any width.
+        layout.wrapped_table(
+            sorted(rows, key=lambda r: (-r["not imported"], r["file"])), key="calls_per_file",
+            column_config={"calls seen": st.column_config.NumberColumn(help=CALLS_SEEN_HELP)})
+        st.caption(f"Calls seen: {CALLS_SEEN_HELP[0].lower()}{CALLS_SEEN_HELP[1:]}")
+
+
+CALLS_SEEN_HELP = ("Counted in the file by a reader of its own; “—” when the layout is not "
+                   "counted (a zip archive).")
 
 
 if __name__ == "__main__":  # run as a Streamlit page
