@@ -129,7 +129,7 @@ def render() -> None:
         metrics_of_columns(replays_a, labels, corpus.sources, corpus.turn_counts),
         metrics_of_columns(replays_b, labels, corpus.sources, corpus.turn_counts),
     )
-    _changes(result, engine)
+    _changes(result)
 
 
 def _differences(engine: str) -> list[str]:
@@ -150,7 +150,7 @@ def _summary(result: CompareResult) -> None:
     cols[3].metric("Unchanged", f"{s['same']:,}")
 
 
-def _changes(result: CompareResult, engine: str) -> None:
+def _changes(result: CompareResult) -> None:
     corpus = state.corpus()
     st.subheader("Sessions that change", anchor=False)
     if not result.changes:

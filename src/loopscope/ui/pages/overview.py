@@ -188,9 +188,10 @@ def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
                     "refused, hollow = warned; hatched = after the first refusal.")
 
 
+# A session's name in a panel is cut to its last 34 characters (~270 px): the panel's
+# timeline keeps most of its width. The whole name is in the hover and in the table. (Comments,
+# not docstrings: Streamlit's "magic" would print a bare string on the page.)
 NAME_LIMIT = 34
-"""A session's name in a panel is cut to its last 34 characters (~270 px): the panel's
-timeline keeps most of its width. The whole name is in the hover and in the table."""
 
 
 def _open_selected(event: Any, window: list[int]) -> None:
@@ -303,8 +304,8 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         views.open_session(corpus.sources[window[row]])
 
 
+# A guard's compact column: "call 123" or "warned 12×" at the table's font.
 GUARD_COLUMN_PX = 76
-"""A guard's compact column: "call 123" or "warned 12×" at the table's font."""
 
 
 def _compact_text(first: Any, warnings: int) -> str:

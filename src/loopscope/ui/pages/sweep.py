@@ -237,8 +237,8 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
     fig.update_layout(
         title={"text": f"{title}<br><span style='font-size:12px'>"
                        f"{'lower' if lower_better else 'higher'} is better</span>",
-               "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
-        height=420, margin={"l": 20, "r": 10, "t": 56, "b": 20},
+               "font": {"size": 14}, "y": 0.95, "yanchor": "top"},
+        height=420, margin={"l": 20, "r": 10, "t": 62, "b": 20},
         xaxis={"title": {"text": _wrap(labels[xa.key]), "standoff": 14}, "type": "category",
                "categoryorder": "array", "categoryarray": [str(v) for v in xa.values],
                "automargin": True},
