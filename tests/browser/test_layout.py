@@ -151,10 +151,10 @@ def test_the_sweep_heatmaps_fit(sized_page: Any, server: Any) -> None:
 def test_keyboard_focus_on_the_menu_is_visible(sized_page: Any, server: Any) -> None:
     page = sized_page
     open_app(page, server.url)
-    link = page.get_by_test_id("stSidebarNavLink").nth(1)
-    link.focus()
-    page.keyboard.press("Shift+Tab")
-    page.keyboard.press("Tab")  # (focus from the keyboard: :focus-visible)
+    page.get_by_test_id("stSidebarNavLink").nth(1).wait_for()
+    wait_idle(page)
+    page.get_by_test_id("stSidebarNavLink").first.focus()
+    page.keyboard.press("Tab")  # to the next link, from the keyboard (:focus-visible)
     ring = page.evaluate("""() => { const s = getComputedStyle(document.activeElement);
         return [document.activeElement.getAttribute('data-testid'), s.outlineStyle,
                 parseFloat(s.outlineWidth), s.outlineColor]; }""")

@@ -23,8 +23,8 @@ PANEL_MIN_PX = 470
 """The narrowest a guard's panel on the overview gets: room for the sessions' names (up to
 ~300 px) and a readable timeline beside them. Narrower, the panels wrap to the next row."""
 
-NARROW_PANEL_MIN_PX = 330
-"""The narrowest a small chart (a sweep's heatmap) gets: three to a row at 1400 px."""
+NARROW_PANEL_MIN_PX = 300
+"""The narrowest a small chart (a sweep's heatmap) gets: two to a row at 1000 px, three at 1400."""
 
 
 FOCUS = "#0b57d0"
@@ -78,9 +78,9 @@ def panels(key: str, min_px: int = PANEL_MIN_PX) -> Any:
     return st.container(horizontal=True, gap="small", key=f"panels_{key}")
 
 
-LEGEND_CHAR_PX = 6.6
+LEGEND_CHAR_PX = 5.8
 """Room per character of a legend entry's name (12 px sans-serif)."""
-LEGEND_PAD_PX = 48
+LEGEND_PAD_PX = 44
 """A legend entry's marker and the room around it."""
 
 
