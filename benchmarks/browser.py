@@ -68,29 +68,32 @@ FIRST_LOOK_S = 2.5
 (its idle work: a garbage collection, each guard's first re-run arrays). The moves after it
 come 0.3 s apart, faster than a person moves."""
 
-# The overview's timeline (the legend above it is a Plotly figure too, one that never changes).
+# The overview's timeline, a chart per guard (the legend under it is a Plotly figure too, one
+# that never changes).
 CHART_SELECTOR = "[class*=st-key-overview_chart] .js-plotly-plot"
 
-# A fingerprint of what the overview chart shows: every marker trace's name, length and the
-# sum of its x values (Plotly's full data holds the decoded arrays).
+# A fingerprint of what the overview's charts show: every marker trace's name, length and the
+# sum of its x values (Plotly's full data holds the decoded arrays), chart by chart.
 CHART_SIGNATURE_JS = f"""() => {{
-    const gd = document.querySelector('{CHART_SELECTOR}');
-    if (!gd || !gd._fullData) return null;
-    return gd._fullData.map(t => {{
+    const gds = Array.from(document.querySelectorAll('{CHART_SELECTOR}'));
+    if (!gds.length || gds.some(gd => !gd._fullData)) return null;
+    return gds.map(gd => gd._fullData.map(t => {{
         const x = t.x || [];
         let s = 0;
         for (let i = 0; i < x.length; i++) s += +x[i] || 0;
         return `${{t.name}}:${{t._length || 0}}:${{s}}`;
-    }}).join('|');
+    }}).join('|')).join('||');
 }}"""
 
-# The chart shows a replay other than ``before`` and its element is not stale (Streamlit fades
-# the elements of the previous run until the new run has redrawn them).
+# The charts show a replay other than ``before`` and none of their elements is stale
+# (Streamlit fades the elements of the previous run until the new run has redrawn them).
 CHART_UPDATED_JS = f"""(before) => {{
     const sig = ({CHART_SIGNATURE_JS})();
     if (sig === null || sig === before) return false;
-    const box = document.querySelector('{CHART_SELECTOR}').closest('[data-stale]');
-    return !box || box.getAttribute('data-stale') !== 'true';
+    return Array.from(document.querySelectorAll('{CHART_SELECTOR}')).every(gd => {{
+        const box = gd.closest('[data-stale]');
+        return !box || box.getAttribute('data-stale') !== 'true';
+    }});
 }}"""
 
 IDLE_JS = """() => !document.querySelector("[data-testid='stStatusWidget'] [data-testid='stStatusWidgetRunningIcon']")

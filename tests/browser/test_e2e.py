@@ -74,16 +74,17 @@ def slider(page: Any, label: str) -> Any:
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 
 
-# Refused steps drawn in the overview chart: the steps of every refusal run, as the hover of
-# each run's start marker counts them (its fourth custom value). A trace's ``meta`` says what
-# it draws: "engine/role/verdict/detector".
+# Refused steps drawn in the overview's timeline (a chart per guard): the steps of every
+# refusal run, as the hover of each run's start marker counts them (its fourth custom value).
+# A trace's ``meta`` says what it draws: "engine/role/verdict/detector".
 COUNT_REFUSALS_JS = """() => {
-    const gd = document.querySelector('[class*=st-key-overview_chart] .js-plotly-plot');
-    if (!gd || !gd._fullData) return -1;
-    return gd._fullData.filter(t => typeof t.meta === 'string' && t.meta.split('/')[1] === 'start'
-                                    && t.meta.split('/')[2] === 'refuse')
-                       .reduce((n, t) => n + Array.from(t.customdata || [])
-                                                 .reduce((m, c) => m + Number(c[3]), 0), 0);
+    const gds = Array.from(document.querySelectorAll('[class*=st-key-overview_chart] .js-plotly-plot'));
+    if (!gds.length || gds.some(gd => !gd._fullData)) return -1;
+    return gds.flatMap(gd => gd._fullData)
+              .filter(t => typeof t.meta === 'string' && t.meta.split('/')[1] === 'start'
+                           && t.meta.split('/')[2] === 'refuse')
+              .reduce((n, t) => n + Array.from(t.customdata || [])
+                                        .reduce((m, c) => m + Number(c[3]), 0), 0);
 }"""
 
 
@@ -293,24 +294,31 @@ def test_a_settings_change_in_the_url_shows_what_it_changed(page: Any, server: A
 
 
 BANDS_JS = """() => {
-    // Every bar the overview draws: its subplot, where it is on the page, and whether it is
-    // hatched (the 'after divergence' band has a pattern fill); and the rows' tick centres.
-    const gd = document.querySelector('[class*=st-key-overview_chart] .js-plotly-plot');
+    // Every bar the overview draws (a chart per guard): its chart and subplot, where it is on
+    // the page, and whether it is hatched (the 'after divergence' band has a pattern fill);
+    // and the rows' tick centres.
+    const gds = Array.from(document.querySelectorAll('[class*=st-key-overview_chart] .js-plotly-plot'));
     const bars = [];
-    gd.querySelectorAll('.barlayer .trace').forEach((g) => {
-        const sub = g.closest('.subplot') ? g.closest('.subplot').classList[1] : '';
-        g.querySelectorAll('path').forEach((p) => {
-            const b = p.getBoundingClientRect();
-            if (b.height === 0) return;
-            const fill = p.style.fill || p.getAttribute('fill') || '';
-            bars.push({sub, top: b.top, bottom: b.bottom, hatched: fill.includes('url(')});
+    const ticks = [];
+    let refused = 0;
+    gds.forEach((gd, k) => {
+        gd.querySelectorAll('.barlayer .trace').forEach((g) => {
+            const sub = k + ':' + (g.closest('.subplot') ? g.closest('.subplot').classList[1] : '');
+            g.querySelectorAll('path').forEach((p) => {
+                const b = p.getBoundingClientRect();
+                if (b.height === 0) return;
+                const fill = p.style.fill || p.getAttribute('fill') || '';
+                bars.push({sub, top: b.top, bottom: b.bottom, hatched: fill.includes('url(')});
+            });
         });
+        gd.querySelectorAll('.yaxislayer-above .ytick, .ytick').forEach((t) => {
+            const b = t.getBoundingClientRect();
+            if (b.top + b.height / 2 > 0) ticks.push(b.top + b.height / 2);
+        });
+        refused += gd._fullData.filter(t => typeof t.meta === 'string' && t.meta.endsWith('/divergence'))
+            .reduce((n, t) => n + Array.from(t.y || []).length, 0);
     });
-    const ticks = Array.from(gd.querySelectorAll('.yaxislayer-above .ytick, .ytick'))
-        .map(t => { const b = t.getBoundingClientRect(); return b.top + b.height / 2; })
-        .filter(y => y > 0).sort((a, b) => a - b);
-    const refused = gd._fullData.filter(t => typeof t.meta === 'string' && t.meta.endsWith('/divergence'))
-        .reduce((n, t) => n + Array.from(t.y || []).length, 0);
+    ticks.sort((a, b) => a - b);
     return {bars, ticks: Array.from(new Set(ticks.map(y => Math.round(y * 10) / 10))), refused};
 }"""
 

@@ -86,12 +86,15 @@ def test_app_opens_on_the_samples_without_errors() -> None:
     assert int(metrics["Sessions"]) == len(sessions)
     # The overview chart is drawn.
     assert at.get("plotly_chart")
-    # Progress bars jump (a style out of the page's flow, sent on every run): not in the page.
+    # Progress bars jump, and the page's style sheet applies (styles out of the page's flow,
+    # sent on every run): not in the page.
+    from loopscope.ui.layout import PAGE_STYLE
     from loopscope.ui.progress import STILL_BAR_STYLE
 
     assert not at.main.get("html")
-    assert [e.proto.body for block in at._tree.children.values()
-            for e in block.get("html")] == [STILL_BAR_STYLE]
+    styles = [e.proto.body for block in at._tree.children.values() for e in block.get("html")]
+    assert styles[:2] == [STILL_BAR_STYLE, PAGE_STYLE]
+    assert all(s.startswith("<style>") and s.endswith("</style>") for s in styles)
 
 
 def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(

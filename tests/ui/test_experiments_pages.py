@@ -119,7 +119,7 @@ def test_compare_page_lists_what_two_replays_say(corpus: Path) -> None:
     assert metrics["Refusal moves"] == str(expected.summary["moved"])
     assert metrics["Unchanged"] == str(expected.summary["same"])
     assert expected.summary["lost"] > 0
-    table = at.dataframe[-1].value
+    table = at.table[-1].value  # a table whose cells wrap: A and B are read whole
     assert list(table["change"]) == [c.change for c in expected]
     assert at.selectbox(key="compare.selected").options  # the changed sessions, to label or open
     assert list(at.selectbox(key="compare.selected").value.split("/"))[-1] == Path(expected.changes[0].source).name

@@ -18,9 +18,14 @@ FIXTURES = ROOT / "tests" / "formats" / "fixtures"
 
 
 def calls_table(at: AppTest) -> Any:
-    frames = [d.value for d in at.dataframe if "calls seen" in getattr(d.value, "columns", [])]
+    """The tool-call table as a person reads it: an HTML table of Markdown cells (recorded
+    names escaped, numbers with thousands separators, "—" for a count not taken)."""
+    frames = [t.value for t in at.table if "calls seen" in getattr(t.value, "columns", [])]
     assert frames, "the tool-call table is missing"
-    return frames[0].set_index("file")
+    frame = frames[0].map(lambda v: re.sub(r"\\(.)", r"\1", v))
+    for column in ("sessions", "calls seen", "calls imported", "set aside", "not imported"):
+        frame[column] = [None if v == "—" else int(v.replace(",", "")) for v in frame[column]]
+    return frame.set_index("file")
 
 
 def test_import_report_shows_seen_and_imported_calls_per_file() -> None:

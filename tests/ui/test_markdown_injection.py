@@ -48,8 +48,9 @@ FILE_NAME = f"![f](https:{MARK}) [l](https:{MARK}) <img src=https:{MARK}> `x.jso
 _MD = MarkdownIt("gfm-like")
 _MD.options["html"] = True
 
-# Where Streamlit renders a string as Markdown: (proto message, field path). Selectbox and
-# slider options, dataframes, st.text and st.code show plain text and are not listed.
+# Where Streamlit renders a string as Markdown: (proto message, field path), and every cell of
+# an st.table. Selectbox and slider options, dataframes, st.text and st.code show plain text
+# and are not listed.
 _MARKDOWN_BODIES = {"Markdown", "Alert", "Heading", "Toast"}
 _MARKDOWN_FIELDS = {".label", ".help", ".captions"}
 _MARKDOWN_OPTIONS = {("Radio", ".options"), ("ButtonGroup", ".options.content")}
@@ -139,6 +140,12 @@ def injections(at: AppTest) -> list[str]:
         if not isinstance(proto, Message):
             continue
         kind = type(proto).__name__
+        if kind == "Table":  # st.table: every cell and column name is Markdown
+            frame = node.value
+            for text in [*map(str, frame.columns), *map(str, frame.to_numpy().ravel())]:
+                if MARK in text:
+                    out.extend(f"Table cell: {hit}" for hit in _hostile_tokens(text))
+            continue
         for path, text in _strings(proto):
             if MARK not in text:
                 continue
@@ -219,6 +226,21 @@ def test_the_check_finds_unescaped_strings() -> None:
     """The inspection can fail: raw payloads in Markdown are found."""
     for payload in (IMAGE, LINK, HTML, BARE, f"`{TICK}`", FILE_NAME):
         assert _hostile_tokens(f"Tool {payload} failed"), payload
+
+
+def test_the_check_reads_html_tables() -> None:
+    """An st.table's cells are Markdown: a raw payload in one is found, an escaped one not."""
+    def page(raw: str, escaped: str) -> None:
+        import pandas as pd
+        import streamlit as st
+
+        st.table(pd.DataFrame({"file": [raw, escaped]}), hide_index=True)
+
+    from loopscope.ui.plain import md
+
+    at = AppTest.from_function(page, args=(LINK, md(LINK)))
+    at.run()
+    assert [hit.split(": ", 1)[0] for hit in injections(at)] == ["Table cell"]
 
 
 @pytest.mark.parametrize("page", PAGE_CASES)

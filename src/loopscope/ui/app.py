@@ -16,7 +16,7 @@ import time
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from loopscope.ui import charts, data, gc_policy, notices, pages, progress, settings, state
+from loopscope.ui import charts, data, gc_policy, layout, notices, pages, progress, settings, state
 
 LAST_RUN_KEY = "_loopscope_last_run_ms"
 """Server-side duration of the previous full run, in ms (shown in the sidebar)."""
@@ -34,6 +34,7 @@ def main() -> None:
         initial_sidebar_state="expanded",
     )
     progress.still_bars()  # (the loading bar's redraws take the cores the loading runs on)
+    layout.apply_page_style()
     nav_pages = pages.build_pages()
     pages.register(nav_pages)
     page = st.navigation(nav_pages, position="sidebar")

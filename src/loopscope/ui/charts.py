@@ -331,9 +331,11 @@ def overview_figure(
     engines: Sequence[str] | None = None,
     *,
     row_height: int = 26,
+    name_limit: int = 48,
 ) -> go.Figure:
     """One row per session (top = first), one column per engine, x = call index, a marker at
-    every warn/refuse.
+    every warn/refuse. A row's name is cut to its last ``name_limit`` characters (the whole
+    name is in the markers' hover and the table).
 
     Per engine column, the traces are: session extents (bar), after-divergence shading
     (hatched bar), then per detector × verdict its runs of consecutive flagged steps, from a
@@ -442,7 +444,7 @@ def overview_figure(
             g = groups[(detector, verdict)]
             data.extend(_detector_traces(g, detector, verdict, engine, rows, names, marker_type,
                                          axes, px_per_row))
-    titles = [row_title(r) for r in rows]
+    titles = [row_title(r, name_limit) for r in rows]
     named: set[str] = set()
     for t in data:  # one legend entry per detector × verdict, whichever column has it first
         if t.get("mode") == "markers":

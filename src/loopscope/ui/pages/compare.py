@@ -14,7 +14,7 @@ import streamlit as st
 from loopscope.engines import FirstRefusal, get_engine
 from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.metrics import metrics_of_columns
-from loopscope.ui import labelling, metrics_panel, settings, state, views
+from loopscope.ui import labelling, layout, metrics_panel, settings, state, views
 from loopscope.ui.plain import md
 
 ENGINE_KEY = "compare.engine"
@@ -129,7 +129,7 @@ def render() -> None:
         metrics_of_columns(replays_a, labels, corpus.sources, corpus.turn_counts),
         metrics_of_columns(replays_b, labels, corpus.sources, corpus.turn_counts),
     )
-    _changes(result, engine)
+    _changes(result)
 
 
 def _differences(engine: str) -> list[str]:
@@ -150,41 +150,32 @@ def _summary(result: CompareResult) -> None:
     cols[3].metric("Unchanged", f"{s['same']:,}")
 
 
-def _changes(result: CompareResult, engine: str) -> None:
-    import pandas as pd
-
+def _changes(result: CompareResult) -> None:
     corpus = state.corpus()
     st.subheader("Sessions that change", anchor=False)
     if not result.changes:
         st.success("A and B refuse exactly the same sessions at the same points.")
         return
     labels = labelling.current_labels(corpus)
-    frame = pd.DataFrame(
+    # An HTML table whose cells wrap: where A and B refuse is read whole at any width (a
+    # dataframe cut both columns at 1000 px). The session is picked below it.
+    layout.wrapped_table([
         {
-            "session": [corpus.display(c.source) for c in result],
-            "change": [c.change for c in result],
-            "A": [_where(c.a) for c in result],
-            "B": [_where(c.b) for c in result],
-            "label": [
-                {"loop": "real loop", "ok": "good work"}.get(lab.label, "")
-                if (lab := labels.get(c.source)) else ""
-                for c in result
-            ],
+            "session": corpus.display(c.source),
+            "change": c.change,
+            "A": _where(c.a),
+            "B": _where(c.b),
+            "label": ({"loop": "real loop", "ok": "good work"}.get(lab.label, "")
+                      if (lab := labels.get(c.source)) else ""),
         }
-    )
-    event = st.dataframe(
-        frame, hide_index=True, width="stretch", on_select="rerun",
-        selection_mode="single-row", key=f"compare.changes.{engine}",
-    )
-    rows = getattr(getattr(event, "selection", None), "rows", None) or []
+        for c in result
+    ], key="compare_changes", empty="")
     options = [c.source for c in result]
-    if rows and 0 <= rows[0] < len(options):
-        st.session_state["compare.selected"] = options[rows[0]]
     if st.session_state.get("compare.selected") not in options:
         st.session_state["compare.selected"] = options[0]
     source = st.selectbox(
         "Session", options, format_func=corpus.display, key="compare.selected",
-        help="Pick a changed session (or select a row above) to label or open it.",
+        help="Pick a changed session to label or open it.",
     )
     change = next(c for c in result if c.source == source)
     st.markdown(

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from loopscope.engines import GuideExample, get_engine
-from loopscope.ui import charts, explain_view, state, views
+from loopscope.ui import charts, explain_view, layout, state, views
 from loopscope.ui.plain import md
 
 
@@ -55,7 +54,7 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
             "detector": views.detector_title(s.detector),
             "count": s.count,
         })
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    layout.wrapped_table(rows, key=f"guide_{name}_{n}")
     first = next((s for s in replay.steps if s.verdict == "refuse"), None)
     if first is not None:
         e = explain_view.explained(name, first, replay, config)
@@ -127,7 +126,7 @@ def _settings_table(name: str) -> None:
                 "settable in the guard": "yes" if spec.deployable else "no (what-if)",
                 "what it does": spec.help,
             })
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        layout.wrapped_table(rows, key=f"settings_{name}_{version}")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

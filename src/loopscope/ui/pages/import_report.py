@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from loopscope.formats.detect import FORMAT_NAMES, plain_reason
 from loopscope.formats.loader import UNRECOGNISED_CODES, formats_line
 from loopscope.model import escape_for_display
-from loopscope.ui import data, state
+from loopscope.ui import data, layout, state
 from loopscope.ui.plain import md, md_code
 from loopscope.words import plural
 
@@ -62,7 +61,7 @@ def render() -> None:
         sev = [SEVERITY_RANK.get(p.severity, 3) for p in getattr(f, "problems", [])]
         return (min(sev) if sev else 3, getattr(f, "path", ""))
 
-    for f in sorted(report.files, key=file_rank):
+    for n, f in enumerate(sorted(report.files, key=file_rank)):
         worst = min((SEVERITY_RANK.get(p.severity, 3) for p in f.problems), default=3)
         tag = {0: "error", 1: "warning", 2: "note", 3: "ok"}[worst]
         icon = {0: ":material/error:", 1: ":material/warning:", 2: ":material/info:",
@@ -88,10 +87,10 @@ def render() -> None:
                     }
                     for p in data.problems_sorted(f.problems)
                 ]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                             column_config={"code": st.column_config.TextColumn(
-                                 help="The problem's code, as loopscope replay prints it in "
-                                      "brackets (to search for it)")})
+                layout.wrapped_table(rows, key=f"problems_{n}", column_config={
+                    "code": st.column_config.TextColumn(
+                        help="The problem's code, as loopscope replay prints it in "
+                             "brackets (to search for it)")})
             if f.sessions:
                 st.markdown(
                     "\n".join(
@@ -141,12 +140,15 @@ def _calls_table(files: list[Any], display: Callable[[str], str]) -> None:
                + ". Calls are counted in each file apart from its import; calls left out on "
                "purpose (repeated ids, abandoned branches) are set aside, with the reason.")
     if rows:
-        frame = pd.DataFrame(rows).sort_values(["not imported", "file"],
-                                               ascending=[False, True])
-        st.dataframe(frame, hide_index=True, width="stretch",
-                     column_config={"calls seen": st.column_config.NumberColumn(
-                         help="Counted in the file by a reader of its own; empty when the "
-                              "layout is not counted (a zip archive).")})
+        # Cells wrap: a file's name and why calls were set aside are read whole at any width.
+        layout.wrapped_table(
+            sorted(rows, key=lambda r: (-r["not imported"], r["file"])), key="calls_per_file",
+            column_config={"calls seen": st.column_config.NumberColumn(help=CALLS_SEEN_HELP)})
+        st.caption(f"Calls seen: {CALLS_SEEN_HELP[0].lower()}{CALLS_SEEN_HELP[1:]}")
+
+
+CALLS_SEEN_HELP = ("Counted in the file by a reader of its own; “—” when the layout is not "
+                   "counted (a zip archive).")
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from loopscope.ui import charts, delta, labelling, state, summaries, views
+from loopscope.ui import charts, delta, labelling, layout, state, summaries, views
 from loopscope.ui.plain import md
 from loopscope.words import plural
 
@@ -54,21 +54,22 @@ def _welcome() -> None:
     if st.session_state.get(WELCOME_KEY):
         return
     with st.container(border=True, key="welcome"):
-        text, done, guide = st.columns([6, 1, 1.6], vertical_alignment="center")
-        text.markdown(
+        st.markdown(
             "**loopscope replays your agents' recorded sessions through the loop guards real "
             "agents run: where would each guard have stopped them, and why?** "
             "**Start here:** click a session below (a row, or a marker) — its page opens with "
             "the answer at the top. Move a setting in the sidebar — the box below says which "
             "sessions it changes. Label sessions as real loops or good work so the advice can "
             "tell right from wrong.")
-        done.button("Got it", key="welcome.done", icon=":material/done:",
-                    on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
-        from loopscope.ui.pages import page_for
+        # The buttons under the text, not in a column beside it: a narrow column cut their
+        # labels ("How gu…") at 1000 px.
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.button("Got it", key="welcome.done", icon=":material/done:",
+                      on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
+            from loopscope.ui.pages import page_for
 
-        target = page_for("guide")
-        if target is not None:
-            with guide:
+            target = page_for("guide")
+            if target is not None:
                 st.page_link(target, label="How guards decide", icon=":material/menu_book:")
 
 
@@ -92,9 +93,8 @@ def _guards(corpus: Any, results: dict[str, Any]) -> None:
     with st.expander("How the guards compare on these sessions", icon=":material/compare:"):
         rows = summaries.guard_rows(results, labelling.current_labels(corpus), corpus.sources,
                                     corpus.turn_counts)
-        st.dataframe(pd.DataFrame([r.as_dict() for r in rows]), hide_index=True,
-                     width="stretch", key="guards_table",
-                     column_config={"notes": st.column_config.TextColumn(width="large")})
+        # An HTML table: its cells wrap, so each guard's notes are read whole at any width.
+        layout.wrapped_table([r.as_dict() for r in rows], key="guards_table")
         st.caption("Turns are counted from 1. Loops caught: sessions labelled a real loop that "
                    "the guard refuses once the loop has begun. Notes: what the guard's replay "
                    "cannot show.")
@@ -142,37 +142,57 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
         what = delta.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
         st.caption(f"Showing only {md(state.ENGINE_TITLES[group[0]])}: {md(what)}, against "
                    f"{delta.describe_baseline()}. Click the pill again to show every session.")
-    else:
+    # The timeline comes first (the first screen shows it); what it draws is said below it.
+    _timeline(corpus, shown, engines, window)
+    if group is None:
         st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order):,}, in this order. "
                    "One row per session; x is the tool call. Filled marker = refused, hollow = "
                    "warned; each detector has its own shape. Hatched grey: after the first "
                    "refusal (would not have happened). **Click a marker or a row to open the "
                    "session.**")
-    _timeline(corpus, shown, engines, window)
     _table(corpus, results, window, found)
 
 
 def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
               window: list[int]) -> None:
+    """One panel per guard, each its own figure, in a row that wraps (:func:`layout.panels`):
+    a panel keeps a readable width at any window width (one figure with a column per guard
+    shrank each column to ~30 px at 1000 px and printed the guards' names over each other).
+    Every panel has the same rows, in the same order and height, so panels side by side line
+    up; the legend, the same for all, is drawn once under them."""
     rows = views.overview_rows(corpus, shown, window)
     if not rows:
         return
-    fig = charts.overview_figure(rows, engines, row_height=26 if len(rows) <= 100 else 18)
-    st.plotly_chart(charts.legend_figure(charts.legend_entries(fig)), key="overview_legend",
+    row_height = 26 if len(rows) <= 100 else 18
+    figs = {e: charts.overview_figure(rows, [e], row_height=row_height, name_limit=NAME_LIMIT)
+            for e in engines}
+    with layout.panels("overview_chart"):
+        for engine, fig in figs.items():
+            n = sum(1 for r in rows if r.replays[engine].first_refusal is not None)
+            alt = (f"{state.ENGINE_TITLES[engine]} timeline of {len(rows)} sessions, one row "
+                   f"each, with a marker at every refusal and warning; it refuses {n}. The "
+                   "table below lists the same verdicts.")
+            event = st.plotly_chart(
+                fig, key=f"overview_chart_{engine}", on_select="rerun", selection_mode="points",
+                theme=None, alt=alt,
+                config={"displaylogo": False,
+                        "toImageButtonOptions": {"filename": f"loopscope-overview-{engine}"}},
+            )
+            _open_selected(event, window)
+    entries: dict[str, charts.LegendEntry] = {}
+    for fig in figs.values():
+        for entry in charts.legend_entries(fig):
+            entries.setdefault(entry.name, entry)
+    st.plotly_chart(charts.legend_figure(list(entries.values())), key="overview_legend",
                     theme=None, config={"staticPlot": True},
                     alt="Legend: the marker shape and colour of each detector; filled = "
                     "refused, hollow = warned; hatched = after the first refusal.")
-    refused = {e: sum(1 for r in rows if r.replays[e].first_refusal is not None) for e in engines}
-    alt = (f"Timeline of {len(rows)} sessions, one row each, with a marker at every refusal and "
-           "warning. " + "; ".join(f"{state.ENGINE_TITLES[e]} refuses {n}"
-                                   for e, n in refused.items())
-           + ". The table below lists the same verdicts.")
-    event = st.plotly_chart(
-        fig, key="overview_chart", on_select="rerun", selection_mode="points", theme=None,
-        alt=alt,
-        config={"displaylogo": False, "toImageButtonOptions": {"filename": "loopscope-overview"}},
-    )
-    _open_selected(event, window)
+
+
+# A session's name in a panel is cut to its last 34 characters (~270 px): the panel's
+# timeline keeps most of its width. The whole name is in the hover and in the table. (Comments,
+# not docstrings: Streamlit's "magic" would print a bare string on the page.)
+NAME_LIMIT = 34
 
 
 def _open_selected(event: Any, window: list[int]) -> None:
@@ -218,7 +238,12 @@ def _change_texts(window: list[int], found: dict[str, Any]) -> list[str]:
 def _table(corpus: Any, results: dict[str, Any], window: list[int],
            found: dict[str, Any]) -> None:
     """The page's sessions (only those: the table is rebuilt on every move); one click on a
-    row opens it. Read from the corpus's and the runs' columns, no session or replay built."""
+    row opens it. Read from the corpus's and the runs' columns, no session or replay built.
+
+    Compact by default: one narrow column per guard (where it first refuses, or how often it
+    warns), so every guard fits beside the sessions at 1000 px; "Name the detectors" shows
+    the detector and the warnings in columns of their own (wider than the page). The frame
+    holds both; ``column_order`` picks what is shown."""
     names, calls, turns = corpus.session_names, corpus.call_counts, corpus.turn_counts
     labels = views.session_labels(corpus)
     columns: dict[str, list[Any]] = {
@@ -227,16 +252,45 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         "turns": [turns[i] for i in window],
         "label": [LABEL_TEXT.get(labels[i] or "", "") for i in window],
     }
+    compact: dict[str, list[str]] = {}
     for name in results:
         title = state.ENGINE_TITLES[name]
         firsts, warnings = state.first_refusals_and_warnings(results[name])
         columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
         columns[f"{title} warnings"] = [warnings[i] for i in window]
-    if any(e.changed for e in found.values()):
+        compact[title] = [_compact_text(firsts[i], warnings[i]) for i in window]
+    changed = any(e.changed for e in found.values())
+    if changed:
         columns["against the baseline"] = _change_texts(window, found)
+    detailed = st.toggle(
+        "Name the detectors", key="table_detectors",
+        help="Show which detector refused first and each guard's warnings, in columns of "
+        "their own (the table is then wider than the page).")
+    titles = [state.ENGINE_TITLES[name] for name in results]
+    if detailed:
+        order = ["session", "calls", "turns", "label",
+                 *(c for t in titles for c in (f"{t} first refusal", f"{t} warnings"))]
+    else:
+        order = ["session", "calls", "label", *(f"{t} verdict" for t in titles)]
+        for t in titles:
+            columns[f"{t} verdict"] = compact[t]
+    if changed:
+        order.append("against the baseline")
+    config: dict[str, Any] = {
+        "session": st.column_config.TextColumn("session", width=200),
+        "calls": st.column_config.NumberColumn("calls", width=52),
+        "label": st.column_config.TextColumn("label", width=76),
+    }
+    for t in titles:
+        config[f"{t} verdict"] = st.column_config.TextColumn(
+            t, width=GUARD_COLUMN_PX,
+            help=f"Where {t} first refuses: the tool call (counted from 1), or the turn when it "
+                 "refuses a reply; “warned n×” when it only warns. Turn on “Name the "
+                 "detectors” for which detector, and every warning.")
     event = st.dataframe(
         pd.DataFrame(columns), hide_index=True, on_select="rerun", selection_mode="single-cell",
-        key="session_table", width="stretch",
+        key="session_table", width="stretch", column_order=order, column_config=config,
+        placeholder="",
     )
     selection = getattr(event, "selection", None)
     cells = getattr(selection, "cells", None) or []
@@ -249,6 +303,18 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         row = rows[0]
     if isinstance(row, int) and 0 <= row < len(window):
         views.open_session(corpus.sources[window[row]])
+
+
+# A guard's compact column: "call 123" or "warned 12×" at the table's font.
+GUARD_COLUMN_PX = 76
+
+
+def _compact_text(first: Any, warnings: int) -> str:
+    """A guard's verdict on a session in a few characters: where it first refuses (the call,
+    or the turn of a refused reply, counted from 1), else how often it warns, else nothing."""
+    if first is not None:
+        return f"call {first.call + 1}" if first.call is not None else f"turn {first.turn + 1}"
+    return f"warned {warnings}×" if warnings else ""
 
 
 def _refusal_text(first: Any) -> str:

@@ -11,6 +11,7 @@ import streamlit as st
 from loopscope.engines import SessionReplay, get_engine
 from loopscope.model import Session
 from loopscope.ui import charts, explain_view, labelling, plain, state, views
+from loopscope.ui.layout import legend as wrapping_legend
 from loopscope.ui.plain import md
 
 LAYOUTS = {"stacked": "Stacked", "side": "Side by side"}
@@ -75,7 +76,7 @@ def _body() -> None:
     if SESSION_KEY not in st.session_state and SESSION_KEY not in st.query_params:
         # No default option: the URL always names the session shown, so a link is exact.
         st.session_state[SESSION_KEY] = sources[0]
-    top = st.columns([3, 1, 1.4])
+    top = st.columns([3, 1, 1.9])  # (the layout's two options side by side at 1000 px)
     with top[0]:
         source = st.selectbox(
             "Session", options=sources, format_func=corpus.display, key=SESSION_KEY,
@@ -143,7 +144,8 @@ def _body() -> None:
             for name in engines}
 
     if layout == "stacked":
-        left, right = st.columns([3.3, 1.7])
+        # (the transcript's column keeps ~260 px at 1000 px: narrower, a line held a word)
+        left, right = st.columns([3, 2])
         with left:
             for name in engines:
                 _chart(name, figs[name], session.source, replays[name])
@@ -254,10 +256,8 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_colum
         selection_mode="points", theme=None, alt=alt,
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
-    st.plotly_chart(charts.legend_figure(entries, columns=legend_columns), key=f"{key}_legend",
-                    theme=None,
-                    config={"staticPlot": True}, alt=f"Legend of the {state.ENGINE_TITLES[name]} "
-                    "timeline.")
+    wrapping_legend(entries, f"{key}_legend", columns=legend_columns,
+                  alt=f"Legend of the {state.ENGINE_TITLES[name]} timeline.")
 
 
 def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int | None) -> None:

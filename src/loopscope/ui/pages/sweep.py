@@ -23,7 +23,7 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, metrics_panel, state, views
+from loopscope.ui import labelling, layout, metrics_panel, state, views
 from loopscope.ui.plain import md
 from loopscope.ui.progress import bar_progress
 from loopscope.words import plural
@@ -233,10 +233,13 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
                       name="current")
     labels = _axis_labels(result)
     # The axis titles get room of their own (automargin) so they never cover the tick labels.
+    # The title on two lines (the metric, then which way is better): one line was cut at a
+    # heatmap's narrowest.
     fig.update_layout(
-        title={"text": f"{title} ({'lower' if lower_better else 'higher'} is better)",
-               "font": {"size": 14}},
-        height=400, margin={"l": 20, "r": 10, "t": 40, "b": 20},
+        title={"text": f"{title}<br><span style='font-size:12px'>"
+                       f"{'lower' if lower_better else 'higher'} is better</span>",
+               "font": {"size": 14}, "y": 0.95, "yanchor": "top"},
+        height=420, margin={"l": 20, "r": 10, "t": 62, "b": 20},
         xaxis={"title": {"text": _wrap(labels[xa.key]), "standoff": 14}, "type": "category",
                "categoryorder": "array", "categoryarray": [str(v) for v in xa.values],
                "automargin": True},
@@ -355,10 +358,11 @@ def _results() -> None:
         "make it the current configuration; the red outline marks the current one. "
         "* = the engine adjusted that configuration (a clamp or a raised threshold)."
     )
-    cols = st.columns(3)
-    for i, (metric, title, lower_better) in enumerate(HEATMAPS):
-        key = f"sweep.heatmap.{metric}"
-        with cols[i % 3]:
+    # Heatmaps in a row that wraps: three to a row at 1400 px, one at 1000 px, never so narrow
+    # that a title is cut or the tiles' numbers run together.
+    with layout.panels("sweep_heatmaps", layout.NARROW_PANEL_MIN_PX):
+        for metric, title, lower_better in HEATMAPS:
+            key = f"sweep.heatmap.{metric}"
             st.plotly_chart(
                 heatmap(result, metric, title, lower_better, current),
                 key=key, on_select=functools.partial(_on_heatmap_select, key),
