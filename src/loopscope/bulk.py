@@ -44,11 +44,10 @@ def without_huge_pages() -> None:
 
     On Linux, numpy marks every new array of 4 MiB or more ``MADV_HUGEPAGE``, and under the
     kernel's default policy for such memory a first write into it may wait for the kernel to
-    find or make a free 2 MiB page. An ingest's parts are joined into every table's columns
-    (530 MB of new arrays at 20,000 files): on the benchmark machine that took 3.3 s, 2.7 of
-    them in the kernel, with the mark, and 1.1 s (0.45) without; the process's whole share of
-    the ingest fell from 4.8 to 2.2 s of CPU. The arrays here are written once and read in a
-    few passes: huge pages save them little."""
+    find or make a free 2 MiB page. An ingest joins its parts into every table's columns,
+    hundreds of megabytes of new arrays written once and read in a few passes: huge pages
+    save them little and the kernel's waits cost more than half of that join (the figures
+    are in ``benchmarks/README.md``)."""
     import numpy as np
 
     core = getattr(np, "_core", None) or getattr(np, "core", None)

@@ -32,8 +32,9 @@ def extract_text(value: Any, joiner: str) -> str:
     try:
         return _extract_text(value, joiner)
     except TypeError:
-        # TODO(formats lead): text.py tests ``part.get("type") in <frozenset>``, which raises
-        # for an unhashable "type" (a list or object); drop such keys and retry.
+        # text.py tests ``part.get("type") in <frozenset>`` (a set lookup on its hot path),
+        # which raises for an unhashable "type" (a list or object); such keys are dropped
+        # here and the extraction retried, so only odd input pays for the check.
         return _extract_text(_without_odd_types(value, 0), joiner)
 
 
