@@ -213,10 +213,16 @@ def _names_as_sorted_by_name() -> list[str]:
 def _click_table_row(page: Any, row: int) -> None:
     """One click on the overview table's ``row`` (from 1), then wait for the session page."""
     grid = page.locator("[class*=st-key-session_table]")
-    grid.scroll_into_view_if_needed()
+    row_px = 35  # Streamlit's row height; the header is one row
+    # The grid draws its rows after its frame: wait for them, then bring its top to the top of
+    # the window (a grid scrolled only "into view" can leave the row below the window's edge).
+    page.wait_for_function(
+        "([sel, h]) => { const e = document.querySelector(sel);"
+        " return e && e.getBoundingClientRect().height >= h; }",
+        arg=["[class*=st-key-session_table]", row_px * (row + 1)])
+    grid.evaluate("e => e.scrollIntoView({block: 'start'})")
     wait_idle(page)
     box = grid.bounding_box()
-    row_px = 35  # Streamlit's row height; the header is one row
     page.mouse.click(box["x"] + 80, box["y"] + row_px * row + row_px / 2)
     page.wait_for_url(re.compile(r"/session\?.*session="))
     wait_idle(page)
