@@ -268,3 +268,26 @@ def test_other_and_damaged_sqlite_files(tmp_path: Path) -> None:
     for broken in (damaged, cut):
         result = load_file(str(broken))
         assert not any(p.code == "internal_error" for p in result.problems)
+
+
+def test_a_folder_scan_reads_recordings_kept_under_log_like_names(tmp_path: Path) -> None:
+    """``opencode.db`` and the OTel console exporter's output saved as ``.txt``/``.log`` are
+    read by a folder scan because their content is a recording; other files of those kinds
+    (notes, build logs, an unrelated database) stay ignored, without a warning each."""
+    from loopscope.formats import load_paths
+
+    _write_db(tmp_path / "opencode.db")
+    console = Path(__file__).parent / "fixtures" / "otel_console_python.txt"
+    (tmp_path / "spans.log").write_bytes(console.read_bytes())
+    (tmp_path / "notes.txt").write_text("Remember to label the loops.\n")
+    (tmp_path / "build.log").write_text("compiling...\nerror: E0382\n" * 50)
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
+    report = load_paths([str(tmp_path)])
+    read = {Path(f.path).name: f.detection.format for f in report.files}
+    assert read == {"opencode.db": "opencode_session", "spans.log": "otel_console"}
+    assert report.ignored_files == 3
+    assert all(f.sessions and f.calls_imported for f in report.files)
+    assert not [p for f in report.files for p in f.problems if p.severity != "info"]

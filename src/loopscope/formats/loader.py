@@ -80,6 +80,12 @@ def formats_line() -> str:
 
 SCAN_EXTENSIONS = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".md",
                              ".parquet"})
+SNIFF_EXTENSIONS = frozenset({".txt", ".log", ".out", ".db", ".sqlite", ""})
+"""Extensions a folder scan reads only when their content is a recording loopscope knows:
+agents and exporters write some recordings under these names (the OpenTelemetry console
+exporter's output redirected to a ``.log`` or ``.txt``, opencode's ``opencode.db``), but such
+folders hold far more files of these kinds that are not recordings, which must not each
+become a warning."""
 SERDE_FORMATS = frozenset({"openai_chat", "tau_bench"})
 """Formats whose files follow the gglib file-level number rules: a non-finite or
 out-of-range number anywhere makes the file unreadable, because gglib reads these messages as
@@ -614,9 +620,35 @@ def _aggregate(problems: list[Problem], path: str, cap: int) -> list[Problem]:
 # ------------------------------------------------------------------------------ paths
 
 
+_SNIFFED: dict[tuple[str, int, int], bool] = {}
+"""Content checks of :data:`SNIFF_EXTENSIONS` files by ``(path, size, mtime)``: a folder is
+scanned again whenever the dashboard looks for changes, and a log that has not changed need
+not be read again."""
+_SNIFFED_MAX = 100_000
+
+
+def _is_recording(path: str) -> bool:
+    """Whether detection recognises ``path``'s content as a format (the file's head only for
+    text; the tables of an SQLite database)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    key = (path, st.st_size, st.st_mtime_ns)
+    known = _SNIFFED.get(key)
+    if known is None:
+        known = st.st_size > 0 and detect_format(path).format is not None
+        if len(_SNIFFED) >= _SNIFFED_MAX:
+            _SNIFFED.clear()
+        _SNIFFED[key] = known
+    return known
+
+
 def _scan(root: str) -> tuple[list[str], int]:
     """Candidate files under ``root`` (sorted, hidden skipped, directory symlinks not
-    followed) and the number of ignored files."""
+    followed) and the number of ignored files: every file of a :data:`SCAN_EXTENSIONS`
+    extension, and those of a :data:`SNIFF_EXTENSIONS` one whose content is detected as a
+    format."""
     found: list[str] = []
     ignored = 0
     for folder, dirs, files in os.walk(root, followlinks=False, onerror=lambda e: None):
@@ -625,8 +657,11 @@ def _scan(root: str) -> tuple[list[str], int]:
         for name in sorted(files):
             if name.startswith("."):
                 continue
-            if os.path.splitext(name)[1].lower() in SCAN_EXTENSIONS:
-                found.append(os.path.join(folder, name))
+            path = os.path.join(folder, name)
+            extension = os.path.splitext(name)[1].lower()
+            if extension in SCAN_EXTENSIONS or (
+                    extension in SNIFF_EXTENSIONS and _is_recording(path)):
+                found.append(path)
             else:
                 ignored += 1
     return found, ignored
@@ -634,7 +669,8 @@ def _scan(root: str) -> tuple[list[str], int]:
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[tuple[str, bool]], int]:
     """Files to import, ``(path, scanned)`` in sorted path order, and the number of files a
-    folder scan ignored (by extension; hidden files are skipped). A path named explicitly is
+    folder scan ignored (by extension or, for a ``.log``-like name, by content; hidden files
+    are skipped). A path named explicitly is
     always imported (a missing one gives ``unreadable``)."""
     targets: dict[str, bool] = {}  # path -> found by a folder scan
     ignored = 0
