@@ -173,25 +173,25 @@ def test_every_page_renders(page: str, heading: str) -> None:
 
 def test_every_setting_has_a_labelled_control_with_its_upstream_name() -> None:
     from loopscope.engines import get_engine
-    from loopscope.ui.state import ENGINES, FIELDS, fields_of, version_key
+    from loopscope.ui.state import all_fields, engines, fields_of, version_key
 
     # Each engine version with its own settings is drawn once (the version chosen by the URL).
     shown: set[str] = set()
     schemas: dict[tuple[str, ...], dict[str, str]] = {}
-    for name in ENGINES:
+    for name in engines():
         for version in get_engine(name).versions:
             names = tuple(f.key for f in fields_of(name, version))
             schemas.setdefault(names, {})[version_key(name)] = version
     for query in schemas.values():
         at = run_app(query)
-        for name in ENGINES:
+        for name in engines():
             version = query.get(version_key(name))
             for f in fields_of(name, version or get_engine(name).default_version):
                 w = control(at, f.key)
                 assert w.label and w.label != f.native
                 assert f"`{f.native}`" in (w.help or "")
                 shown.add(f.key)
-    assert shown == {f.key for f in FIELDS}
+    assert shown == {f.key for f in all_fields()}
 
 
 # --------------------------------------------------------------------------- each control moves verdicts
@@ -240,7 +240,7 @@ def _matches(value: Any, expected: Any) -> bool:
     if isinstance(expected, int):
         return int(value) == expected
     text = str(value)
-    if str(expected) in charts.DETECTOR_STYLES:
+    if str(expected) in charts.detector_styles():
         return charts.style_of(str(expected)).title in text
     return str(expected) in text
 

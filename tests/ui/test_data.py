@@ -93,7 +93,7 @@ def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
     corpus = data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
                                origin="samples", root=str(SAMPLES))
     assert len(corpus.sessions) >= 10
-    for name in state.ENGINES:
+    for name in state.engines():
         assert len(corpus.prepared(name)) == len(corpus.sessions)
     assert corpus.labels  # samples ship labelled
     src = next(s.source for s in corpus.sessions if s.source.endswith("write_loop_refused_at_third_batch.json"))

@@ -187,7 +187,7 @@ def render_applied() -> None:
     record = st.session_state.get(APPLIED_KEY)
     if not record:
         return
-    title = state.ENGINE_TITLES.get(record["engine"], record["engine"])
+    title = state.engine_titles().get(record["engine"], record["engine"])
     if record.pop("fresh", False):  # seen wherever the page is scrolled to
         st.toast(f"Applied: {md(record['description'], 200)}. {record['summary']}. Undo is at "
                  "the top of the page.", icon=":material/check_circle:", duration="long")

@@ -190,12 +190,12 @@ def document_values(
         settings = config_io.engine_settings(document, name)
         resolution = engine.resolve_config(settings, [], agent)
         cfg = resolution.config
-        title = state.ENGINE_TITLES[name]
+        title = state.engine_titles()[name]
         notes.extend(f"{title}: {w}" for w in (*resolution.warnings, *resolution.notes))
         version = engine.version_of(cfg)
         values[state.version_key(name)] = version
         for key, shown in state.control_values(name, engine.values(cfg)).items():
-            f = state.FIELDS_BY_KEY[key]
+            f = state.fields_by_key()[key]
             coerced = state.coerce_for_control(f, shown)
             if f.kind == "int" and coerced != shown:
                 notes.append(f"{title}: {f.label}: the file's {shown} is beyond this control's "
@@ -307,9 +307,9 @@ _control = control
 
 def render_engine_choice() -> list[str]:
     """Which guards the pages show (every engine by default); bound to the URL."""
-    titles = state.ENGINE_TITLES
+    titles = state.engine_titles()
     st.multiselect(
-        "Guards to show", options=list(state.ENGINES), default=list(state.ENGINES),
+        "Guards to show", options=list(state.engines()), default=list(state.engines()),
         format_func=titles.__getitem__, key=state.SHOWN_KEY, bind="query-params",
         help="Every loaded session is replayed through each guard shown here.",
     )
@@ -410,7 +410,7 @@ def render_engine_settings() -> dict[str, Any]:
     resolutions: dict[str, Any] = {}
     shown = render_engine_choice()
     for name in shown:
-        with st.expander(f"{state.ENGINE_TITLES[name]} settings", expanded=True,
+        with st.expander(f"{state.engine_titles()[name]} settings", expanded=True,
                          icon=":material/tune:"):
             _slow_reruns_note(name)
             resolutions[name] = render_engine(name)
@@ -426,7 +426,7 @@ def _slow_reruns_note(engine: str) -> None:
     sessions = len(corpus.sources)
     if sessions < SLOW_RERUNS_FROM:
         return
-    title = state.ENGINE_TITLES[engine]
+    title = state.engine_titles()[engine]
     version = state.current_version(engine)
     if not corpus.reruns_in_columns(engine, version):
         st.caption(f":material/hourglass_top: {title} replays each of the {sessions:,} sessions "

@@ -174,21 +174,14 @@ def engines() -> tuple[str, ...]:
 
 
 def engine_titles() -> dict[str, str]:
-    return {name: get_engine(name).title for name in engine_names()}
+    """Engine name → its title, for every engine in the registry (read when called, so a
+    plug-in installed while the server runs shows up)."""
+    return _titles_for(engine_names())
 
 
-def __getattr__(name: str) -> Any:
-    """``ENGINES``, ``ENGINE_TITLES``, ``FIELDS`` and ``FIELDS_BY_KEY``, read from the registry
-    when asked (a plug-in installed while the server runs shows up)."""
-    if name == "ENGINES":
-        return engines()
-    if name == "ENGINE_TITLES":
-        return engine_titles()
-    if name == "FIELDS":
-        return all_fields()
-    if name == "FIELDS_BY_KEY":
-        return fields_by_key()
-    raise AttributeError(name)
+@functools.cache
+def _titles_for(names: tuple[str, ...]) -> dict[str, str]:
+    return {name: get_engine(name).title for name in names}
 
 
 SHOWN_KEY = "engines"

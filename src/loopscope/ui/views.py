@@ -26,8 +26,6 @@ from loopscope.ui.plain import md, md_code
 
 __all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain)
 
-ENGINE_TITLES = state.ENGINE_TITLES
-
 
 # --------------------------------------------------------------------------- labels
 
@@ -218,7 +216,7 @@ def detector_title(detector: str | None) -> str:
 
 def step_badge(engine: str, step: Step) -> str:
     """``gglib: refused — repeated batch (loop), count 3`` (text, for captions and lists)."""
-    text = f"{ENGINE_TITLES[engine]}: {verdict_word(step)}"
+    text = f"{state.engine_titles()[engine]}: {verdict_word(step)}"
     if step.detector:
         text += f" — {detector_title(step.detector)}, count {step.count}"
     if step.after_divergence:

@@ -82,7 +82,7 @@ def render() -> None:
         return
     engines = state.shown_engines()
     engine = st.segmented_control(
-        "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
         default=engines[0], bind="query-params",
     ) or engines[0]
     if engine not in engines:

@@ -88,7 +88,7 @@ def render() -> None:
         + "\n\nEach example below is a tiny session replayed live by the same engine the "
         "dashboard uses."
     )
-    tabs = st.tabs([state.ENGINE_TITLES[n] for n in engines])
+    tabs = st.tabs([state.engine_titles()[n] for n in engines])
     for tab, name in zip(tabs, engines, strict=True):
         with tab:
             engine = get_engine(name)

@@ -84,7 +84,7 @@ def _summary(corpus: Any, results: dict[str, Any]) -> None:
     for i, (name, reps) in enumerate(results.items()):
         refused, warned = state.refused_warned(reps)
         cols[1 + i].metric(
-            f"{state.ENGINE_TITLES[name]}: refused", f"{refused:,}",
+            f"{state.engine_titles()[name]}: refused", f"{refused:,}",
             help="Sessions where the guard would have blocked a call at least once.")
         cols[1 + i].caption(f"{warned:,} with warnings")
 
@@ -106,7 +106,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     with c1:
         view = st.selectbox(
             "Show", options=[ALL, *results],
-            format_func=lambda k: "Every guard" if k == ALL else state.ENGINE_TITLES[k],
+            format_func=lambda k: "Every guard" if k == ALL else state.engine_titles()[k],
             key="view", bind="query-params",
             help="Which guard's timeline to show: one column per guard, the same rows.",
         )
@@ -140,7 +140,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     window = order[start:start + int(size)]
     if group is not None:
         what = delta.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
-        st.caption(f"Showing only {md(state.ENGINE_TITLES[group[0]])}: {md(what)}, against "
+        st.caption(f"Showing only {md(state.engine_titles()[group[0]])}: {md(what)}, against "
                    f"{delta.describe_baseline()}. Click the pill again to show every session.")
     # The timeline comes first (the first screen shows it); what it draws is said below it.
     _timeline(corpus, shown, engines, window)
@@ -169,7 +169,7 @@ def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
     with layout.panels("overview_chart"):
         for engine, fig in figs.items():
             n = sum(1 for r in rows if r.replays[engine].first_refusal is not None)
-            alt = (f"{state.ENGINE_TITLES[engine]} timeline of {len(rows)} sessions, one row "
+            alt = (f"{state.engine_titles()[engine]} timeline of {len(rows)} sessions, one row "
                    f"each, with a marker at every refusal and warning; it refuses {n}. The "
                    "table below lists the same verdicts.")
             event = st.plotly_chart(
@@ -221,7 +221,7 @@ def _change_texts(window: list[int], found: dict[str, Any]) -> list[str]:
     """What the settings change for each session of ``window`` against the baseline, in a
     few words: per guard, the first of its groups the session is in. (A group is a tuple of
     thousands of positions at 20,000 sessions: made a set once, not searched per row.)"""
-    groups = [(state.ENGINE_TITLES[engine],
+    groups = [(state.engine_titles()[engine],
                [(set(getattr(effect, kind)), text) for kind, text in _CHANGES])
               for engine, effect in found.items()]
     out = []
@@ -254,7 +254,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
     }
     compact: dict[str, list[str]] = {}
     for name in results:
-        title = state.ENGINE_TITLES[name]
+        title = state.engine_titles()[name]
         firsts, warnings = state.first_refusals_and_warnings(results[name])
         columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
         columns[f"{title} warnings"] = [warnings[i] for i in window]
@@ -266,7 +266,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         "Name the detectors", key="table_detectors",
         help="Show which detector refused first and each guard's warnings, in columns of "
         "their own (the table is then wider than the page).")
-    titles = [state.ENGINE_TITLES[name] for name in results]
+    titles = [state.engine_titles()[name] for name in results]
     if detailed:
         order = ["session", "calls", "turns", "label",
                  *(c for t in titles for c in (f"{t} first refusal", f"{t} warnings"))]

@@ -235,7 +235,7 @@ def _figure(
     counters = engine.counters(state.prepared(name, config)[idx], replay, config)
     return charts.session_figure(
         replay, infos, counters=counters, breaks=breaks, compactions=compactions,
-        selected_step=selected, title=state.ENGINE_TITLES[name], x_end=end,
+        selected_step=selected, title=state.engine_titles()[name], x_end=end,
     )
 
 
@@ -243,7 +243,7 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_colum
            ) -> None:
     key = f"detail_{name}"
     fr = replay.first_refusal
-    alt = (f"{state.ENGINE_TITLES[name]} timeline: each tool on its own lane, and the repeat count "
+    alt = (f"{state.engine_titles()[name]} timeline: each tool on its own lane, and the repeat count "
            "against the thresholds. " + (f"First refusal at {plain.where(fr)} "
                                          f"({views.detector_title(fr.detector)})."
                                          if fr else "Never refused."))
@@ -257,7 +257,7 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_colum
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
     wrapping_legend(entries, f"{key}_legend", columns=legend_columns,
-                  alt=f"Legend of the {state.ENGINE_TITLES[name]} timeline.")
+                  alt=f"Legend of the {state.engine_titles()[name]} timeline.")
 
 
 def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int | None) -> None:

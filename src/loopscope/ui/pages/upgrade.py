@@ -75,7 +75,7 @@ def render() -> None:
     c1, c2 = st.columns([1, 1])
     with c1:
         engine = st.segmented_control(
-            "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+            "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
             default=engines[0], bind="query-params", required=True) or engines[0]
     if engine not in engines:
         engine = engines[0]
