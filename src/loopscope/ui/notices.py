@@ -86,7 +86,7 @@ def render(corpus: Corpus, page: str | None = None) -> None:
             headline = f"**{lost} — see the import report.** " if lost else ""
             c1.warning(headline + "Import: " + "; ".join(parts)
                        + ". Every other file was loaded.", icon=":material/warning:")
-            from loopscope.ui.pages import page_for
+            from loopscope.ui.pages.registry import page_for
 
             target = page_for("import-report")
             if target is not None:

@@ -31,9 +31,9 @@ How the pieces fit (read this before adding a page)
   replaces the query string, which raises when a bound setting is non-default (it cannot clear
   a bound parameter) or drops the settings from the URL when ``query_params`` is given.
 
-* **Pages** are declared in :data:`loopscope.ui.pages.PAGES`: adding one is one line there,
-  ``PageSpec("loopscope.ui.pages.sweep", "Sweep", "sweep", ":material/grid_on:")``, pointing
-  at a module with a ``render()`` function. Pages read the functions of this module and draw in
+* **Pages** are declared in :data:`loopscope.ui.pages.registry.PAGES`: adding one is one line
+  there, ``PageSpec("loopscope.ui.pages.sweep", "Sweep", "sweep", ":material/grid_on:")``,
+  pointing at a module with a ``render()`` function. Pages read the functions of this module and draw in
   the main area; the sidebar is the app's.
 
 Example (a page)::

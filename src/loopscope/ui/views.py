@@ -105,7 +105,7 @@ def session_params(source: str, turn: int | None = None) -> dict[str, str]:
 def session_link(source: str, turn: int | None = None, label: str | None = None) -> None:
     """A link to the session page on ``source`` (and ``turn``, 0-based) that keeps the
     settings bound to the sidebar in the URL."""
-    from loopscope.ui.pages import page_for
+    from loopscope.ui.pages.registry import page_for
 
     target = page_for("session")
     if target is None:
@@ -126,7 +126,7 @@ def open_session(source: str, turn: int | None = None) -> None:
     ``st.switch_page`` with ``query_params`` keeps every parameter bound to a control drawn in
     this run (the sidebar's settings) and adds the session's. From inside a fragment the
     sidebar is not drawn, so the switch waits for a full run (:func:`open_pending`)."""
-    from loopscope.ui.pages import page_for
+    from loopscope.ui.pages.registry import page_for
 
     if _fragment_running():
         st.session_state[OPEN_KEY] = (source, turn)

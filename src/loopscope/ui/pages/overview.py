@@ -66,7 +66,7 @@ def _welcome() -> None:
         with st.container(horizontal=True, vertical_alignment="center"):
             st.button("Got it", key="welcome.done", icon=":material/done:",
                       on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
-            from loopscope.ui.pages import page_for
+            from loopscope.ui.pages.registry import page_for
 
             target = page_for("guide")
             if target is not None:
