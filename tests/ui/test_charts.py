@@ -566,7 +566,7 @@ def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
     from loopscope.corpus import build_corpus
     from loopscope.engines import engine_names
     from loopscope.formats import expand_paths
-    from loopscope.ui import views
+    from loopscope.ui import page_helpers
 
     samples = Path(__file__).resolve().parents[2] / "sample_transcripts"
     targets, _ = expand_paths([str(samples)])
@@ -575,7 +575,7 @@ def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
     configs = {n: get_engine(n).default_config() for n in engine_names()}
     replays = {n: [get_engine(n).replay(s, c) for s in corpus.sessions]
                for n, c in configs.items()}
-    real_rows = views.overview_rows(corpus, replays)
+    real_rows = page_helpers.overview_rows(corpus, replays)
     assert any(r.replays[e].first_refusal is not None for r in real_rows for e in replays)
 
     def build() -> None:

@@ -16,7 +16,7 @@ import time
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from loopscope.ui import charts, data, gc_policy, layout, notices, progress, settings, state
+from loopscope.ui import charts, data_source, gc_policy, layout, notices, progress, settings, state
 from loopscope.ui.pages import registry
 
 LAST_RUN_KEY = "_loopscope_last_run_ms"
@@ -43,7 +43,7 @@ def main() -> None:
         settings.render_data_source()
     primer = _prime_browser_charts()
     _preload_page_libraries()
-    corpus = data.load_current_corpus(show_progress=True)
+    corpus = data_source.load_current_corpus(show_progress=True)
     if primer is not None:
         primer.empty()
     state.set_corpus(corpus)

@@ -26,7 +26,7 @@ How the pieces fit (read this before adding a page)
   ``(engine, config)`` for any other configuration (compare/sweep). Both only run
   ``engine.run(prepared, config)``.
 
-* **Links between pages**: use :func:`loopscope.ui.views.session_link` (an ``st.page_link``
+* **Links between pages**: use :func:`loopscope.ui.page_helpers.session_link` (an ``st.page_link``
   with ``query_params``). Do not call ``st.switch_page`` from a page: in Streamlit 1.67 it
   replaces the query string, which raises when a bound setting is non-default (it cannot clear
   a bound parameter) or drops the settings from the URL when ``query_params`` is given.
@@ -373,9 +373,9 @@ def corpus() -> Corpus:
     """The corpus loaded for the current data source (see the module docstring)."""
     value = st.session_state.get(CORPUS_KEY)
     if value is None:
-        from loopscope.ui import data
+        from loopscope.ui import data_source
 
-        value = data.load_current_corpus(show_progress=False)
+        value = data_source.load_current_corpus(show_progress=False)
         set_corpus(value)
     return value
 

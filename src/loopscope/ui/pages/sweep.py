@@ -23,8 +23,8 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, layout, metrics_panel, state, views
-from loopscope.ui.plain import md
+from loopscope.ui import labelling, layout, metrics_panel, page_helpers, state
+from loopscope.ui.plain_words import md
 from loopscope.ui.progress import bar_progress
 from loopscope.words import plural
 
@@ -266,7 +266,7 @@ def render() -> None:
         for name in state.shown_engines():
             refusals[f"{state.engine_titles()[name]} first refusal"] = [
                 "" if first is None
-                else f"turn {first.turn + 1} · {views.detector_title(first.detector)}"
+                else f"turn {first.turn + 1} · {page_helpers.detector_title(first.detector)}"
                 for first in state.first_refusals(state.replays(name))
             ]
         labelling.label_table(refusals, key="sweep.labels", corpus=corpus)

@@ -21,10 +21,10 @@ from loopscope.model import (
     escape_for_display,
 )
 from loopscope.ui import charts, state
-from loopscope.ui.data import Corpus
-from loopscope.ui.plain import md, md_code
+from loopscope.ui.data_source import Corpus
+from loopscope.ui.plain_words import md, md_code
 
-__all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain)
+__all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain_words)
 
 
 # --------------------------------------------------------------------------- labels

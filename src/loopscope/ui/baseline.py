@@ -32,8 +32,8 @@ from loopscope.advice import (
     totals_text,
 )
 from loopscope.engines import get_engine
-from loopscope.ui import state, views
-from loopscope.ui.plain import md
+from loopscope.ui import page_helpers, state
+from loopscope.ui.plain_words import md
 
 BASELINE_KEY = "_loopscope_baseline"
 """Session state: the pinned baseline's control values (widget key → value), or absent."""
@@ -157,7 +157,7 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
 def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
     """Per guard: what the current settings change against the baseline."""
     corpus = state.corpus()
-    labels = tuple(views.session_labels(corpus))
+    labels = tuple(page_helpers.session_labels(corpus))
     labels_key = "".join({"loop": "l", "ok": "o"}.get(x or "", "-") for x in labels) if any(
         labels) else ""  # (no label at all, the usual case: no text per session to write)
     out = {}
