@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
 ]
 
 # (slider label, key) pairs moved in turn; each move changes what the overview shows on the
-# benchmark corpus. The labels are the dashboard's (loopscope.ui.state.FIELDS).
+# benchmark corpus. The labels are the dashboard's (loopscope.ui.state.all_fields()).
 MOVES = [
     ("Warn after this many repeats", "ArrowLeft"),  # OpenClaw warningThreshold 10 → 9
     ("Repeats allowed for tools that change things", "ArrowRight"),  # gglib 2 → 3

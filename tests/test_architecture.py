@@ -189,3 +189,66 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     module.write_text('"""max_repeated_batch_steps in a docstring is fine."""\n'
                       'KEY = "max_repeated_batch_steps"\n')
     assert [t for _, t in _string_literals(module)] == ["max_repeated_batch_steps"]
+
+
+# --------------------------------------------------------------------------- the dashboard's modules
+# No module of ``loopscope.ui`` computes a name on access (a module-level ``__getattr__``):
+# what a module offers is what a reader sees in it (constants, or functions to call), and
+# tools (mypy, an editor's "go to definition") find every name.
+
+
+def _module_getattrs(root: Path) -> list[str]:
+    """Every module-level ``__getattr__`` under ``root`` (also one inside a module-level
+    ``if``/``try``), as ``path:line``."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        statements = list(ast.parse(path.read_text(encoding="utf-8")).body)
+        while statements:
+            node = statements.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) \
+                    and node.name == "__getattr__":
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+            elif isinstance(node, ast.If | ast.Try):
+                statements += [*node.body, *node.orelse,
+                               *getattr(node, "finalbody", []),
+                               *(s for h in getattr(node, "handlers", []) for s in h.body)]
+    return found
+
+
+def test_no_ui_module_defines_a_module_getattr() -> None:
+    found = _module_getattrs(SRC / "ui")
+    assert not found, "\n".join(found)
+
+
+def test_the_module_getattr_check_can_fail(tmp_path: Path) -> None:
+    """A module-level ``__getattr__`` is found, plain or under an ``if``; a class's is not."""
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "state.py").write_text(
+        "def __getattr__(name):\n    raise AttributeError(name)\n")
+    (tmp_path / "pages" / "p.py").write_text(
+        "import sys\nif sys:\n    def __getattr__(name):\n        return 1\n")
+    (tmp_path / "fine.py").write_text(
+        "class C:\n    def __getattr__(self, name):\n        return 1\n")
+    assert _module_getattrs(tmp_path) == ["pages/p.py:3", "state.py:1"]
+
+
+def test_the_core_ui_check_can_fail(tmp_path: Path) -> None:
+    """The core check finds a UI library imported by a core module (``import``, ``from``, or
+    inside a function), and not one imported under ``ui/``."""
+    import pytest
+
+    global SRC
+    fake = tmp_path / "loopscope"
+    (fake / "ui").mkdir(parents=True)
+    (fake / "ui" / "app.py").write_text("import streamlit\n")
+    (fake / "report.py").write_text("def f():\n    import plotly.graph_objects\n")
+    (fake / "corpus.py").write_text("from pandas import DataFrame\n")
+    real, SRC = SRC, fake
+    try:
+        with pytest.raises(AssertionError) as failed:
+            test_the_core_imports_no_ui_library()
+    finally:
+        SRC = real
+    lines = [line.strip() for line in str(failed.value).splitlines()]
+    assert "corpus.py:1 imports pandas" in lines and "report.py:2 imports plotly.graph_objects" \
+        in lines and not any(line.startswith("ui") for line in lines), lines

@@ -639,7 +639,7 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
     import threading
 
     from loopscope.engines.table import PreparedTable
-    from loopscope.ui import data
+    from loopscope.ui import data_source
 
     want = _replays(_corpus(SAMPLES))
     read: list[str] = []
@@ -650,7 +650,7 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
     start = threading.Thread.start
     monkeypatch.setattr(threading.Thread, "start",
                         lambda self: started.append(self.name) or start(self))
-    again = data.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder",
+    again = data_source.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder",
                               root=str(SAMPLES))
     assert started == ["loopscope-read-tables"]
     for thread in threading.enumerate():
@@ -668,7 +668,7 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
     started.clear()
     with monkeypatch.context() as off:
         off.setattr(cache, "active", lambda: False)
-        data.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder", root=str(SAMPLES))
+        data_source.build_corpus(_files(SAMPLES), fingerprint="t", origin="folder", root=str(SAMPLES))
     assert "loopscope-read-tables" not in started
 
 

@@ -1,6 +1,6 @@
 """Plain words shared by every surface (the CLI's text, the dashboard, the HTML report).
 
-Pure: no UI library. The dashboard's Markdown helpers (:mod:`loopscope.ui.plain`) build on
+Pure: no UI library. The dashboard's Markdown helpers (:mod:`loopscope.ui.plain_words`) build on
 these; the command line and the report use them directly, so one engine sentence reads the
 same everywhere.
 

@@ -173,25 +173,25 @@ def test_every_page_renders(page: str, heading: str) -> None:
 
 def test_every_setting_has_a_labelled_control_with_its_upstream_name() -> None:
     from loopscope.engines import get_engine
-    from loopscope.ui.state import ENGINES, FIELDS, fields_of, version_key
+    from loopscope.ui.state import all_fields, engines, fields_of, version_key
 
     # Each engine version with its own settings is drawn once (the version chosen by the URL).
     shown: set[str] = set()
     schemas: dict[tuple[str, ...], dict[str, str]] = {}
-    for name in ENGINES:
+    for name in engines():
         for version in get_engine(name).versions:
             names = tuple(f.key for f in fields_of(name, version))
             schemas.setdefault(names, {})[version_key(name)] = version
     for query in schemas.values():
         at = run_app(query)
-        for name in ENGINES:
+        for name in engines():
             version = query.get(version_key(name))
             for f in fields_of(name, version or get_engine(name).default_version):
                 w = control(at, f.key)
                 assert w.label and w.label != f.native
                 assert f"`{f.native}`" in (w.help or "")
                 shown.add(f.key)
-    assert shown == {f.key for f in FIELDS}
+    assert shown == {f.key for f in all_fields()}
 
 
 # --------------------------------------------------------------------------- each control moves verdicts
@@ -240,7 +240,7 @@ def _matches(value: Any, expected: Any) -> bool:
     if isinstance(expected, int):
         return int(value) == expected
     text = str(value)
-    if str(expected) in charts.DETECTOR_STYLES:
+    if str(expected) in charts.detector_styles():
         return charts.style_of(str(expected)).title in text
     return str(expected) in text
 
@@ -611,15 +611,15 @@ def test_the_same_file_uploaded_twice_is_loaded_once(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import streamlit as st
 
-    from loopscope.ui import data, settings
+    from loopscope.ui import data_source, settings
 
-    monkeypatch.setattr(data, "upload_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(data_source, "upload_dir", lambda: str(tmp_path))
     body = (SAMPLES / WRITE_LOOP).read_bytes()
     state: dict[str, Any] = {}
     monkeypatch.setattr(st, "session_state", state)
     settings._store_uploads([_Upload("a.json", body, "1"), _Upload("copy of a.json", body, "2"),
                              _Upload("b.json", body + b" ", "3")])
-    stored = state[data.UPLOADS_KEY]
+    stored = state[data_source.UPLOADS_KEY]
     assert [u.original_name for u in stored] == ["a.json", "b.json"]
     assert state[settings.DUPLICATES_KEY] == ["copy of a.json"]
 
@@ -669,13 +669,13 @@ def test_the_page_runs_before_the_sidebar_controls_once_their_values_are_known(
     controls; other runs (the first, one that adds a guard, a button's) draw the controls
     first: a control reads the URL only when drawn, and a page opening another page keeps
     only the settings of controls drawn by then."""
-    from loopscope.ui import settings, views
+    from loopscope.ui import page_helpers, settings
 
     order: list[str] = []
-    drawn, opened = settings.render_sidebar_settings, views.open_pending
+    drawn, opened = settings.render_sidebar_settings, page_helpers.open_pending
     monkeypatch.setattr(settings, "render_sidebar_settings",
                         lambda: (order.append("controls"), drawn())[1])
-    monkeypatch.setattr(views, "open_pending", lambda: (order.append("page"), opened())[1])
+    monkeypatch.setattr(page_helpers, "open_pending", lambda: (order.append("page"), opened())[1])
 
     at = run_app({"engines": ["gglib"], "gglib.max_repeated_batch_steps": "3"})
     assert order == ["controls", "page"]
@@ -711,19 +711,19 @@ def test_the_pages_libraries_are_imported_once_on_a_thread_while_the_corpus_load
         monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from loopscope.ui import app, data
+    from loopscope.ui import app, data_source
 
     monkeypatch.setattr(app, "_preloading", [])
     monkeypatch.setattr(app, "PAGE_LIBRARIES", ("colorsys",))
     monkeypatch.delitem(sys.modules, "colorsys", raising=False)
     seen: list[bool] = []
-    loading = data.load_current_corpus
+    loading = data_source.load_current_corpus
 
     def load(**kwargs: Any) -> Any:  # (the thread was started before the load)
         seen.append(bool(app._preloading))
         return loading(**kwargs)
 
-    monkeypatch.setattr(data, "load_current_corpus", load)
+    monkeypatch.setattr(data_source, "load_current_corpus", load)
     at = run_app()
     at.run()  # (a second run starts no second thread)
     assert seen and all(seen) and len(app._preloading) == 1
@@ -737,10 +737,10 @@ def test_the_browser_loads_plotly_while_the_corpus_loads_once_per_session(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The first run of a browser session holds an empty chart while the corpus loads (the
     browser then fetches Plotly's code meanwhile) and removes it after; later runs don't."""
-    from loopscope.ui import app, charts, data
+    from loopscope.ui import app, charts, data_source
 
     events: list[str] = []
-    primer, loading = charts.primer_figure, data.load_current_corpus
+    primer, loading = charts.primer_figure, data_source.load_current_corpus
 
     def primed() -> Any:
         events.append("primer")
@@ -751,7 +751,7 @@ def test_the_browser_loads_plotly_while_the_corpus_loads_once_per_session(
         return loading(**kwargs)
 
     monkeypatch.setattr(charts, "primer_figure", primed)
-    monkeypatch.setattr(data, "load_current_corpus", load)
+    monkeypatch.setattr(data_source, "load_current_corpus", load)
     at = run_app()
     assert events == ["primer", "load"]
     assert at.get("plotly_chart")  # (the overview's charts)

@@ -159,7 +159,7 @@ def test_a_run_breaks_at_a_pass_step_and_at_another_detector_or_verdict() -> Non
     top, bottom = fig.layout.yaxis.range  # rows top down
     thickness = max(y for _, y in vertices(line)) - min(y for _, y in vertices(line))
     assert thickness * height / abs(top - bottom) == pytest.approx(charts.REFUSED_RUN_PX, abs=0.05)
-    assert line.fillcolor == charts.DETECTOR_STYLES["loop"].color and line.mode == "none"
+    assert line.fillcolor == charts.detector_styles()["loop"].color and line.mode == "none"
     refused = next(t for t in markers(fig)
                    if info(t).engine == "openclaw" and info(t).verdict == "refuse")
     assert list(refused.x) == [1.0] and int(refused.customdata[0][3]) == 2
@@ -201,12 +201,12 @@ def test_runs_and_starts_account_for_every_flagged_step(spec: list[tuple[str, st
 def test_markers_are_shaped_per_detector_and_hollow_for_warnings() -> None:
     fig = charts.overview_figure(_rows())
     symbols = {(info(t).detector, info(t).verdict): t.marker.symbol for t in markers(fig)}
-    assert symbols[("loop", "refuse")] == charts.DETECTOR_STYLES["loop"].symbol
-    assert symbols[("ping_pong", "refuse")] == charts.DETECTOR_STYLES["ping_pong"].symbol
-    assert symbols[("ping_pong", "warn")] == charts.DETECTOR_STYLES["ping_pong"].symbol + "-open"
+    assert symbols[("loop", "refuse")] == charts.detector_styles()["loop"].symbol
+    assert symbols[("ping_pong", "refuse")] == charts.detector_styles()["ping_pong"].symbol
+    assert symbols[("ping_pong", "warn")] == charts.detector_styles()["ping_pong"].symbol + "-open"
     # Every detector has its own shape (never colour alone), and its own colour.
-    shapes = [s.symbol for s in charts.DETECTOR_STYLES.values()]
-    colours = [s.color for s in charts.DETECTOR_STYLES.values()]
+    shapes = [s.symbol for s in charts.detector_styles().values()]
+    colours = [s.color for s in charts.detector_styles().values()]
     assert len(set(shapes)) == len(shapes)
     assert len(set(colours)) == min(len(colours), 18)  # (past 18, colours repeat by design)
 
@@ -504,7 +504,7 @@ def test_the_overview_legend_lists_each_detector_once_in_columns() -> None:
     entries = charts.legend_entries(fig)
     assert [e.name for e in entries] == ["after divergence (would not have happened)",
                                          "the same set of tool calls again and again — refused"]
-    assert entries[1].symbol == charts.DETECTOR_STYLES["loop"].symbol
+    assert entries[1].symbol == charts.detector_styles()["loop"].symbol
     many = [charts.LegendEntry(f"detector {i}", "circle", "#000") for i in range(11)]
     legend = charts.legend_figure(many)
     texts = [t for t in legend.data if t.mode == "text"]
@@ -566,7 +566,7 @@ def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
     from loopscope.corpus import build_corpus
     from loopscope.engines import engine_names
     from loopscope.formats import expand_paths
-    from loopscope.ui import views
+    from loopscope.ui import page_helpers
 
     samples = Path(__file__).resolve().parents[2] / "sample_transcripts"
     targets, _ = expand_paths([str(samples)])
@@ -575,7 +575,7 @@ def test_the_figures_wrapped_unchecked_are_what_plotly_would_make_of_them(
     configs = {n: get_engine(n).default_config() for n in engine_names()}
     replays = {n: [get_engine(n).replay(s, c) for s in corpus.sessions]
                for n, c in configs.items()}
-    real_rows = views.overview_rows(corpus, replays)
+    real_rows = page_helpers.overview_rows(corpus, replays)
     assert any(r.replays[e].first_refusal is not None for r in real_rows for e in replays)
 
     def build() -> None:

@@ -12,7 +12,7 @@ pytest.importorskip("streamlit")
 
 from loopscope import config_io
 from loopscope.engines import ConfigError
-from loopscope.ui import data, settings, state
+from loopscope.ui import data_source, settings, state
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_transcripts"
@@ -20,13 +20,13 @@ SAMPLES = ROOT / "sample_transcripts"
 
 def test_confine_accepts_paths_inside_the_roots(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
-    assert data.confine(str(tmp_path / "a"), [tmp_path]) == (tmp_path / "a").resolve()
+    assert data_source.confine(str(tmp_path / "a"), [tmp_path]) == (tmp_path / "a").resolve()
 
 
 @pytest.mark.parametrize("text", ["/etc", "/", "..", "../../etc/passwd", "~", ""])
 def test_confine_refuses_paths_outside_the_roots(tmp_path: Path, text: str) -> None:
-    with pytest.raises(data.PathNotAllowed):
-        data.confine(text, [tmp_path / "root"])
+    with pytest.raises(data_source.PathNotAllowed):
+        data_source.confine(text, [tmp_path / "root"])
 
 
 def test_confine_refuses_dot_dot_and_symlink_escapes(tmp_path: Path) -> None:
@@ -35,27 +35,27 @@ def test_confine_refuses_dot_dot_and_symlink_escapes(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (root / "link").symlink_to(outside)
-    with pytest.raises(data.PathNotAllowed):
-        data.confine(str(root / ".." / "outside"), [root])
-    with pytest.raises(data.PathNotAllowed):
-        data.confine(str(root / "link"), [root])
+    with pytest.raises(data_source.PathNotAllowed):
+        data_source.confine(str(root / ".." / "outside"), [root])
+    with pytest.raises(data_source.PathNotAllowed):
+        data_source.confine(str(root / "link"), [root])
 
 
 def test_confine_does_not_reveal_whether_an_outside_path_exists(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    with pytest.raises(data.PathNotAllowed) as a:
-        data.confine(str(tmp_path), [root])
-    with pytest.raises(data.PathNotAllowed) as b:
-        data.confine(str(tmp_path / "does-not-exist"), [root])
+    with pytest.raises(data_source.PathNotAllowed) as a:
+        data_source.confine(str(tmp_path), [root])
+    with pytest.raises(data_source.PathNotAllowed) as b:
+        data_source.confine(str(tmp_path / "does-not-exist"), [root])
     assert str(a.value) == str(b.value)
 
 
 def test_allowed_roots_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", f"{tmp_path}{os.pathsep}{tmp_path / 'x'}")
-    assert data.allowed_roots() == [tmp_path.resolve(), (tmp_path / "x").resolve()]
+    assert data_source.allowed_roots() == [tmp_path.resolve(), (tmp_path / "x").resolve()]
     monkeypatch.delenv("LOOPSCOPE_ALLOWED_ROOTS")
-    assert Path.cwd().resolve() in data.allowed_roots()
+    assert Path.cwd().resolve() in data_source.allowed_roots()
 
 
 def test_a_scan_skips_files_whose_real_path_leaves_the_roots(tmp_path: Path) -> None:
@@ -69,31 +69,31 @@ def test_a_scan_skips_files_whose_real_path_leaves_the_roots(tmp_path: Path) -> 
     (root / "sub" / "deep_escape.json").symlink_to(secret)
     (root / "sub" / "alias.json").symlink_to(root / "ok.json")  # stays inside: kept
     (root / "outside_dir").symlink_to(tmp_path, target_is_directory=True)  # never followed
-    files, ignored = data.scan_files(root, [root])
+    files, ignored = data_source.scan_files(root, [root])
     assert sorted(Path(p).relative_to(root).as_posix() for p, _ in files) == ["ok.json", "sub/alias.json"]
     assert ignored >= 2
 
 
 def test_uploads_are_stored_under_generated_names_in_the_folder(tmp_path: Path) -> None:
     hostile = "../../../etc/passwd\n\u202e.json"
-    stored = data.store_upload(b'{"messages": []}', hostile, str(tmp_path))
+    stored = data_source.store_upload(b'{"messages": []}', hostile, str(tmp_path))
     p = Path(stored.path)
     assert p.parent == tmp_path
     assert p.name.startswith("upload-") and p.suffix == ".json"
     assert p.read_bytes() == b'{"messages": []}'
     assert stored.original_name == hostile
-    again = data.store_upload(b'{"messages": []}', "other.json", str(tmp_path))
+    again = data_source.store_upload(b'{"messages": []}', "other.json", str(tmp_path))
     assert again.path == stored.path  # content-addressed: the same bytes, the same file
-    assert data.safe_extension("x.exe") == ".json"
-    assert data.safe_extension("a.JSONL") == ".jsonl"
+    assert data_source.safe_extension("x.exe") == ".json"
+    assert data_source.safe_extension("a.JSONL") == ".jsonl"
 
 
 def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
-    targets, _ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
-    corpus = data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
+    targets, _ignored = data_source.scan_files(SAMPLES, [SAMPLES.resolve()])
+    corpus = data_source.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
                                origin="samples", root=str(SAMPLES))
     assert len(corpus.sessions) >= 10
-    for name in state.ENGINES:
+    for name in state.engines():
         assert len(corpus.prepared(name)) == len(corpus.sessions)
     assert corpus.labels  # samples ship labelled
     src = next(s.source for s in corpus.sessions if s.source.endswith("write_loop_refused_at_third_batch.json"))
@@ -103,10 +103,10 @@ def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
 def test_the_fingerprint_changes_when_a_file_changes(tmp_path: Path) -> None:
     f = tmp_path / "a.json"
     f.write_text("{}")
-    before = data.fingerprint_files([f])
+    before = data_source.fingerprint_files([f])
     f.write_text('{"x": 1}')
     os.utime(f, ns=(1, 1))
-    assert data.fingerprint_files([f]) != before
+    assert data_source.fingerprint_files([f]) != before
 
 
 def test_problems_are_sorted_errors_first() -> None:
@@ -114,7 +114,7 @@ def test_problems_are_sorted_errors_first() -> None:
 
     ps = [Problem("b", 1, None, "info", "i", "m"), Problem("a", 2, None, "error", "e", "m"),
           Problem("a", 1, None, "warning", "w", "m")]
-    assert [p.severity for p in data.problems_sorted(ps)] == ["error", "warning", "info"]
+    assert [p.severity for p in data_source.problems_sorted(ps)] == ["error", "warning", "info"]
 
 
 # --------------------------------------------------------------------------- loading config files
@@ -169,14 +169,14 @@ def test_an_edited_labels_file_is_reread_without_reimporting_the_sessions(
     folder = tmp_path / "samples"
     shutil.copytree(SAMPLES, folder)
     monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
-    first = data.load_folder(folder, "folder")
+    first = data_source.load_folder(folder, "folder")
     name = "write_loop_refused_at_third_batch.json"
     source = next(s.source for s in first.sessions if s.source.endswith(name))
     assert first.labels[source].label == "loop"
     labels_csv = folder / "labels.csv"
     labels_csv.write_text(labels_csv.read_text().replace(f"{name},loop,2", f"{name},ok,"))
     os.utime(labels_csv, ns=(10**18, 10**18))
-    second = data.load_folder(folder, "folder")
+    second = data_source.load_folder(folder, "folder")
     assert second is first, "a label change must not re-import and re-prepare the corpus"
     assert second.labels[source].label == "ok"
 
@@ -192,13 +192,13 @@ def test_a_folder_is_rescanned_only_after_a_few_seconds(
     shutil.copytree(SAMPLES, folder)
     monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
     clock = [1000.0]
-    monkeypatch.setattr(data.time, "monotonic", lambda: clock[0])
-    first = data.load_folder(folder, "folder")
+    monkeypatch.setattr(data_source.time, "monotonic", lambda: clock[0])
+    first = data_source.load_folder(folder, "folder")
     shutil.copy(SAMPLES / "write_loop_refused_at_third_batch.json", folder / "added_copy.json")
-    clock[0] += data._SCAN_TTL_SECONDS - 1
-    assert data.load_folder(folder, "folder") is first
+    clock[0] += data_source._SCAN_TTL_SECONDS - 1
+    assert data_source.load_folder(folder, "folder") is first
     clock[0] += 2
-    later = data.load_folder(folder, "folder")
+    later = data_source.load_folder(folder, "folder")
     assert later is not first
     assert len(later.sessions) == len(first.sessions) + 1
 
@@ -213,21 +213,21 @@ def test_a_large_folder_is_rescanned_in_the_background(
     folder = tmp_path / "samples"
     shutil.copytree(SAMPLES, folder)
     monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
-    monkeypatch.setattr(data, "_BACKGROUND_RESCAN_FROM", 1)
+    monkeypatch.setattr(data_source, "_BACKGROUND_RESCAN_FROM", 1)
     clock = [5000.0]
-    monkeypatch.setattr(data.time, "monotonic", lambda: clock[0])
-    first = data.load_folder(folder, "folder")
+    monkeypatch.setattr(data_source.time, "monotonic", lambda: clock[0])
+    first = data_source.load_folder(folder, "folder")
     shutil.copy(SAMPLES / "write_loop_refused_at_third_batch.json", folder / "added_copy.json")
-    clock[0] += data._SCAN_TTL_SECONDS + 1
-    assert data.load_folder(folder, "folder") is first  # served while the thread scans
+    clock[0] += data_source._SCAN_TTL_SECONDS + 1
+    assert data_source.load_folder(folder, "folder") is first  # served while the thread scans
     for thread in [t for t in threading.enumerate() if t.name == "loopscope-rescan"]:
         thread.join(10)
-    later = data.load_folder(folder, "folder")
+    later = data_source.load_folder(folder, "folder")
     assert later is not first and len(later.sessions) == len(first.sessions) + 1
 
 
 def test_display_names_are_computed_once_per_source() -> None:
-    corpus = data.Corpus(fingerprint="t", origin="folder", root="/data", report=None,  # type: ignore[arg-type]
+    corpus = data_source.Corpus(fingerprint="t", origin="folder", root="/data", report=None,  # type: ignore[arg-type]
                          sessions=[])
     shown = corpus.display("/data/sub/a\x1b.json#2")
     assert shown == corpus.display("/data/sub/a\x1b.json#2")
@@ -235,24 +235,24 @@ def test_display_names_are_computed_once_per_source() -> None:
     assert corpus._displayed == {"/data/sub/a\x1b.json#2": shown}
 
 
-def _samples_corpus() -> data.Corpus:
-    targets, _ignored = data.scan_files(SAMPLES, [SAMPLES.resolve()])
-    return data.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
+def _samples_corpus() -> data_source.Corpus:
+    targets, _ignored = data_source.scan_files(SAMPLES, [SAMPLES.resolve()])
+    return data_source.build_corpus([(p, not scanned) for p, scanned in targets], fingerprint="t",
                              origin="samples", root=str(SAMPLES))
 
 
 @pytest.mark.parametrize("by", ["refusals", "label", "length", "name"])
 @pytest.mark.parametrize("engines", [["gglib"], ["openclaw"], ["gglib", "openclaw"]])
 def test_the_overview_builds_rows_only_for_the_sessions_it_shows(by: str, engines: list[str]) -> None:
-    from loopscope.ui import charts, views
+    from loopscope.ui import charts, page_helpers
 
     corpus = _samples_corpus()
     results = {e: state.run_all(e, corpus, state.resolve(e, state.default_values()).config)
                for e in engines}
-    every_row = charts.sort_rows(views.overview_rows(corpus, results), by, engines)
-    order = views.overview_order(corpus, results, by)
-    assert views.overview_rows(corpus, results, order[:5]) == every_row[:5]
-    assert views.overview_rows(corpus, results, order) == every_row
+    every_row = charts.sort_rows(page_helpers.overview_rows(corpus, results), by, engines)
+    order = page_helpers.overview_order(corpus, results, by)
+    assert page_helpers.overview_rows(corpus, results, order[:5]) == every_row[:5]
+    assert page_helpers.overview_rows(corpus, results, order) == every_row
     if by == "refusals":  # the samples refuse in both engines: the refused come first
         assert every_row[0].replays[engines[0]].refused
 

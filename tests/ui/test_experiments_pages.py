@@ -192,9 +192,9 @@ def test_clearing_a_label_and_the_loop_start(corpus: Path) -> None:
 
 def test_table_edits_are_saved(corpus: Path) -> None:
     """The table's edits (``st.data_editor`` rows) go to the sidecar, row by row."""
-    from loopscope.ui import data, labelling
+    from loopscope.ui import data_source, labelling
 
-    c = data.load_folder(corpus, data.SOURCE_SAMPLES)
+    c = data_source.load_folder(corpus, data_source.SOURCE_SAMPLES)
     sources = [s.source for s in c.sessions]
     i_ok = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "ok")
     i_loop = next(i for i, s in enumerate(sources) if sidecar(corpus).get(Path(s).name, ("",))[0] == "loop")

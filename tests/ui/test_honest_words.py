@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
+from loopscope.ui.pages import registry
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 PAGES = ROOT / "src" / "loopscope" / "ui" / "pages"
@@ -156,7 +158,8 @@ def test_the_import_report_says_what_a_file_is_in_plain_words(mixed: Path) -> No
 
 # --------------------------------------------------------------------------- no "(s)"
 
-PAGE_FILES = sorted(p.stem for p in PAGES.glob("*.py") if p.stem != "__init__")
+PAGE_FILES = sorted(spec.module.rpartition(".")[2] for spec in registry.PAGES)
+"""Every page of the menu (its file under ``ui/pages/``)."""
 
 
 def _without_recorded_text(text: str) -> str:

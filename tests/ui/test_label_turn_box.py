@@ -116,9 +116,9 @@ def test_a_new_loop_label_starts_at_the_turn_open_on_the_page(corpus: Path) -> N
 
 
 def test_the_labels_table_counts_from_1_and_refuses_a_0(corpus: Path) -> None:
-    from loopscope.ui import data, labelling
+    from loopscope.ui import data_source, labelling
 
-    c = data.load_folder(corpus, data.SOURCE_SAMPLES)
+    c = data_source.load_folder(corpus, data_source.SOURCE_SAMPLES)
     sources = [s.source for s in c.sessions]
     i = next(k for k, s in enumerate(sources) if s.endswith(WRITE_LOOP))
     before = (corpus / "labels.csv").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ hostile host ``attacker.invalid``. Plotly chart specs are checked too: Plotly re
 in tick and hover texts as a link.
 
 Every page escapes them (``loopscope.model.escape_markdown`` / ``markdown_code`` through
-``loopscope.ui.plain.md`` / ``md_code``, or ``st.text``/``st.code``).
+``loopscope.ui.plain_words.md`` / ``md_code``, or ``st.text``/``st.code``).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_the_check_reads_html_tables() -> None:
 
         st.table(pd.DataFrame({"file": [raw, escaped]}), hide_index=True)
 
-    from loopscope.ui.plain import md
+    from loopscope.ui.plain_words import md
 
     at = AppTest.from_function(page, args=(LINK, md(LINK)))
     at.run()

@@ -3,7 +3,7 @@ would show — every sample session and every guide example, every guard, every 
 warning, and the known limitations — checked against a small style list.
 
 The explanations are built by the same function the session page uses
-(:func:`loopscope.ui.plain.plain_explanation` over the engine's explainer), so this checks
+(:func:`loopscope.ui.plain_words.plain_explanation` over the engine's explainer), so this checks
 what is on the screen, for every engine in the registry (plug-ins included).
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from loopscope.engines import engine_names, get_engine
 from loopscope.formats import load_paths
-from loopscope.ui import plain
+from loopscope.ui import plain_words
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_transcripts"
@@ -48,7 +48,7 @@ def _identifiers() -> set[str]:
     for name in engine_names():
         engine = get_engine(name)
         for version in engine.versions:
-            out |= {s.name for s in engine.settings_for(version) if plain._is_identifier(s.name)}
+            out |= {s.name for s in engine.settings_for(version) if plain_words._is_identifier(s.name)}
     return out
 
 
@@ -88,7 +88,7 @@ def problems(sentences: list[str], tools: set[str]) -> list[str]:
         for word in re.findall(r"\b[a-z]+(?:_[a-z0-9]+)+\b", text):
             if word not in ALLOWED_IDENTIFIERS:
                 found.append(f"code word {word!r}: {sentence!r}")
-    for a, b in plain.contradictions(sentences):
+    for a, b in plain_words.contradictions(sentences):
         found.append(f"contradiction: {a!r} / {b!r}")
     return found
 
@@ -103,10 +103,10 @@ def test_explanations_read_plainly(engine_name: str, session: Any, config: Any,
     tools = {c.name for c in session.calls}
     found: list[str] = []
     for step in [s for s in replay.steps if s.verdict != "pass"][:40]:
-        e = plain.plain_explanation(engine.explainer.explain_step(step, replay, config), specs)
+        e = plain_words.plain_explanation(engine.explainer.explain_step(step, replay, config), specs)
         found += problems(e.sentences(), tools)
     limitations = engine.explainer.limitations(session, replay, config, ())
-    found += problems([plain.plain(lim.text, specs, [lim.id]) for lim in limitations], tools)
+    found += problems([plain_words.plain(lim.text, specs, [lim.id]) for lim in limitations], tools)
     known = KNOWN_ENGINE_ISSUES.get(engine_name)
     others = [f for f in found if known is None or not f.startswith(known[0])]
     assert not others, "\n".join(dict.fromkeys(others))
@@ -127,18 +127,18 @@ def test_the_style_list_catches_what_it_should() -> None:
 
 def test_setting_names_become_the_sidebars_labels() -> None:
     engine = get_engine(engine_names()[0])
-    spec = next(s for s in engine.settings if plain._is_identifier(s.name))
-    text = plain.plain(f"Raise {spec.name} (L4).", engine.settings, ["L4"])
+    spec = next(s for s in engine.settings if plain_words._is_identifier(s.name))
+    text = plain_words.plain(f"Raise {spec.name} (L4).", engine.settings, ["L4"])
     assert text == f"Raise “{spec.label}”."
 
 
 def test_label_meanings_count_turns_from_one() -> None:
-    assert "false refusal" in plain.label_meaning("ok", 3, None, "gglib")
-    assert "missed loop" in plain.label_meaning("loop", None, 2, "gglib")
-    early = plain.label_meaning("loop", 1, 4, "gglib")
+    assert "false refusal" in plain_words.label_meaning("ok", 3, None, "gglib")
+    assert "missed loop" in plain_words.label_meaning("loop", None, 2, "gglib")
+    early = plain_words.label_meaning("loop", 1, 4, "gglib")
     assert "turn 2" in early and "from turn 5" in early and "too early" in early
-    assert "right" in plain.label_meaning("loop", 5, 4, "gglib")
-    assert "not labelled" in plain.label_meaning(None, 5, None, "gglib")
+    assert "right" in plain_words.label_meaning("loop", 5, 4, "gglib")
+    assert "not labelled" in plain_words.label_meaning(None, 5, None, "gglib")
 
 
 # --------------------------------------------------------------------------- the CLI and report
@@ -193,7 +193,7 @@ def test_the_html_report_reads_plainly() -> None:
 
     from loopscope.corpus import build_corpus
     from loopscope.formats import expand_paths
-    from loopscope.ui import report, views
+    from loopscope.ui import page_helpers, report
 
     targets, _ = expand_paths([str(SAMPLES)])
     corpus = build_corpus([(p, not s) for p, s in targets], fingerprint="t", origin="folder",
@@ -204,8 +204,8 @@ def test_the_html_report_reads_plainly() -> None:
     for i, s in enumerate(corpus.sessions):
         replays = {n: get_engine(n).replay(s, configs[n]) for n in engines}
         parts.append(report.session_part(
-            corpus, s, i, engines, replays, configs, views.label_of(corpus, s.source),
-            views.label_from_turn(corpus, s.source)))
+            corpus, s, i, engines, replays, configs, page_helpers.label_of(corpus, s.source),
+            page_helpers.label_from_turn(corpus, s.source)))
     page = report.session_report_html(parts, title="t")
     page = re.sub(r"<(script|style)\b.*?</\1>", "", page, flags=re.S)
     assert "<code>--set " in page  # the advice is in the report, its typed part as code

@@ -16,7 +16,7 @@ import pytest
 from loopscope.corpus import build_corpus
 from loopscope.engines import engine_names, get_engine
 from loopscope.formats import expand_paths
-from loopscope.ui import export, report, views
+from loopscope.ui import export, page_helpers, report
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_transcripts"
@@ -122,7 +122,7 @@ def test_the_report_explains_each_guard_with_the_settings_used(samples: Any) -> 
              if Path(s.source).name == "quiet_poll_refused_at_observation_ceiling.json")
     s = samples.sessions[i]
     part = report.session_part(samples, s, i, engines, {e: replays[e][i] for e in engines},
-                               configs, views.label_of(samples, s.source), None)
+                               configs, page_helpers.label_of(samples, s.source), None)
     refused = [g for g in part.engines if "would have refused" in g.verdict]
     assert refused and refused[0].headline and "false refusal" in refused[0].meaning
     assert all(g.figure is not None and g.legend is not None for g in part.engines)

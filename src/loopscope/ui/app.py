@@ -16,7 +16,8 @@ import time
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from loopscope.ui import charts, data, gc_policy, layout, notices, pages, progress, settings, state
+from loopscope.ui import charts, data_source, gc_policy, layout, notices, progress, settings, state
+from loopscope.ui.pages import registry
 
 LAST_RUN_KEY = "_loopscope_last_run_ms"
 """Server-side duration of the previous full run, in ms (shown in the sidebar)."""
@@ -35,14 +36,14 @@ def main() -> None:
     )
     progress.still_bars()  # (the loading bar's redraws take the cores the loading runs on)
     layout.apply_page_style()
-    nav_pages = pages.build_pages()
-    pages.register(nav_pages)
+    nav_pages = registry.build_pages()
+    registry.register(nav_pages)
     page = st.navigation(nav_pages, position="sidebar")
     with st.sidebar:
         settings.render_data_source()
     primer = _prime_browser_charts()
     _preload_page_libraries()
-    corpus = data.load_current_corpus(show_progress=True)
+    corpus = data_source.load_current_corpus(show_progress=True)
     if primer is not None:
         primer.empty()
     state.set_corpus(corpus)

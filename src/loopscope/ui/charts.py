@@ -84,12 +84,6 @@ def styles_for_detectors(detectors: Sequence[tuple[str, str]]) -> dict[str, Dete
     return styles
 
 
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DETECTOR_STYLES":  # read from the registry when asked
-        return detector_styles()
-    raise AttributeError(name)
 UNKNOWN_STYLE = DetectorStyle("other", "#555555", "pentagon")
 PASS_COLOR = "#8C8C8C"
 DIVERGENCE_FILL = "rgba(120,120,120,0.18)"

@@ -15,7 +15,7 @@
   change (it switches part of a guard off, gets a labelled session wrong, or newly refuses
   many others) asks first, naming its cost.
 
-Every engine sentence goes through :mod:`loopscope.ui.plain` (the sidebar's words, recorded
+Every engine sentence goes through :mod:`loopscope.ui.plain_words` (the sidebar's words, recorded
 names escaped) before it reaches Markdown.
 """
 
@@ -32,8 +32,8 @@ from loopscope.engines import SessionReplay, Step, get_engine
 from loopscope.engines.base import ConfigResolution
 from loopscope.engines.contract import default_consequence
 from loopscope.model import Session
-from loopscope.ui import state, views
-from loopscope.ui.plain import (
+from loopscope.ui import page_helpers, state
+from loopscope.ui.plain_words import (
     PlainExplanation,
     label_meaning,
     md,
@@ -125,7 +125,7 @@ def advice_for(name: str, index: int, config: Any, label: str | None,
     """The session's advice under ``name`` (:func:`loopscope.advice.session_advice`), as the
     CLI and the HTML report give it."""
     corpus = state.corpus()
-    labels = tuple(views.session_labels(corpus))
+    labels = tuple(page_helpers.session_labels(corpus))
     return _cached_advice(corpus.fingerprint, name, state.config_key(config), index, label,
                           from_turn, _labels_key(labels), corpus, config, labels)
 
@@ -187,7 +187,7 @@ def render_applied() -> None:
     record = st.session_state.get(APPLIED_KEY)
     if not record:
         return
-    title = state.ENGINE_TITLES.get(record["engine"], record["engine"])
+    title = state.engine_titles().get(record["engine"], record["engine"])
     if record.pop("fresh", False):  # seen wherever the page is scrolled to
         st.toast(f"Applied: {md(record['description'], 200)}. {record['summary']}. Undo is at "
                  "the top of the page.", icon=":material/check_circle:", duration="long")
@@ -387,7 +387,8 @@ def render_details(session: Session, engines: Sequence[str],
             for s in flagged[:MAX_LISTED]:
                 e = explanation(name, s, replay, res.config)
                 at = where(_first(s))
-                st.markdown(f"**{at} — {views.verdict_word(s)}:** {to_markdown(e.headline, tools)}")
+                st.markdown(f"**{at} — {page_helpers.verdict_word(s)}:** "
+                            f"{to_markdown(e.headline, tools)}")
             if len(flagged) > MAX_LISTED:
                 st.caption(f"… and {len(flagged) - MAX_LISTED} more (the Export page's verdict "
                            "report has all of them).")

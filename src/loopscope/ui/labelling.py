@@ -34,7 +34,7 @@ from loopscope import numbering
 from loopscope.labels import Label, LabelSet
 from loopscope.model import escape_for_display
 from loopscope.ui import state
-from loopscope.ui.data import Corpus
+from loopscope.ui.data_source import Corpus
 from loopscope.words import plural
 
 __all__ = [

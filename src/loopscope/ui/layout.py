@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from loopscope.ui.plain import md
+from loopscope.ui.plain_words import md
 
 __all__ = ["NARROW_PANEL_MIN_PX", "PAGE_STYLE", "PANEL_MIN_PX", "WRAPPED_MAX_ROWS",
            "apply_page_style", "legend", "panels", "wrapped_table"]

@@ -76,7 +76,7 @@ def render(engines: Sequence[str] | None = None, *, key: str = "metrics") -> dic
         {
             "Metric": [label for _, label, _, _ in ROWS],
             **{
-                state.ENGINE_TITLES[e]: [_fmt(getattr(results[e], m), m) for m, *_ in ROWS]
+                state.engine_titles()[e]: [_fmt(getattr(results[e], m), m) for m, *_ in ROWS]
                 for e in engines
             },
         }

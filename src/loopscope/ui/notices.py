@@ -17,8 +17,8 @@ import streamlit as st
 
 from loopscope.corpus import Corpus
 from loopscope.formats.loader import UNRECOGNISED_CODES
-from loopscope.ui import data, explain_view
-from loopscope.ui.plain import md
+from loopscope.ui import data_source, explain_view
+from loopscope.ui.plain_words import md
 from loopscope.words import plural
 
 __all__ = ["import_parts", "render"]
@@ -57,19 +57,19 @@ def import_parts(files: Sequence[Any], warnings: int) -> list[str]:
 def render(corpus: Corpus, page: str | None = None) -> None:
     """Every notice that applies (``page``: the url path of the page about to run)."""
     explain_view.render_applied()
-    error = st.session_state.get(data.DATA_ERROR_KEY)
+    error = st.session_state.get(data_source.DATA_ERROR_KEY)
     if error:
         st.error(md(error, 600), icon=":material/folder_off:")
-    note = st.session_state.get(data.DATA_NOTE_KEY)
+    note = st.session_state.get(data_source.DATA_NOTE_KEY)
     if note:
         st.info(md(note, 400), icon=":material/upload_file:")
-    if (not corpus.sessions and not error and corpus.origin == data.SOURCE_SAMPLES
-            and data.samples_fallback_note()):
-        st.error(md(data.samples_fallback_note() or "", 600), icon=":material/folder_off:")
+    if (not corpus.sessions and not error and corpus.origin == data_source.SOURCE_SAMPLES
+            and data_source.samples_fallback_note()):
+        st.error(md(data_source.samples_fallback_note() or "", 600), icon=":material/folder_off:")
     from loopscope.ui.settings import DUPLICATES_KEY
 
     duplicates = st.session_state.get(DUPLICATES_KEY) or []
-    if duplicates and st.session_state.get(data.SOURCE_KEY) == data.SOURCE_UPLOAD:
+    if duplicates and st.session_state.get(data_source.SOURCE_KEY) == data_source.SOURCE_UPLOAD:
         names = ", ".join(md(n, 80) for n in duplicates[:5])
         more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
         st.info(f"{plural(len(duplicates), 'uploaded file was', 'uploaded files were')} "
@@ -86,7 +86,7 @@ def render(corpus: Corpus, page: str | None = None) -> None:
             headline = f"**{lost} — see the import report.** " if lost else ""
             c1.warning(headline + "Import: " + "; ".join(parts)
                        + ". Every other file was loaded.", icon=":material/warning:")
-            from loopscope.ui.pages import page_for
+            from loopscope.ui.pages.registry import page_for
 
             target = page_for("import-report")
             if target is not None:

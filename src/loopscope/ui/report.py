@@ -107,12 +107,12 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
                  advice: Mapping[str, SessionAdvice] | None = None) -> SessionPart:
     """Everything the report says about one session (``configs``: engine → resolution;
     ``advice``: engine → the session's advice as the page has it, else made here)."""
-    from loopscope.ui import charts, views
-    from loopscope.ui.plain import label_meaning, plain, plain_explanation, where
+    from loopscope.ui import charts, page_helpers
+    from loopscope.ui.plain_words import label_meaning, plain, plain_explanation, where
 
     sections = []
-    infos = views.call_infos(session)
-    breaks, compactions = views.event_positions(session)
+    infos = page_helpers.call_infos(session)
+    breaks, compactions = page_helpers.event_positions(session)
     end = float(len(session.calls))
     for r in replays.values():
         xs = charts.step_positions(r.steps)

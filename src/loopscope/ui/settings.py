@@ -16,8 +16,8 @@ import streamlit as st
 
 from loopscope import config_io
 from loopscope.engines import ConfigError, get_engine
-from loopscope.ui import data, state
-from loopscope.ui.plain import md, md_code, plain
+from loopscope.ui import data_source, state
+from loopscope.ui.plain_words import md, md_code, plain
 from loopscope.ui.state import OFF, Field
 
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -37,30 +37,30 @@ def render_data_source() -> None:
     # The option values are what the URL carries (?source=folder), so they are shown as is.
     source = st.radio(
         "Load sessions from",
-        options=list(data.SOURCE_LABELS),
-        captions=list(data.SOURCE_LABELS.values()),
-        key=data.SOURCE_KEY,
+        options=list(data_source.SOURCE_LABELS),
+        captions=list(data_source.SOURCE_LABELS.values()),
+        key=data_source.SOURCE_KEY,
         bind="query-params",
         help="Uploaded files are kept only in a private temporary folder on the server. "
         "A folder must lie inside the allowed roots (LOOPSCOPE_ALLOWED_ROOTS).",
     )
-    if source == data.SOURCE_UPLOAD:
+    if source == data_source.SOURCE_UPLOAD:
         files = st.file_uploader(
             "Session files",
             accept_multiple_files=True,
-            type=[e.lstrip(".") for e in data.UPLOAD_EXTENSIONS],
+            type=[e.lstrip(".") for e in data_source.UPLOAD_EXTENSIONS],
             key="_loopscope_uploader",
             help="JSON, JSONL, Markdown, SWE-agent .traj, inspect_ai .eval, or a zip archive.",
         )
         _store_uploads(files or [])
-    elif source == data.SOURCE_FOLDER:
+    elif source == data_source.SOURCE_FOLDER:
         st.text_input(
             "Folder path",
-            key=data.FOLDER_KEY,
+            key=data_source.FOLDER_KEY,
             bind="query-params",
             placeholder="e.g. sample_transcripts",
             help="Relative paths start at the server's working directory. Allowed roots: "
-            + ", ".join(md_code(str(r)) for r in data.allowed_roots()),
+            + ", ".join(md_code(str(r)) for r in data_source.allowed_roots()),
         )
 
 
@@ -72,24 +72,25 @@ def _store_uploads(files: list[Any]) -> None:
     """Copy uploads into the temporary folder under generated names (once per file id); a
     file whose content is already among the uploads is skipped, so adding the same files
     twice never duplicates sessions."""
-    known: dict[str, data.StoredUpload] = st.session_state.setdefault("_loopscope_upload_ids", {})
-    stored: dict[str, data.StoredUpload] = {}
+    known: dict[str, data_source.StoredUpload] = st.session_state.setdefault(
+        "_loopscope_upload_ids", {})
+    stored: dict[str, data_source.StoredUpload] = {}
     duplicates: list[str] = []
     for f in files:
         fid = getattr(f, "file_id", None) or f"{f.name}:{f.size}"
         item = known.get(fid)
         if item is None:
-            item = data.store_upload(f.getvalue(), f.name)
+            item = data_source.store_upload(f.getvalue(), f.name)
             known[fid] = item
         if item.digest in stored:
             duplicates.append(f.name)
             continue
         stored[item.digest] = item
-    st.session_state[data.UPLOADS_KEY] = list(stored.values())
+    st.session_state[data_source.UPLOADS_KEY] = list(stored.values())
     st.session_state[DUPLICATES_KEY] = duplicates
 
 
-def render_corpus_status(corpus: data.Corpus) -> None:
+def render_corpus_status(corpus: data_source.Corpus) -> None:
     """A one-line count in the sidebar (problems are shown in the main area)."""
     report = corpus.report
     n_err, n_warn = corpus.import_problem_counts
@@ -97,7 +98,7 @@ def render_corpus_status(corpus: data.Corpus) -> None:
     if n_err or n_warn:
         parts.append(f"{n_err:,} file errors, {n_warn:,} warnings (see *Import report*)")
     st.caption(" · ".join(parts))
-    data.render_cache_notice(corpus)
+    data_source.render_cache_notice(corpus)
 
 
 # --------------------------------------------------------------------------- presets & files
@@ -190,12 +191,12 @@ def document_values(
         settings = config_io.engine_settings(document, name)
         resolution = engine.resolve_config(settings, [], agent)
         cfg = resolution.config
-        title = state.ENGINE_TITLES[name]
+        title = state.engine_titles()[name]
         notes.extend(f"{title}: {w}" for w in (*resolution.warnings, *resolution.notes))
         version = engine.version_of(cfg)
         values[state.version_key(name)] = version
         for key, shown in state.control_values(name, engine.values(cfg)).items():
-            f = state.FIELDS_BY_KEY[key]
+            f = state.fields_by_key()[key]
             coerced = state.coerce_for_control(f, shown)
             if f.kind == "int" and coerced != shown:
                 notes.append(f"{title}: {f.label}: the file's {shown} is beyond this control's "
@@ -307,9 +308,9 @@ _control = control
 
 def render_engine_choice() -> list[str]:
     """Which guards the pages show (every engine by default); bound to the URL."""
-    titles = state.ENGINE_TITLES
+    titles = state.engine_titles()
     st.multiselect(
-        "Guards to show", options=list(state.ENGINES), default=list(state.ENGINES),
+        "Guards to show", options=list(state.engines()), default=list(state.engines()),
         format_func=titles.__getitem__, key=state.SHOWN_KEY, bind="query-params",
         help="Every loaded session is replayed through each guard shown here.",
     )
@@ -410,7 +411,7 @@ def render_engine_settings() -> dict[str, Any]:
     resolutions: dict[str, Any] = {}
     shown = render_engine_choice()
     for name in shown:
-        with st.expander(f"{state.ENGINE_TITLES[name]} settings", expanded=True,
+        with st.expander(f"{state.engine_titles()[name]} settings", expanded=True,
                          icon=":material/tune:"):
             _slow_reruns_note(name)
             resolutions[name] = render_engine(name)
@@ -426,7 +427,7 @@ def _slow_reruns_note(engine: str) -> None:
     sessions = len(corpus.sources)
     if sessions < SLOW_RERUNS_FROM:
         return
-    title = state.ENGINE_TITLES[engine]
+    title = state.engine_titles()[engine]
     version = state.current_version(engine)
     if not corpus.reruns_in_columns(engine, version):
         st.caption(f":material/hourglass_top: {title} replays each of the {sessions:,} sessions "
@@ -451,7 +452,7 @@ def page_runs_first() -> bool:
     state — the shown guards, their versions and each of their controls. Otherwise the
     controls are drawn first: a control reads its value from the URL only when it is drawn,
     and a page that opens another page keeps the settings in the URL only for controls drawn
-    by then (:func:`loopscope.ui.views.open_session`)."""
+    by then (:func:`loopscope.ui.page_helpers.open_session`)."""
     moved = bool(st.session_state.pop(MOVED_KEY, False))
     return moved and _settings_known()
 

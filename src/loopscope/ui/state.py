@@ -26,14 +26,14 @@ How the pieces fit (read this before adding a page)
   ``(engine, config)`` for any other configuration (compare/sweep). Both only run
   ``engine.run(prepared, config)``.
 
-* **Links between pages**: use :func:`loopscope.ui.views.session_link` (an ``st.page_link``
+* **Links between pages**: use :func:`loopscope.ui.page_helpers.session_link` (an ``st.page_link``
   with ``query_params``). Do not call ``st.switch_page`` from a page: in Streamlit 1.67 it
   replaces the query string, which raises when a bound setting is non-default (it cannot clear
   a bound parameter) or drops the settings from the URL when ``query_params`` is given.
 
-* **Pages** are declared in :data:`loopscope.ui.pages.PAGES`: adding one is one line there,
-  ``PageSpec("loopscope.ui.pages.sweep", "Sweep", "sweep", ":material/grid_on:")``, pointing
-  at a module with a ``render()`` function. Pages read the functions of this module and draw in
+* **Pages** are declared in :data:`loopscope.ui.pages.registry.PAGES`: adding one is one line
+  there, ``PageSpec("loopscope.ui.pages.sweep", "Sweep", "sweep", ":material/grid_on:")``,
+  pointing at a module with a ``render()`` function. Pages read the functions of this module and draw in
   the main area; the sidebar is the app's.
 
 Example (a page)::
@@ -174,21 +174,14 @@ def engines() -> tuple[str, ...]:
 
 
 def engine_titles() -> dict[str, str]:
-    return {name: get_engine(name).title for name in engine_names()}
+    """Engine name → its title, for every engine in the registry (read when called, so a
+    plug-in installed while the server runs shows up)."""
+    return _titles_for(engine_names())
 
 
-def __getattr__(name: str) -> Any:
-    """``ENGINES``, ``ENGINE_TITLES``, ``FIELDS`` and ``FIELDS_BY_KEY``, read from the registry
-    when asked (a plug-in installed while the server runs shows up)."""
-    if name == "ENGINES":
-        return engines()
-    if name == "ENGINE_TITLES":
-        return engine_titles()
-    if name == "FIELDS":
-        return all_fields()
-    if name == "FIELDS_BY_KEY":
-        return fields_by_key()
-    raise AttributeError(name)
+@functools.cache
+def _titles_for(names: tuple[str, ...]) -> dict[str, str]:
+    return {name: get_engine(name).title for name in names}
 
 
 SHOWN_KEY = "engines"
@@ -380,9 +373,9 @@ def corpus() -> Corpus:
     """The corpus loaded for the current data source (see the module docstring)."""
     value = st.session_state.get(CORPUS_KEY)
     if value is None:
-        from loopscope.ui import data
+        from loopscope.ui import data_source
 
-        value = data.load_current_corpus(show_progress=False)
+        value = data_source.load_current_corpus(show_progress=False)
         set_corpus(value)
     return value
 

@@ -14,8 +14,8 @@ import streamlit as st
 from loopscope.engines import FirstRefusal, get_engine
 from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.metrics import metrics_of_columns
-from loopscope.ui import labelling, layout, metrics_panel, settings, state, views
-from loopscope.ui.plain import md
+from loopscope.ui import labelling, layout, metrics_panel, page_helpers, settings, state
+from loopscope.ui.plain_words import md
 
 ENGINE_KEY = "compare.engine"
 SIDES = ("a", "b")
@@ -71,7 +71,7 @@ def _where(fr: FirstRefusal | None) -> str:
     if fr is None:
         return "not refused"
     call = f", call {fr.call + 1}" if fr.call is not None else ""
-    return f"turn {fr.turn + 1}{call} · {views.detector_title(fr.detector)}"
+    return f"turn {fr.turn + 1}{call} · {page_helpers.detector_title(fr.detector)}"
 
 
 def render() -> None:
@@ -82,7 +82,7 @@ def render() -> None:
         return
     engines = state.shown_engines()
     engine = st.segmented_control(
-        "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
         default=engines[0], bind="query-params",
     ) or engines[0]
     if engine not in engines:
@@ -188,7 +188,7 @@ def _changes(result: CompareResult) -> None:
     labelling.label_editor(source, key="compare.label", turns=len(session.turns),
                            suggested_turn=suggested, corpus=corpus)
     # A page link, not st.switch_page: switching pages from code drops the settings in the URL.
-    views.session_link(source, suggested)
+    page_helpers.session_link(source, suggested)
 
 
 if __name__ == "__main__":  # run as a Streamlit page

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from loopscope.engines import get_engine
-from loopscope.ui import export, state, views
+from loopscope.ui import export, page_helpers, state
 from loopscope.words import plural
 
 
@@ -49,7 +49,7 @@ def render() -> None:
     st.header("Verdict report", anchor=False)
     corpus = state.corpus()
     results = {name: state.replays(name) for name in engines}
-    labels = {source: views.label_of(corpus, source) for source in corpus.sources}
+    labels = {source: page_helpers.label_of(corpus, source) for source in corpus.sources}
     configs = {name: cfgs[name].config for name in engines}
     names = dict(zip(corpus.sources, corpus.session_names, strict=True))
     st.caption("Both files record the settings that produced them (each guard's, with its "
@@ -100,8 +100,8 @@ def _report(corpus: Any, engines: list[str], results: dict[str, Any],
             session = corpus.sessions[i]
             parts.append(report.session_part(
                 corpus, session, i, engines, {e: results[e][i] for e in engines}, cfgs,
-                views.label_of(corpus, session.source),
-                views.label_from_turn(corpus, session.source)))
+                page_helpers.label_of(corpus, session.source),
+                page_helpers.label_from_turn(corpus, session.source)))
         return report.session_report_html(parts, title="loopscope report: refused sessions",
                                           settings=report.settings_part(engines, cfgs))
 

@@ -9,8 +9,8 @@ from typing import Any
 import streamlit as st
 
 from loopscope.engines import GuideExample, get_engine
-from loopscope.ui import charts, explain_view, layout, state, views
-from loopscope.ui.plain import md
+from loopscope.ui import charts, explain_view, layout, page_helpers, state
+from loopscope.ui.plain_words import md
 
 
 @st.cache_resource(show_spinner=False)
@@ -40,7 +40,7 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
     replay = engine.replay(session, config)
     st.markdown(ex.text)
     st.markdown(f"*Example:* {ex.story} {_settings_text(name, ex)}".rstrip())
-    infos = views.call_infos(session)
+    infos = page_helpers.call_infos(session)
     rows = []
     for s in replay.steps:
         call = infos[s.call] if s.call is not None and s.call < len(infos) else None
@@ -50,8 +50,8 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
             "tool": call.tool if call else "(reply without tools)",
             "input": call.args if call else "",
             "answer": call.answer if call else "",
-            "verdict": views.verdict_word(s),
-            "detector": views.detector_title(s.detector),
+            "verdict": page_helpers.verdict_word(s),
+            "detector": page_helpers.detector_title(s.detector),
             "count": s.count,
         })
     layout.wrapped_table(rows, key=f"guide_{name}_{n}")
@@ -71,7 +71,7 @@ def _example(name: str, n: int, ex: GuideExample) -> None:
         prepared = engine.prepare(session, ex.version)
         fig = charts.session_figure(
             replay, infos, counters=engine.counters(prepared, replay, config),
-            compactions=views.event_positions(session)[1],
+            compactions=page_helpers.event_positions(session)[1],
         )
         st.plotly_chart(fig, key=f"guide_{name}_{n}", theme=None,
                         config={"displaylogo": False})
@@ -88,7 +88,7 @@ def render() -> None:
         + "\n\nEach example below is a tiny session replayed live by the same engine the "
         "dashboard uses."
     )
-    tabs = st.tabs([state.ENGINE_TITLES[n] for n in engines])
+    tabs = st.tabs([state.engine_titles()[n] for n in engines])
     for tab, name in zip(tabs, engines, strict=True):
         with tab:
             engine = get_engine(name)
@@ -101,7 +101,7 @@ def render() -> None:
                 st.caption("Each example runs with the guard's shipped defaults, unless it "
                            "names its settings.")
             for n, ex in enumerate(examples(name)):
-                title = views.detector_title(ex.detector)
+                title = page_helpers.detector_title(ex.detector)
                 st.header(ex.title, anchor=False)
                 st.caption(f"Detector: {title}")
                 _example(name, n, ex)

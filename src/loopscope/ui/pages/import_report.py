@@ -14,8 +14,8 @@ import streamlit as st
 from loopscope.formats.detect import FORMAT_NAMES, plain_reason
 from loopscope.formats.loader import UNRECOGNISED_CODES, formats_line
 from loopscope.model import escape_for_display
-from loopscope.ui import data, layout, state
-from loopscope.ui.plain import md, md_code
+from loopscope.ui import data_source, layout, state
+from loopscope.ui.plain_words import md, md_code
 from loopscope.words import plural
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -52,7 +52,7 @@ def render() -> None:
         with st.expander(f"Labels file: {plural(len(corpus.label_problems), 'problem')}",
                          expanded=True,
                          icon=":material/warning:"):
-            for p in data.problems_sorted(corpus.label_problems):
+            for p in data_source.problems_sorted(corpus.label_problems):
                 st.markdown(f"- {md(p.text(), 400)}")
     elif corpus.label_file:
         st.caption(f"Labels read from {md(corpus.display(corpus.label_file))}.")
@@ -85,7 +85,7 @@ def render() -> None:
                         "times": p.count,
                         "code": p.code,
                     }
-                    for p in data.problems_sorted(f.problems)
+                    for p in data_source.problems_sorted(f.problems)
                 ]
                 layout.wrapped_table(rows, key=f"problems_{n}", column_config={
                     "code": st.column_config.TextColumn(

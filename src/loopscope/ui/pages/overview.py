@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from loopscope.ui import charts, delta, labelling, layout, state, summaries, views
-from loopscope.ui.plain import md
+from loopscope.ui import baseline, charts, labelling, layout, page_helpers, state, summaries
+from loopscope.ui.plain_words import md
 from loopscope.words import plural
 
 ALL = "all"
@@ -24,7 +24,7 @@ LABEL_TEXT = {"loop": "real loop", "ok": "good work"}
 
 
 def render() -> None:
-    views.open_pending()
+    page_helpers.open_pending()
     st.title("Where would the guard refuse?", anchor=False)
     corpus = state.corpus()
     if not corpus.sessions:
@@ -34,14 +34,14 @@ def render() -> None:
     _welcome()
     engines = state.shown_engines()
     results = {name: state.replays(name) for name in engines}
-    found = delta.effects(engines)
+    found = baseline.effects(engines)
     # What the settings change, the counts and the guards' table keep their place above the
     # timeline but are filled after it: on a slider move the browser draws the elements in
     # the order they arrive, and the timeline is what the person moving the slider watches.
     changes, summary, guards = st.container(), st.container(), st.container()
     _sessions(corpus, results, found)
     with changes:
-        delta.render(found)
+        baseline.render(found)
     with summary:
         _summary(corpus, results)
     with guards:
@@ -66,7 +66,7 @@ def _welcome() -> None:
         with st.container(horizontal=True, vertical_alignment="center"):
             st.button("Got it", key="welcome.done", icon=":material/done:",
                       on_click=lambda: st.session_state.__setitem__(WELCOME_KEY, True))
-            from loopscope.ui.pages import page_for
+            from loopscope.ui.pages.registry import page_for
 
             target = page_for("guide")
             if target is not None:
@@ -84,7 +84,7 @@ def _summary(corpus: Any, results: dict[str, Any]) -> None:
     for i, (name, reps) in enumerate(results.items()):
         refused, warned = state.refused_warned(reps)
         cols[1 + i].metric(
-            f"{state.ENGINE_TITLES[name]}: refused", f"{refused:,}",
+            f"{state.engine_titles()[name]}: refused", f"{refused:,}",
             help="Sessions where the guard would have blocked a call at least once.")
         cols[1 + i].caption(f"{warned:,} with warnings")
 
@@ -106,7 +106,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     with c1:
         view = st.selectbox(
             "Show", options=[ALL, *results],
-            format_func=lambda k: "Every guard" if k == ALL else state.ENGINE_TITLES[k],
+            format_func=lambda k: "Every guard" if k == ALL else state.engine_titles()[k],
             key="view", bind="query-params",
             help="Which guard's timeline to show: one column per guard, the same rows.",
         )
@@ -119,8 +119,8 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
         )
     engines = list(results) if view in (None, ALL) or view not in results else [str(view)]
     shown = {e: results[e] for e in engines}
-    order = views.overview_order(corpus, shown, sort or "refusals")
-    group = delta.selected(found)
+    order = page_helpers.overview_order(corpus, shown, sort or "refusals")
+    group = baseline.selected(found)
     if group is not None:
         keep = set(group[2])
         order = [i for i in order if i in keep]
@@ -139,9 +139,9 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     start = (int(page) - 1) * int(size)
     window = order[start:start + int(size)]
     if group is not None:
-        what = delta.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
-        st.caption(f"Showing only {md(state.ENGINE_TITLES[group[0]])}: {md(what)}, against "
-                   f"{delta.describe_baseline()}. Click the pill again to show every session.")
+        what = baseline.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
+        st.caption(f"Showing only {md(state.engine_titles()[group[0]])}: {md(what)}, against "
+                   f"{baseline.describe_baseline()}. Click the pill again to show every session.")
     # The timeline comes first (the first screen shows it); what it draws is said below it.
     _timeline(corpus, shown, engines, window)
     if group is None:
@@ -160,7 +160,7 @@ def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
     shrank each column to ~30 px at 1000 px and printed the guards' names over each other).
     Every panel has the same rows, in the same order and height, so panels side by side line
     up; the legend, the same for all, is drawn once under them."""
-    rows = views.overview_rows(corpus, shown, window)
+    rows = page_helpers.overview_rows(corpus, shown, window)
     if not rows:
         return
     row_height = 26 if len(rows) <= 100 else 18
@@ -169,7 +169,7 @@ def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
     with layout.panels("overview_chart"):
         for engine, fig in figs.items():
             n = sum(1 for r in rows if r.replays[engine].first_refusal is not None)
-            alt = (f"{state.ENGINE_TITLES[engine]} timeline of {len(rows)} sessions, one row "
+            alt = (f"{state.engine_titles()[engine]} timeline of {len(rows)} sessions, one row "
                    f"each, with a marker at every refusal and warning; it refuses {n}. The "
                    "table below lists the same verdicts.")
             event = st.plotly_chart(
@@ -209,7 +209,7 @@ def _open_selected(event: Any, window: list[int]) -> None:
             first = (custom[0] if isinstance(custom, list | tuple) and custom
                      else custom.get("0") if isinstance(custom, dict) else None)
             turn = int(first) - 1 if isinstance(first, int | float) else None
-            views.open_session(state.corpus().sources[window[int(y)]], turn)
+            page_helpers.open_session(state.corpus().sources[window[int(y)]], turn)
             return
 
 
@@ -221,7 +221,7 @@ def _change_texts(window: list[int], found: dict[str, Any]) -> list[str]:
     """What the settings change for each session of ``window`` against the baseline, in a
     few words: per guard, the first of its groups the session is in. (A group is a tuple of
     thousands of positions at 20,000 sessions: made a set once, not searched per row.)"""
-    groups = [(state.ENGINE_TITLES[engine],
+    groups = [(state.engine_titles()[engine],
                [(set(getattr(effect, kind)), text) for kind, text in _CHANGES])
               for engine, effect in found.items()]
     out = []
@@ -245,7 +245,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
     the detector and the warnings in columns of their own (wider than the page). The frame
     holds both; ``column_order`` picks what is shown."""
     names, calls, turns = corpus.session_names, corpus.call_counts, corpus.turn_counts
-    labels = views.session_labels(corpus)
+    labels = page_helpers.session_labels(corpus)
     columns: dict[str, list[Any]] = {
         "session": [names[i] for i in window],
         "calls": [calls[i] for i in window],
@@ -254,7 +254,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
     }
     compact: dict[str, list[str]] = {}
     for name in results:
-        title = state.ENGINE_TITLES[name]
+        title = state.engine_titles()[name]
         firsts, warnings = state.first_refusals_and_warnings(results[name])
         columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
         columns[f"{title} warnings"] = [warnings[i] for i in window]
@@ -266,7 +266,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         "Name the detectors", key="table_detectors",
         help="Show which detector refused first and each guard's warnings, in columns of "
         "their own (the table is then wider than the page).")
-    titles = [state.ENGINE_TITLES[name] for name in results]
+    titles = [state.engine_titles()[name] for name in results]
     if detailed:
         order = ["session", "calls", "turns", "label",
                  *(c for t in titles for c in (f"{t} first refusal", f"{t} warnings"))]
@@ -302,7 +302,7 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
     elif rows:
         row = rows[0]
     if isinstance(row, int) and 0 <= row < len(window):
-        views.open_session(corpus.sources[window[row]])
+        page_helpers.open_session(corpus.sources[window[row]])
 
 
 # A guard's compact column: "call 123" or "warned 12×" at the table's font.
@@ -320,7 +320,7 @@ def _compact_text(first: Any, warnings: int) -> str:
 def _refusal_text(first: Any) -> str:
     if first is None:
         return ""
-    what = views.detector_title(first.detector)
+    what = page_helpers.detector_title(first.detector)
     return f"call {first.call + 1} · {what}" if first.call is not None else (
         f"turn {first.turn + 1} · {what}")
 

@@ -10,9 +10,9 @@ import streamlit as st
 
 from loopscope.engines import SessionReplay, get_engine
 from loopscope.model import Session
-from loopscope.ui import charts, explain_view, labelling, plain, state, views
+from loopscope.ui import charts, explain_view, labelling, page_helpers, plain_words, state
 from loopscope.ui.layout import legend as wrapping_legend
-from loopscope.ui.plain import md
+from loopscope.ui.plain_words import md
 
 LAYOUTS = {"stacked": "Stacked", "side": "Side by side"}
 SESSION_KEY = "session"
@@ -111,8 +111,8 @@ def _body() -> None:
             "two charts per row.",
         )
 
-    label = views.label_of(corpus, session.source)
-    from_turn = views.label_from_turn(corpus, session.source)
+    label = page_helpers.label_of(corpus, session.source)
+    from_turn = page_helpers.label_from_turn(corpus, session.source)
     facts = [f"{len(session.calls)} tool calls", f"{n_turns} assistant turns",
              f"format {md(session.format)}"]
     if label:
@@ -136,8 +136,8 @@ def _body() -> None:
                      placeholder=f"{len(jump_options)} refusals and warnings…", key="_jump",
                      on_change=_jump, args=(jump_options,))
 
-    breaks, compactions = views.event_positions(session)
-    infos = views.call_infos(session)
+    breaks, compactions = page_helpers.event_positions(session)
+    infos = page_helpers.call_infos(session)
     end = _axis_end(session, replays)
     figs = {name: _figure(name, idx, replays[name], infos, configs[name].config, breaks,
                           compactions, turn, end)
@@ -218,7 +218,7 @@ def _jump_options(replays: dict[str, SessionReplay]) -> dict[str, int]:
             if s.verdict == "pass":
                 continue
             where = f"turn {s.turn + 1}" + (f", call {s.call + 1}" if s.call is not None else "")
-            out[f"{where} — {views.step_badge(name, s)}"] = s.turn
+            out[f"{where} — {page_helpers.step_badge(name, s)}"] = s.turn
             if len(out) >= 300:
                 return out
     return dict(sorted(out.items(), key=lambda kv: kv[1]))
@@ -235,7 +235,7 @@ def _figure(
     counters = engine.counters(state.prepared(name, config)[idx], replay, config)
     return charts.session_figure(
         replay, infos, counters=counters, breaks=breaks, compactions=compactions,
-        selected_step=selected, title=state.ENGINE_TITLES[name], x_end=end,
+        selected_step=selected, title=state.engine_titles()[name], x_end=end,
     )
 
 
@@ -243,9 +243,9 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_colum
            ) -> None:
     key = f"detail_{name}"
     fr = replay.first_refusal
-    alt = (f"{state.ENGINE_TITLES[name]} timeline: each tool on its own lane, and the repeat count "
-           "against the thresholds. " + (f"First refusal at {plain.where(fr)} "
-                                         f"({views.detector_title(fr.detector)})."
+    alt = (f"{state.engine_titles()[name]} timeline: each tool on its own lane, and the repeat count "
+           "against the thresholds. " + (f"First refusal at {plain_words.where(fr)} "
+                                         f"({page_helpers.detector_title(fr.detector)})."
                                          if fr else "Never refused."))
     # The legend is drawn apart, in two columns under the chart: Plotly's own spans only the
     # plot area (narrowed by the lane names) and stacked one entry per line over the axis.
@@ -257,7 +257,7 @@ def _chart(name: str, fig: Any, source: str, replay: SessionReplay, legend_colum
         config={"displaylogo": False, "toImageButtonOptions": {"filename": f"loopscope-{name}"}},
     )
     wrapping_legend(entries, f"{key}_legend", columns=legend_columns,
-                  alt=f"Legend of the {state.ENGINE_TITLES[name]} timeline.")
+                  alt=f"Legend of the {state.engine_titles()[name]} timeline.")
 
 
 def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int | None) -> None:
@@ -266,8 +266,8 @@ def _transcript(session: Session, replays: dict[str, SessionReplay], turn: int |
     for name, r in replays.items():
         for s in r.steps:
             if s.verdict != "pass":
-                badges.setdefault(s.turn, []).append(views.step_badge(name, s))
-    views.render_transcript(session, turn, badges)
+                badges.setdefault(s.turn, []).append(page_helpers.step_badge(name, s))
+    page_helpers.render_transcript(session, turn, badges)
 
 
 if __name__ == "__main__":  # run as a Streamlit page

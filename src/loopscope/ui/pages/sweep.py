@@ -23,8 +23,8 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, layout, metrics_panel, state, views
-from loopscope.ui.plain import md
+from loopscope.ui import labelling, layout, metrics_panel, page_helpers, state
+from loopscope.ui.plain_words import md
 from loopscope.ui.progress import bar_progress
 from loopscope.words import plural
 
@@ -264,9 +264,9 @@ def render() -> None:
     with st.expander("Label sessions", expanded=not labelling.current_labels(corpus)):
         refusals = {}
         for name in state.shown_engines():
-            refusals[f"{state.ENGINE_TITLES[name]} first refusal"] = [
+            refusals[f"{state.engine_titles()[name]} first refusal"] = [
                 "" if first is None
-                else f"turn {first.turn + 1} · {views.detector_title(first.detector)}"
+                else f"turn {first.turn + 1} · {page_helpers.detector_title(first.detector)}"
                 for first in state.first_refusals(state.replays(name))
             ]
         labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
@@ -280,7 +280,7 @@ def render() -> None:
         st.info("None of the guards shown has a numeric setting to sweep.")
         return
     engine = st.segmented_control(
-        "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+        "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
         default=engines[0], bind="query-params",
     ) or engines[0]
     if engine not in engines:
@@ -354,7 +354,7 @@ def _results() -> None:
     }
     best = result.best()
     st.caption(
-        f"{state.ENGINE_TITLES[result.engine]}: {len(result)} configurations. Click a tile to "
+        f"{state.engine_titles()[result.engine]}: {len(result)} configurations. Click a tile to "
         "make it the current configuration; the red outline marks the current one. "
         "* = the engine adjusted that configuration (a clamp or a raised threshold)."
     )

@@ -17,8 +17,8 @@ from loopscope.experiments.upgrade import (
     settings_move,
     upgrade_impact,
 )
-from loopscope.ui import state, views
-from loopscope.ui.plain import md, where
+from loopscope.ui import page_helpers, state
+from loopscope.ui.plain_words import md, where
 from loopscope.words import plural
 
 ENGINE_KEY = "upgrade.engine"
@@ -49,7 +49,7 @@ def carried_values(engine: str, values: dict[str, Any], version_b: str
 
 
 def _labels() -> list[str | None]:
-    return views.session_labels(state.corpus())
+    return page_helpers.session_labels(state.corpus())
 
 
 def _change_of(impact: UpgradeImpact, i: int) -> str:
@@ -75,7 +75,7 @@ def render() -> None:
     c1, c2 = st.columns([1, 1])
     with c1:
         engine = st.segmented_control(
-            "Guard", engines, format_func=state.ENGINE_TITLES.__getitem__, key=ENGINE_KEY,
+            "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
             default=engines[0], bind="query-params", required=True) or engines[0]
     if engine not in engines:
         engine = engines[0]
@@ -173,7 +173,7 @@ def _table(impact: UpgradeImpact, a: list[FirstRefusal | None], b: list[FirstRef
         first = cells[0]
         row = first[0] if isinstance(first, list | tuple) else getattr(first, "row", None)
         if isinstance(row, int) and 0 <= row < len(rows):
-            views.open_session(corpus.sources[rows[row]])
+            page_helpers.open_session(corpus.sources[rows[row]])
     st.caption("Click a session to open it (it opens under A, the sidebar's release).")
 
 

@@ -21,12 +21,10 @@ from loopscope.model import (
     escape_for_display,
 )
 from loopscope.ui import charts, state
-from loopscope.ui.data import Corpus
-from loopscope.ui.plain import md, md_code
+from loopscope.ui.data_source import Corpus
+from loopscope.ui.plain_words import md, md_code
 
-__all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain)
-
-ENGINE_TITLES = state.ENGINE_TITLES
+__all__ = ["md", "md_code"]  # the one way recorded text enters Markdown (see ui.plain_words)
 
 
 # --------------------------------------------------------------------------- labels
@@ -107,7 +105,7 @@ def session_params(source: str, turn: int | None = None) -> dict[str, str]:
 def session_link(source: str, turn: int | None = None, label: str | None = None) -> None:
     """A link to the session page on ``source`` (and ``turn``, 0-based) that keeps the
     settings bound to the sidebar in the URL."""
-    from loopscope.ui.pages import page_for
+    from loopscope.ui.pages.registry import page_for
 
     target = page_for("session")
     if target is None:
@@ -128,7 +126,7 @@ def open_session(source: str, turn: int | None = None) -> None:
     ``st.switch_page`` with ``query_params`` keeps every parameter bound to a control drawn in
     this run (the sidebar's settings) and adds the session's. From inside a fragment the
     sidebar is not drawn, so the switch waits for a full run (:func:`open_pending`)."""
-    from loopscope.ui.pages import page_for
+    from loopscope.ui.pages.registry import page_for
 
     if _fragment_running():
         st.session_state[OPEN_KEY] = (source, turn)
@@ -218,7 +216,7 @@ def detector_title(detector: str | None) -> str:
 
 def step_badge(engine: str, step: Step) -> str:
     """``gglib: refused — repeated batch (loop), count 3`` (text, for captions and lists)."""
-    text = f"{ENGINE_TITLES[engine]}: {verdict_word(step)}"
+    text = f"{state.engine_titles()[engine]}: {verdict_word(step)}"
     if step.detector:
         text += f" — {detector_title(step.detector)}, count {step.count}"
     if step.after_divergence:

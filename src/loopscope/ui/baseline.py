@@ -32,8 +32,8 @@ from loopscope.advice import (
     totals_text,
 )
 from loopscope.engines import get_engine
-from loopscope.ui import state, views
-from loopscope.ui.plain import md
+from loopscope.ui import page_helpers, state
+from loopscope.ui.plain_words import md
 
 BASELINE_KEY = "_loopscope_baseline"
 """Session state: the pinned baseline's control values (widget key → value), or absent."""
@@ -131,10 +131,10 @@ def describe_baseline() -> str:
     for key, value in values.items():
         f = fields.get(key)
         if f is not None:
-            parts.append(f"{state.ENGINE_TITLES[f.engine]}: “{f.label}” = {md(str(value), 40)}")
+            parts.append(f"{state.engine_titles()[f.engine]}: “{f.label}” = {md(str(value), 40)}")
         elif key.endswith(".version"):
             engine = key.rpartition(".")[0]
-            parts.append(f"{state.ENGINE_TITLES.get(engine, engine)} {md(str(value), 40)}")
+            parts.append(f"{state.engine_titles().get(engine, engine)} {md(str(value), 40)}")
     return "your pinned baseline (" + "; ".join(parts) + ")"
 
 
@@ -157,7 +157,7 @@ def _cached_effect(fingerprint: str, engine: str, base_key: str, current_key: st
 def effects(engines: Sequence[str]) -> dict[str, CorpusEffect]:
     """Per guard: what the current settings change against the baseline."""
     corpus = state.corpus()
-    labels = tuple(views.session_labels(corpus))
+    labels = tuple(page_helpers.session_labels(corpus))
     labels_key = "".join({"loop": "l", "ok": "o"}.get(x or "", "-") for x in labels) if any(
         labels) else ""  # (no label at all, the usual case: no text per session to write)
     out = {}
@@ -182,7 +182,7 @@ def options(found: Mapping[str, CorpusEffect]) -> dict[str, str]:
         for kind, _, _ in KINDS:
             n = len(getattr(effect, kind))
             if n:
-                prefix = f"{state.ENGINE_TITLES[engine]}: " if multi else ""
+                prefix = f"{state.engine_titles()[engine]}: " if multi else ""
                 out[f"{engine}:{kind}"] = prefix + _count(kind, n)
     return out
 
@@ -205,7 +205,7 @@ def lines(found: Mapping[str, CorpusEffect]) -> list[str]:
     the totals before and after with their differences."""
     out = []
     for engine, effect in found.items():
-        title = md(state.ENGINE_TITLES[engine])
+        title = md(state.engine_titles()[engine])
         if not effect.changed:
             out.append(f"**{title}:** no change")
             continue
