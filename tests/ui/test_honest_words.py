@@ -43,7 +43,8 @@ def shown_text(at: AppTest) -> str:
                  "subheader", "header", "code", "toast"):
         parts += [getattr(e, "value", "") for e in getattr(at, kind, [])]
     parts += [e.label for e in at.expander] + [m.label for m in at.metric]
-    for frame in (d.value for d in at.dataframe):  # the tables' words, not their codes
+    # the tables' words, not their codes (an HTML table's cells are escaped Markdown)
+    for frame in [d.value for d in at.dataframe] + [t.value for t in at.table]:
         columns = [c for c in getattr(frame, "columns", []) if c != "code"]
         parts += [str(c) for c in columns]
         parts += [str(v) for c in columns for v in frame[c].tolist()]
@@ -152,7 +153,8 @@ def test_the_import_report_says_what_a_file_is_in_plain_words(mixed: Path) -> No
     helps = [c.proto.help for c in at.caption if c.proto.help]
     assert any(SIGNATURE_ID.search(h) for h in helps), helps
     # the problem code is the last column of a problem table, after the words
-    frames = [d.value for d in at.dataframe if "problem" in getattr(d.value, "columns", [])]
+    frames = [t.value for t in [*at.dataframe, *at.table]
+              if "problem" in getattr(t.value, "columns", [])]
     assert frames and all(list(f.columns)[-1] == "code" for f in frames)
 
 
