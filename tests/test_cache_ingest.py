@@ -22,7 +22,6 @@ from loopscope.corpus import (
     time_left,
 )
 from loopscope.engines import get_engine
-from loopscope.engines.base import run_many
 from loopscope.formats import expand_paths, load_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_transcripts"
@@ -53,7 +52,7 @@ def _replays(corpus: Any) -> dict[str, list[Any]]:
     for name in ("gglib", "openclaw"):
         eng = get_engine(name)
         config = eng.default_config()
-        out[name] = [r.to_json() for r in run_many(eng, corpus.prepared(name), config)]
+        out[name] = [r.to_json() for r in eng.run_many(corpus.prepared(name), config)]
     return out
 
 
@@ -511,7 +510,7 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
             config = eng.default_config()
             kept = c.run_many(name, config)
             assert (name, repr(config)) in c._runs
-            fresh = run_many(eng, c.prepared(name), config)
+            fresh = eng.run_many(c.prepared(name), config)
             assert kept.refusal_counts.tolist() == fresh.refusal_counts.tolist()
             assert kept.warning_counts.tolist() == fresh.warning_counts.tolist()
             assert kept.first_refusals() == fresh.first_refusals()
@@ -520,8 +519,8 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
                     eng.replay(s, config).to_json() for s in sessions]
         other = get_engine("gglib").resolve_config(None, [("max_repeated_batch_steps", "5")])
         assert ("gglib", repr(other.config)) not in c._runs  # run when asked
-        assert c.run_many("gglib", other.config).refusal_counts.tolist() == run_many(
-            get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()
+        assert c.run_many("gglib", other.config).refusal_counts.tolist() == get_engine(
+            "gglib").run_many(c.prepared("gglib"), other.config).refusal_counts.tolist()
 
 
 def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path,

@@ -21,7 +21,7 @@ from loopscope import cache
 from loopscope.bulk import CollectorPaused, without_huge_pages
 from loopscope.cache import SessionHead
 from loopscope.engines import get_engine
-from loopscope.engines.base import PreparedSessions, RunColumns, run_many
+from loopscope.engines.base import PreparedSessions, RunColumns
 from loopscope.formats.base import Detection, FileImport, ImportReport, ImportTotals
 from loopscope.model import Problem, Session, escape_for_display
 
@@ -168,7 +168,7 @@ class Corpus:
             columns, detectors = kept
             return RunColumns.from_compact(
                 columns, detectors, lambda i: eng.run(self.prepared(engine, version)[i], config))
-        return run_many(eng, self.prepared(engine, version), config)
+        return eng.run_many(self.prepared(engine, version), config)
 
     def reruns_in_columns(self, engine: str, version: str | None = None) -> bool:
         """Whether a re-run of ``engine`` is a few vectorised passes over columns (every
@@ -192,7 +192,7 @@ class Corpus:
             # re-run is the move's own work, and would decode every session)
             return
         self._warmed.add(key)
-        run_many(eng, self.prepared(engine, version), eng.default_config(version))
+        eng.run_many(self.prepared(engine, version), eng.default_config(version))
 
     def is_prepared(self, engine: str, version: str | None = None) -> bool:
         eng = get_engine(engine)
@@ -555,8 +555,6 @@ def ingest_part(files: list[tuple[str, bool]],
 
 def _ingest_part(files: list[tuple[str, bool]],
                  wanted: list[tuple[str, str | None]]) -> _PartResult:
-    from loopscope.engines.base import run_many
-
     results = [ingest_file(path, explicit, wanted) for path, explicit in files]
     out: dict[tuple[str, str], _Part] = {}
     runs: _Runs = {}
@@ -576,7 +574,7 @@ def _ingest_part(files: list[tuple[str, bool]],
         run_key = (name, repr(config))
         if run_key not in runs:
             with contextlib.suppress(Exception):  # (then run when asked)
-                columns = run_many(eng, table if table is not None else objects, config)
+                columns = eng.run_many(table if table is not None else objects, config)
                 runs[run_key] = (columns.compact(), columns.detectors)
     return [replace(r, prepared={}) for r in results], out, runs
 
@@ -612,8 +610,7 @@ def _table_spec(name: str, version: str | None) -> Any:
     found = _TABLE_SPECS.get((name, version))
     if found is not None and found[0] is eng:
         return found[1]
-    make = getattr(eng, "table_spec", None)
-    spec = make(version) if make is not None else None
+    spec = eng.table_spec(version)
     _TABLE_SPECS[(name, version)] = (eng, spec)
     return spec
 

@@ -29,7 +29,6 @@ from loopscope.cli.common import (
     resolve_engine_config,
 )
 from loopscope.engines import ConfigError, get_engine
-from loopscope.engines.base import run_many
 from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.compare import compare as compare_configs
 from loopscope.experiments.metrics import LabelLike, Metrics
@@ -310,8 +309,8 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
         status.problems.extend(folder.problems())
         status.count_prepared(folder)
         heads = folder.heads()
-        return compare_columns(run_many(engine, folder.prepared, config_a),
-                               run_many(engine, folder.prepared, config_b),
+        return compare_columns(engine.run_many(folder.prepared, config_a),
+                               engine.run_many(folder.prepared, config_b),
                                [h.source for h in heads], [h.id for h in heads])
     sessions = _load_sessions(paths, status, import_limits, format_id)
     with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",

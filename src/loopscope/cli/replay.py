@@ -31,7 +31,7 @@ from loopscope.cli.common import (
 )
 from loopscope.corpus import PreparedFolder
 from loopscope.engines import Engine, FirstRefusal, SessionReplay, get_engine
-from loopscope.engines.base import PreparedSessions, run_many
+from loopscope.engines.base import PreparedSessions
 from loopscope.engines.contract import consequence_of
 from loopscope.formats import expand_paths
 from loopscope.formats.base import FileImport
@@ -407,7 +407,7 @@ def _describe_all(held: list[_Held], engine: Engine[Any, Any], config: Any,
     def first_refusals(other: Any) -> list[FirstRefusal | None]:
         key = orjson.dumps(engine.settings_document(other), option=orjson.OPT_SORT_KEYS)
         if key not in runs:
-            runs[key] = list(run_many(engine, prepared, other).first_refusals())
+            runs[key] = list(engine.run_many(prepared, other).first_refusals())
         return runs[key]
 
     given = [labels.get(h.result.source) for h in held]

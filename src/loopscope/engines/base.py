@@ -28,10 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    pass
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 Verdict = Literal["pass", "warn", "refuse"]
 
@@ -450,11 +447,21 @@ class ConfigResolution(Generic[ConfigT]):
     chose differently from upstream's."""
 
 
-class PreparedSessions(list):
+class KeepsDerived:
+    """A sequence of prepared sessions that keeps what an engine derives from all of them
+    together (:attr:`derived`: e.g. the arrays of a vectorised
+    :meth:`~loopscope.engines.contract.Engine.run_many`), as long as the sequence lives:
+    :class:`PreparedSessions` and :class:`~loopscope.engines.table.PreparedTable`. Any other
+    sequence (a plain list) has the derived data made afresh for each use."""
+
+    __slots__ = ()
+
+    derived: dict[Any, Any]
+
+
+class PreparedSessions(list, KeepsDerived):
     """An engine's prepared sessions of a corpus, aligned with its sessions, plus what the
-    engine derives from all of them together (:attr:`derived`: e.g. the arrays of a
-    vectorised :meth:`~loopscope.engines.contract.BaseEngine.run_many`), kept as long as the
-    list."""
+    engine derives from all of them together (:class:`KeepsDerived`)."""
 
     __slots__ = ("derived",)
 
@@ -659,22 +666,11 @@ class RunColumns(Sequence[SessionReplay]):
         return joined, tuple(names)
 
 
-def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
-    """``engine.run_many(prepared, config)`` when the engine has it (an optional, batch part
-    of the contract), else every session through ``engine.run`` (plug-ins written before it
-    keep working)."""
-    batch = getattr(engine, "run_many", None)
-    if batch is not None:
-        return batch(prepared, config)
-    return RunColumns.from_replays([engine.run(p, config) for p in prepared])
-
-
 def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
-    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data (a
-    :class:`PreparedSessions`, a :class:`~loopscope.engines.table.PreparedTable`); made afresh
-    for any other sequence."""
-    derived = getattr(prepared, "derived", None)
-    if isinstance(derived, dict):
+    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data
+    (:class:`KeepsDerived`); made afresh for any other sequence."""
+    if isinstance(prepared, KeepsDerived):
+        derived = prepared.derived
         if key not in derived:
             derived[key] = build(prepared)
         return derived[key]

@@ -436,7 +436,7 @@ def _slow_reruns_note(engine: str) -> None:
     eng = get_engine(engine)
     # (labels without their trailing remark: "(what-if: …)")
     labels = [re.sub(r"\s*\([^()]*\)$", "", s.label) for s in eng.settings_for(version)
-              if s.name in getattr(eng, "replayed_one_by_one", ())]
+              if s.name in eng.replayed_one_by_one]
     if labels:
         named = "; ".join(f"“{md(label)}”" for label in labels)
         st.caption(f":material/hourglass_top: A change to {named} replays the {sessions:,} "
