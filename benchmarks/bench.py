@@ -470,8 +470,8 @@ files, _, root = prepared_folder_files(Path(sys.argv[1]).resolve())
 start = time.perf_counter()
 corpus = build_corpus(files, fingerprint="bench", origin="folder", root=root)
 opened = time.perf_counter()
-for name, version in every_engine():
-    corpus.prepared(name, version)
+for engine, version in every_engine():
+    corpus.prepared(engine, version)
 print(json.dumps({"cached": corpus.cached_files, "open_s": opened - start,
                   "tables_s": time.perf_counter() - opened}))
 """

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +20,9 @@ from loopscope.engines import ConfigError, Engine, engine_names, get_engine
 from loopscope.engines.base import ConfigResolution
 from loopscope.formats.base import ImportTotals
 from loopscope.model import Problem, Session, escape_for_display
+
+if TYPE_CHECKING:
+    from loopscope.corpus import PreparedFolder
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -312,16 +315,16 @@ def iter_sessions(
         yield from file_import.sessions
 
 
-def prepared_folder(paths: Sequence[str], engine: str, version: str | None,
-                    format_id: str | None, import_limits: Sequence[str]) -> Any:
+def prepared_folder(paths: Sequence[str], engine: Engine[Any, Any], version: str | None,
+                    format_id: str | None, import_limits: Sequence[str]) -> PreparedFolder | None:
     """The sessions under ``paths`` read back from the on-disk cache
-    (:class:`loopscope.corpus.PreparedFolder`) when one folder or file was given without
+    (:class:`~loopscope.corpus.readback.PreparedFolder`) when one folder or file was given without
     ``--format`` or ``--import-limit`` and ``loopscope prepare`` (or the dashboard) prepared
     exactly its files as they are now for ``engine`` at ``version``; else ``None``: import.
     What a command prints is the same either way (the tests compare them byte for byte)."""
     if len(paths) != 1 or format_id is not None or import_limits:
         return None
-    from loopscope.corpus import read_prepared
+    from loopscope.corpus.readback import read_prepared
 
     return read_prepared(paths[0], engine, version)
 

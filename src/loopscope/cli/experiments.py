@@ -216,8 +216,9 @@ def sweep(
     status = RunStatus()
     # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as they
     # are now, at the cells' release: read back and swept here, one batch run per cell.
-    folder = (prepared_folder(paths, engine_name, get_engine(engine_name).version_of(
-        cells[0].config), format_id, import_limits) if cells and dask_address is None else None)
+    engine = get_engine(engine_name)
+    folder = (prepared_folder(paths, engine, engine.version_of(cells[0].config), format_id,
+                              import_limits) if cells and dask_address is None else None)
     if folder is not None:
         status.problems.extend(folder.problems())
         status.count_prepared(folder)
@@ -303,7 +304,7 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
 
     engine = get_engine(engine_name)
     version_a, version_b = engine.version_of(config_a), engine.version_of(config_b)
-    folder = (prepared_folder(paths, engine_name, version_a, format_id, import_limits)
+    folder = (prepared_folder(paths, engine, version_a, format_id, import_limits)
               if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
     if folder is not None:
         status.problems.extend(folder.problems())

@@ -29,7 +29,7 @@ from loopscope.cli.common import (
     progress,
     resolve_engine_config,
 )
-from loopscope.corpus import PreparedFolder
+from loopscope.corpus.readback import PreparedFolder
 from loopscope.engines import Engine, FirstRefusal, SessionReplay, get_engine
 from loopscope.engines.base import PreparedSessions
 from loopscope.engines.contract import consequence_of
@@ -89,7 +89,7 @@ def replay(
     job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
                as_json, verbose)
     targets, _ignored = expand_paths(list(paths))
-    folder = prepared_folder(paths, engine_name, prepare_version, format_id, import_limits)
+    folder = prepared_folder(paths, engine, prepare_version, format_id, import_limits)
     out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
     bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
     import_lines: list[str] = []
