@@ -452,8 +452,8 @@ class KeptBytes(LazyBytes):
     Stands for a 1-D ``uint8`` array where a table reads its pool: ``len``, slices
     (``blob[begin:end]``, an array), :meth:`read`, and ``numpy.asarray(blob)`` (every chunk
     read and checked: joining or compacting a table). Why: the rows a chart draws read the
-    texts of a few sessions, and the pools are most of a snapshot (at 20,000 sessions 320 of
-    545 MB), which is then neither read from disk nor held in memory."""
+    texts of a few sessions, and the pools are most of a snapshot, which is then neither read
+    from disk nor held in memory."""
 
     def __init__(self, kept: KeptCorpus, fd: int, begin: int, length: int,
                  checksums: Any) -> None:

@@ -20,7 +20,7 @@ A fast ``run`` returns a :class:`SessionReplay` that knows its first refusal and
 warned, and builds its steps only when someone reads them (:meth:`SessionReplay.lazy`). What a
 corpus overview needs is cheaper still: :attr:`SessionReplay.markers` (every warn/refuse step in
 brief, no :class:`Step` built), and cheapest :attr:`~SessionReplay.refusal_count` and
-:attr:`~SessionReplay.warning_count` (counted, no marker built: sorting 2,000 sessions by them is
+:attr:`~SessionReplay.warning_count` (counted, no marker built: sorting every session by them is
 on every slider move's path); :attr:`SessionReplay.flagged` gives those steps in full.
 """
 
@@ -152,7 +152,7 @@ class SessionReplay:
     Immutable. ``steps`` is either given (the reference paths) or built on first access from a
     :class:`ReplayDetail` (the fast ``run`` paths): a threshold sweep or the dashboard's overview
     then only pays for :attr:`first_refusal`, :attr:`warned` and :attr:`flagged`, never for
-    100,000 step objects. Either way the public surface (fields, ``steps``, ``refused``,
+    a step object per call. Either way the public surface (fields, ``steps``, ``refused``,
     ``warned``, ``to_json()``, equality) is the same.
     """
 
@@ -381,7 +381,8 @@ def first_refusal_of(steps: Sequence[Step]) -> FirstRefusal | None:
 
 
 def _step_factory() -> Any:
-    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (about 3x faster).
+    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (which sets each
+    field through ``object.__setattr__``): steps are built by the million.
 
     It writes the slots directly and is used only if it builds exactly what ``Step(...)`` builds
     (checked on a probe at import); otherwise it is the plain constructor.
