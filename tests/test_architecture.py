@@ -282,7 +282,8 @@ def test_the_contract_checks_can_fail(tmp_path: Path) -> None:
 def test_a_plug_in_with_the_documented_minimum_is_a_whole_engine() -> None:
     """``BaseEngine`` gives every member of the ``Engine`` protocol that a plug-in need not
     write (the batch run, the codec, the table spec, …): a subclass that writes only its rules
-    is an ``Engine``, and its batch run and table spec work; one missing a member is not."""
+    is an ``Engine``, and its batch run and table spec work; one missing a member is not, and
+    the registry refuses it by name."""
     from typing import Any
 
     from loopscope.engines import Engine
@@ -320,3 +321,11 @@ def test_a_plug_in_with_the_documented_minimum_is_a_whole_engine() -> None:
         def run(self, prepared: Any, config: Any) -> Any: ...
 
     assert not isinstance(Partial(), Engine)
+    # The registry refuses such a plug-in where it is loaded, naming what it lacks.
+    assert registry.checked("minimal", minimal) is minimal
+    try:
+        registry.checked("partial", Partial())
+    except TypeError as exc:
+        assert "run_many" in str(exc) and "table_spec" in str(exc) and "run," not in str(exc)
+    else:
+        raise AssertionError("a plug-in without run_many was accepted")
