@@ -8,9 +8,10 @@ status. Warnings never change it.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -175,6 +176,40 @@ def import_options(func: F) -> F:
     func = click.option("--format", "format_id", metavar="NAME", default=None,
                         help="Force a session format instead of detecting it.")(func)
     return func
+
+
+@dataclass(frozen=True, slots=True)
+class RunInputs:
+    """What ``replay``, ``sweep`` and ``compare`` are each given before their own options: the
+    sessions (``PATH...`` and :func:`import_options`) and the engine with its configuration
+    (:func:`engine_options`)."""
+
+    paths: tuple[str, ...]
+    engine_name: str
+    engine_version: str | None
+    config_file: str | None
+    set_pairs: tuple[str, ...]
+    agent: str | None
+    format_id: str | None
+    verbose: bool
+    import_limits: tuple[str, ...]
+    labels_file: str | None
+
+
+def run_inputs(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``PATH...``, :func:`engine_options` and :func:`import_options`, handed to the command
+    as one :class:`RunInputs`, its first parameter (its own options follow as keywords).
+    Placed where those decorators stood, so ``--help`` lists the options in the same order."""
+    names = [f.name for f in fields(RunInputs)]
+
+    @functools.wraps(func)
+    def command(**options: Any) -> Any:
+        inputs = RunInputs(**{name: options.pop(name) for name in names})
+        return func(inputs, **options)
+
+    wrapped = import_options(command)
+    wrapped = engine_options(wrapped)
+    return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(wrapped)
 
 
 @dataclass
