@@ -64,7 +64,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from corpus import generate  # noqa: E402
 
 from loopscope.engines import SessionReplay, get_engine  # noqa: E402
-from loopscope.engines.base import PreparedSessions, run_many  # noqa: E402
+from loopscope.engines.base import PreparedSessions  # noqa: E402
 from loopscope.formats import load_paths  # noqa: E402
 
 TARGETS = {
@@ -214,13 +214,13 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
 
     # The dashboard's path: one vectorised pass per engine over the whole corpus (run_many).
     g_list, o_list = PreparedSessions(g_prepared), PreparedSessions(o_prepared)
-    run_many(gglib, g_list, g_default)
-    run_many(openclaw, o_list, o_default)
+    gglib.run_many(g_list, g_default)
+    openclaw.run_many(o_list, o_default)
 
     def batch_both() -> None:
         k = next(g_counter)
-        run_many(gglib, g_list, gglib.resolve_config(None, gglib_changes(k)).config)
-        run_many(openclaw, o_list, openclaw.resolve_config(None, openclaw_changes(k)).config)
+        gglib.run_many(g_list, gglib.resolve_config(None, gglib_changes(k)).config)
+        openclaw.run_many(o_list, openclaw.resolve_config(None, openclaw_changes(k)).config)
 
     out: dict[str, Any] = {
         "warm_rerun_both_batch_ms": statistics.median(timed_ms(batch_both)
@@ -295,7 +295,7 @@ def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
 
         def move(engine: Any = engine, table: Any = table, moves: Any = moves,
                  key: str = key) -> None:
-            run_many(engine, table, engine.resolve_config(None, [(key, str(next(moves)))]).config)
+            engine.run_many(table, engine.resolve_config(None, [(key, str(next(moves)))]).config)
 
         out[f"rerun_{name}_first_ms"] = timed_ms(move)
         out[f"rerun_{name}_later_ms"] = statistics.median(timed_ms(move)
@@ -303,7 +303,7 @@ def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
         if name == "gemini-cli":
             what_if = engine.resolve_config(None, [("CONTENT_LOOP_THRESHOLD", "12")]).config
             out["rerun_gemini_content_what_if_ms"] = timed_ms(
-                lambda engine=engine, table=table, what_if=what_if: run_many(engine, table,
+                lambda engine=engine, table=table, what_if=what_if: engine.run_many(table,
                                                                            what_if))
         del table
         gc.collect()
@@ -470,8 +470,8 @@ files, _, root = prepared_folder_files(Path(sys.argv[1]).resolve())
 start = time.perf_counter()
 corpus = build_corpus(files, fingerprint="bench", origin="folder", root=root)
 opened = time.perf_counter()
-for name, version in every_engine():
-    corpus.prepared(name, version)
+for engine, version in every_engine():
+    corpus.prepared(engine, version)
 print(json.dumps({"cached": corpus.cached_files, "open_s": opened - start,
                   "tables_s": time.perf_counter() - opened}))
 """

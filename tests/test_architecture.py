@@ -252,3 +252,143 @@ def test_the_core_ui_check_can_fail(tmp_path: Path) -> None:
     lines = [line.strip() for line in str(failed.value).splitlines()]
     assert "corpus.py:1 imports pandas" in lines and "report.py:2 imports plotly.graph_objects" \
         in lines and not any(line.startswith("ui") for line in lines), lines
+
+
+# --------------------------------------------------------------------------- the Engine contract
+# (Issue #35, the protocol and corpus part.) Callers use an engine only through what the
+# ``Engine`` protocol states (``BaseEngine`` gives the defaults): nothing outside ``engines/``
+# probes an engine (or prepared data) with ``getattr``/``hasattr``, no engine parameter is typed
+# ``Any``, and ``loopscope.corpus`` takes engine objects, never names.
+
+_PROBED = ("engine", "eng", "e", "prepared")
+"""Variable names that hold an engine (or its prepared sessions) by the project's habit."""
+_ENGINE_PARAMS = ("engine", "eng")
+_CORPUS_ENGINE_PARAMS = (*_ENGINE_PARAMS, "wanted", "prepare")
+
+
+def _probed_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _engine_probes(root: Path) -> list[str]:
+    """``getattr``/``hasattr`` calls on an engine or prepared data outside ``engines/``."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "engines":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and node.args):
+                name = _probed_name(node.args[0])
+                if name is not None and (name in _PROBED or name.endswith("engine")):
+                    found.append(f"{rel}:{node.lineno}: {node.func.id}({name}, ...)")
+    return found
+
+
+def _engine_annotations(root: Path) -> list[str]:
+    """Engine parameters typed ``Any`` (anywhere), and parameters of ``corpus/`` that take an
+    engine (or a list of them) not typed with ``Engine`` (or ``Wanted``)."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        in_corpus = rel.parts[0].removesuffix(".py") == "corpus"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for arg in args:
+                text = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if arg.arg in _ENGINE_PARAMS and text in ("", "Any", "object"):
+                    found.append(f"{rel}:{node.lineno}: {node.name}({arg.arg}: {text or '?'})")
+                elif (in_corpus and arg.arg in _CORPUS_ENGINE_PARAMS
+                        and "Engine" not in text and "Wanted" not in text):
+                    found.append(f"{rel}:{node.lineno}: {node.name}({arg.arg}: {text})")
+    return found
+
+
+def test_no_module_outside_the_engines_probes_an_engine() -> None:
+    found = _engine_probes(SRC)
+    assert not found, "\n".join(found)
+
+
+def test_engine_parameters_are_typed_and_the_corpus_takes_engines() -> None:
+    found = _engine_annotations(SRC)
+    assert not found, "\n".join(found)
+
+
+def test_the_contract_checks_can_fail(tmp_path: Path) -> None:
+    """A probe of an engine, an engine parameter typed ``Any`` and a corpus function taking an
+    engine name are each found; a probe inside an engine's package is allowed."""
+    fake = tmp_path / "loopscope"
+    for sub in ("engines/gglib", "corpus", "ui"):
+        (fake / sub).mkdir(parents=True)
+    (fake / "engines" / "gglib" / "engine.py").write_text(
+        "def f(x):\n    return getattr(x.engine, 'table_spec', None)\n")
+    (fake / "ui" / "page.py").write_text(
+        "from typing import Any\n\n"
+        "def f(engine: Any, prepared):\n"
+        "    return getattr(engine, 'run_many', None), hasattr(prepared, 'derived')\n")
+    (fake / "corpus" / "loaded.py").write_text(
+        "def prepared(self, engine: str, version: str | None = None): ...\n"
+        "def fine(engine: 'Engine[Any, Any]', wanted: 'Wanted'): ...\n")
+    assert _engine_probes(fake) == ["ui/page.py:4: getattr(engine, ...)",
+                                    "ui/page.py:4: hasattr(prepared, ...)"]
+    assert _engine_annotations(fake) == ["corpus/loaded.py:1: prepared(engine: str)",
+                                         "ui/page.py:3: f(engine: Any)"]
+
+
+def test_a_plug_in_with_the_documented_minimum_is_a_whole_engine() -> None:
+    """``BaseEngine`` gives every member of the ``Engine`` protocol that a plug-in need not
+    write (the batch run, the codec, the table spec, …): a subclass that writes only its rules
+    is an ``Engine``, and its batch run and table spec work; one missing a member is not, and
+    the registry refuses it by name."""
+    from typing import Any
+
+    from loopscope.engines import Engine
+    from loopscope.engines.base import SessionReplay
+    from loopscope.engines.contract import BaseEngine
+
+    class Minimal(BaseEngine[int, int]):
+        name = "minimal"
+
+        def build_config(self, values: Any, version: str) -> tuple[int, tuple[str, ...]]:
+            return 0, ()
+
+        def config_values(self, config: int) -> dict[str, Any]:
+            return {}
+
+        def prepare(self, session: Any, version: str | None = None) -> int:
+            return 0
+
+        def run(self, prepared: int, config: int) -> SessionReplay:
+            return SessionReplay(str(prepared), "s", "f", self.name, (), None)
+
+        def replay(self, session: Any, config: int) -> SessionReplay:
+            return self.run(self.prepare(session), config)
+
+    minimal = Minimal()
+    assert isinstance(minimal, Engine)
+    assert all(isinstance(registry.get_engine(n), Engine) for n in registry.BUILTIN_ENGINES)
+    columns = minimal.run_many([0, 1], minimal.default_config())
+    assert len(columns) == 2 and columns[1].session == "1" and not columns.refused.any()
+    assert minimal.table_spec() is None and minimal.replayed_one_by_one == ()
+
+    class Partial:  # the old, unstated shape: no batch run, no codec
+        name = "partial"
+
+        def run(self, prepared: Any, config: Any) -> Any: ...
+
+    assert not isinstance(Partial(), Engine)
+    # The registry refuses such a plug-in where it is loaded, naming what it lacks.
+    assert registry.checked("minimal", minimal) is minimal
+    try:
+        registry.checked("partial", Partial())
+    except TypeError as exc:
+        assert "run_many" in str(exc) and "table_spec" in str(exc) and "run," not in str(exc)
+    else:
+        raise AssertionError("a plug-in without run_many was accepted")

@@ -13,16 +13,18 @@ from click.testing import CliRunner
 
 from loopscope import cache
 from loopscope.cli import main
-from loopscope.corpus import (
+from loopscope.corpus import build_corpus, ingestion
+from loopscope.corpus import loaded as loaded_mod
+from loopscope.corpus import sessions as sessions_mod
+from loopscope.corpus import snapshot as snapshot_mod
+from loopscope.corpus.ingestion import (
     PART_MAX_FILES,
     PARTS_PER_WORKER,
-    build_corpus,
     ingest,
     part_size,
     time_left,
 )
 from loopscope.engines import get_engine
-from loopscope.engines.base import run_many
 from loopscope.formats import expand_paths, load_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_transcripts"
@@ -53,7 +55,7 @@ def _replays(corpus: Any) -> dict[str, list[Any]]:
     for name in ("gglib", "openclaw"):
         eng = get_engine(name)
         config = eng.default_config()
-        out[name] = [r.to_json() for r in run_many(eng, corpus.prepared(name), config)]
+        out[name] = [r.to_json() for r in eng.run_many(corpus.prepared(get_engine(name)), config)]
     return out
 
 
@@ -90,7 +92,7 @@ def test_a_rewritten_file_is_never_served_from_the_cache(cache_dir: Path, tmp_pa
 
 def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
     files = _files(SAMPLES) * 6  # enough files for the pool
-    wanted = [("gglib", None), ("openclaw", None)]
+    wanted = [(get_engine("gglib"), None), (get_engine("openclaw"), None)]
     serial = ingest(files, wanted, workers=1)
     pooled = ingest(files, wanted, workers=2)
     assert [r.heads for r in pooled.files] == [r.heads for r in serial.files]
@@ -107,15 +109,13 @@ def test_worker_processes_give_the_same_corpus(cache_dir: Path) -> None:
 def test_the_pool_says_how_long_is_left(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import itertools
 
-    import loopscope.corpus as corpus_mod
-
     # A clock 10 s further on every time it is read: the pool starts at 0 s, its first part
     # arrives at 10 s, the next at 20 s…
     ticks = itertools.count(0, 10)
-    monkeypatch.setattr(corpus_mod, "_clock", lambda: float(next(ticks)))
+    monkeypatch.setattr(ingestion, "_clock", lambda: float(next(ticks)))
     files = _files(SAMPLES) * 6
     seen: list[tuple[float, str]] = []
-    ingest(files, [("gglib", None)], workers=2, progress=lambda f, t: seen.append((f, t)))
+    ingest(files, [(get_engine("gglib"), None)], workers=2, progress=lambda f, t: seen.append((f, t)))
     n = len(files)
     assert seen and seen[-1][0] == 1.0
     assert seen[-1][1] == f"Read {n:,} of {n:,} files on 2 cores"  # (done: nothing left)
@@ -216,40 +216,37 @@ def test_replay_workers_output_is_identical() -> None:
 def test_a_small_corpus_keeps_its_sessions_once_read_again(tmp_path: Path) -> None:
     """Pages that walk every session re-read each file once in a small corpus, not on every
     rerun; a large one keeps only the last few files."""
-    from loopscope import corpus as corpus_mod
 
     src = Path(__file__).resolve().parents[1] / "sample_transcripts"
     files = [(str(p), True) for p in sorted(src.glob("*.json*"))]
-    c = corpus_mod.build_corpus(files, fingerprint="keep", origin="folder", root=str(src),
-                                workers=1)
+    c = build_corpus(files, fingerprint="keep", origin="folder", root=str(src), workers=1)
     reads = []
-    original = corpus_mod.reload
+    original = sessions_mod.reload
 
     def counting(path: str, explicit: bool, heads: Any) -> Any:
         reads.append(path)
         return original(path, explicit, heads)
 
-    corpus_mod.reload = counting  # type: ignore[assignment]
+    sessions_mod.reload = counting  # type: ignore[assignment]
     try:
         first = [s.source for s in c.sessions]
         again = [s.source for s in c.sessions]
     finally:
-        corpus_mod.reload = original  # type: ignore[assignment]
+        sessions_mod.reload = original  # type: ignore[assignment]
     assert first == again == c.sources
-    assert len(reads) == len({path for path, _ in files if corpus_mod.file_stamp(path)})
+    assert len(reads) == len({path for path, _ in files if loaded_mod.file_stamp(path)})
 
 
 def test_a_second_start_reads_the_corpus_snapshot_only(cache_dir: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from loopscope import corpus as corpus_mod
     from loopscope.engines.table import PreparedTable
 
     fresh = _corpus(SAMPLES)
     snapshots = sorted(cache_dir.glob("corpus/*.npz"))
     assert len(snapshots) == 1
     ingested: list[Any] = []
-    original = corpus_mod.ingest
-    monkeypatch.setattr(corpus_mod, "ingest",
+    original = ingestion.ingest
+    monkeypatch.setattr(ingestion, "ingest",
                         lambda files, *a, **k: ingested.append(files) or original(files, *a, **k))
     again = _corpus(SAMPLES)
     assert ingested == []  # one file read, nothing imported
@@ -258,10 +255,10 @@ def test_a_second_start_reads_the_corpus_snapshot_only(cache_dir: Path,
     assert [f.problems for f in again.report.files] == [f.problems for f in fresh.report.files]
     assert [(f.calls_seen, f.calls_imported, f.calls_set_aside) for f in again.report.files] == [
         (f.calls_seen, f.calls_imported, f.calls_set_aside) for f in fresh.report.files]
-    assert all(isinstance(again.prepared(name), PreparedTable) for name in ("gglib", "openclaw"))
+    assert all(isinstance(again.prepared(get_engine(name)), PreparedTable) for name in ("gglib", "openclaw"))
     assert _replays(again) == _replays(fresh)
     # Another set of engines is another snapshot.
-    _corpus(SAMPLES, prepare=[("gglib", None)])
+    _corpus(SAMPLES, prepare=[(get_engine("gglib"), None)])
     assert len(list(cache_dir.glob("corpus/*.npz"))) == 2
 
 
@@ -278,13 +275,13 @@ def _everything(c: Any) -> dict[str, Any]:
     for name in engine_names():
         eng = get_engine(name)
         config = eng.default_config()
-        out[name] = [eng.encode_prepared(p) for p in c.prepared(name)]
-        kept = c.run_many(name, config)
+        out[name] = [eng.encode_prepared(p) for p in c.prepared(get_engine(name))]
+        kept = c.run_many(get_engine(name), config)
         out[name + " runs"] = (kept.refusal_counts.tolist(), kept.warning_counts.tolist(),
                                kept.first_refusals(), [r.to_json() for r in kept])
     other = get_engine("openclaw").resolve_config(None, [("historySize", "7"),
                                                          ("warningThreshold", "2")]).config
-    out["openclaw other"] = [r.to_json() for r in c.run_many("openclaw", other)]
+    out["openclaw other"] = [r.to_json() for r in c.run_many(get_engine("openclaw"), other)]
     return out
 
 
@@ -311,7 +308,6 @@ def test_a_changed_folder_reuses_what_did_not_change(cache_dir: Path, tmp_path: 
     """Files added, removed and rewritten: only those are imported again; the corpus equals a
     corpus loaded from scratch (also when the snapshot's string pools are read piece by
     piece: they are then joined whole, checked)."""
-    from loopscope import corpus as corpus_mod
 
     if pieces:
         small_pieces(monkeypatch)
@@ -324,8 +320,8 @@ def test_a_changed_folder_reuses_what_did_not_change(cache_dir: Path, tmp_path: 
     victims[3].write_text(victims[3].read_text() + "\n")
     shutil.copy(victims[5], folder / "zz_added_copy.json")
     ingested: list[Any] = []
-    original = corpus_mod.ingest
-    monkeypatch.setattr(corpus_mod, "ingest",
+    original = ingestion.ingest
+    monkeypatch.setattr(ingestion, "ingest",
                         lambda files, *a, **k: ingested.append(list(files)) or original(
                             files, *a, **k))
     changed = _corpus(folder)
@@ -422,12 +418,11 @@ def test_a_table_found_damaged_when_first_used_is_prepared_again(
     is prepared again from the files (the corpus the same: from many files on every core, as
     a table; from a few, session by session), the snapshot deleted, and the next start
     writes a sound one."""
-    from loopscope import corpus as corpus_mod
     from loopscope.engines import engine_names
     from loopscope.engines.table import PreparedTable
 
     if many_files:
-        monkeypatch.setattr(corpus_mod, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
+        monkeypatch.setattr(ingestion, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
     folder = tmp_path / "s"  # (a folder of its own: see _snapshot_of)
     shutil.copytree(SAMPLES, folder)
     want = _outcomes(_corpus(folder))
@@ -437,9 +432,9 @@ def test_a_table_found_damaged_when_first_used_is_prepared_again(
     assert again.cached_files == len(again.report.files)  # (opened: index and re-runs sound)
     assert _outcomes(again) == want
     assert not snapshot.exists()
-    damaged = corpus_mod._snapshot_specs(corpus_mod.every_engine())[int(table[1])].engine
+    damaged = snapshot_mod.snapshot_specs(ingestion.every_engine())[int(table[1])].engine
     for name in engine_names():
-        assert isinstance(again.prepared(name), PreparedTable) == (many_files or name != damaged)
+        assert isinstance(again.prepared(get_engine(name)), PreparedTable) == (many_files or name != damaged)
     _join_snapshot_writers()  # (a snapshot written meanwhile)
     third = _corpus(folder)
     assert third.cached_files == 0 and _outcomes(third) == want
@@ -462,20 +457,20 @@ def test_a_reopened_corpus_reads_each_table_when_its_engine_is_first_used(
     again = _corpus(SAMPLES)
     assert again.cached_files == len(again.report.files)
     for name in engine_names():
-        kept = again.run_many(name, get_engine(name).default_config())
+        kept = again.run_many(get_engine(name), get_engine(name).default_config())
         assert kept.first_refusals() == fresh.run_many(
-            name, get_engine(name).default_config()).first_refusals()
+            get_engine(name), get_engine(name).default_config()).first_refusals()
     assert read and all(n.startswith("r") for n in read)
     read.clear()
     gglib = get_engine("gglib")
-    replays = again.run_many("gglib", gglib.default_config())
-    assert replays[0].to_json() == fresh.run_many("gglib", gglib.default_config())[0].to_json()
+    replays = again.run_many(get_engine("gglib"), gglib.default_config())
+    assert replays[0].to_json() == fresh.run_many(get_engine("gglib"), gglib.default_config())[0].to_json()
     assert read and {n.split(".")[0] for n in read} == {"t0"}
-    assert isinstance(again.prepared("gglib"), PreparedTable)
+    assert isinstance(again.prepared(get_engine("gglib")), PreparedTable)
     read.clear()
     other = get_engine("openclaw").resolve_config(None, [("warningThreshold", "3")]).config
-    assert [r.to_json() for r in again.run_many("openclaw", other)] == [
-        r.to_json() for r in fresh.run_many("openclaw", other)]
+    assert [r.to_json() for r in again.run_many(get_engine("openclaw"), other)] == [
+        r.to_json() for r in fresh.run_many(get_engine("openclaw"), other)]
     assert read and {n.split(".")[0] for n in read} == {"t1"}
 
 
@@ -509,9 +504,9 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
         for name in engine_names():
             eng = get_engine(name)
             config = eng.default_config()
-            kept = c.run_many(name, config)
+            kept = c.run_many(get_engine(name), config)
             assert (name, repr(config)) in c._runs
-            fresh = run_many(eng, c.prepared(name), config)
+            fresh = eng.run_many(c.prepared(get_engine(name)), config)
             assert kept.refusal_counts.tolist() == fresh.refusal_counts.tolist()
             assert kept.warning_counts.tolist() == fresh.warning_counts.tolist()
             assert kept.first_refusals() == fresh.first_refusals()
@@ -520,8 +515,8 @@ def test_the_re_runs_made_while_loading_equal_a_fresh_re_run(cache_dir: Path,
                     eng.replay(s, config).to_json() for s in sessions]
         other = get_engine("gglib").resolve_config(None, [("max_repeated_batch_steps", "5")])
         assert ("gglib", repr(other.config)) not in c._runs  # run when asked
-        assert c.run_many("gglib", other.config).refusal_counts.tolist() == run_many(
-            get_engine("gglib"), c.prepared("gglib"), other.config).refusal_counts.tolist()
+        assert c.run_many(get_engine("gglib"), other.config).refusal_counts.tolist() == get_engine(
+            "gglib").run_many(c.prepared(get_engine("gglib")), other.config).refusal_counts.tolist()
 
 
 def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path,
@@ -533,21 +528,21 @@ def test_warm_derives_the_first_re_runs_arrays_once(cache_dir: Path,
     moved = {"gglib": [("max_repeated_batch_steps", "3")], "openclaw": [("warningThreshold", "3")]}
     for name, pairs in moved.items():
         eng = get_engine(name)
-        table = corpus.prepared(name)
+        table = corpus.prepared(get_engine(name))
         assert (name, "pack") not in table.derived  # (the default re-run came with the load)
-        corpus.warm(name)
+        corpus.warm(get_engine(name))
         pack = table.derived[(name, "pack")]
-        corpus.warm(name)
+        corpus.warm(get_engine(name))
         assert table.derived[(name, "pack")] is pack
         config = eng.resolve_config(None, pairs).config
-        assert [r.to_json() for r in corpus.run_many(name, config)] == [
+        assert [r.to_json() for r in corpus.run_many(get_engine(name), config)] == [
             eng.replay(s, config).to_json() for s in corpus.sessions]
-    corpus.warm("openclaw", "2026.9.6")  # a version not prepared: warming never prepares
-    assert not corpus.is_prepared("openclaw", "2026.9.6")
+    corpus.warm(get_engine("openclaw"), "2026.9.6")  # a version not prepared: warming never prepares
+    assert not corpus.is_prepared(get_engine("openclaw"), "2026.9.6")
     runs: list[Any] = []
     for name in ("openhands", "gemini-cli"):  # run session by session: nothing to derive
         monkeypatch.setattr(get_engine(name), "run", lambda *a: runs.append(a))
-        corpus.warm(name)
+        corpus.warm(get_engine(name))
     assert runs == []
 
 
@@ -557,46 +552,45 @@ def test_another_release_is_prepared_like_the_corpus_was_loaded(
     corpus was loaded — every file imported again on every core, kept in the on-disk cache —
     not session by session in this process: the same prepared sessions, as a table; a second
     start reads it from the cache; a file that no longer holds its sessions is not trusted."""
-    from loopscope import corpus as corpus_mod
     from loopscope.engines.table import PreparedTable
 
     folder = tmp_path / "s"
     shutil.copytree(SAMPLES, folder)
-    monkeypatch.setattr(corpus_mod, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
+    monkeypatch.setattr(ingestion, "PARALLEL_MIN_FILES", 4)  # (the samples: 13 files)
     calls: list[Any] = []
-    original = corpus_mod.ingest
-    monkeypatch.setattr(corpus_mod, "ingest",
+    original = ingestion.ingest
+    monkeypatch.setattr(ingestion, "ingest",
                         lambda files, wanted, **k: calls.append(wanted) or original(
                             files, wanted, **k))
     eng = get_engine("openclaw")
     old, new = eng.versions[0], eng.versions[-1]
     assert eng.prepare_key(old) != eng.prepare_key(new)
-    loaded = _corpus(folder, prepare=[("openclaw", old)])
-    assert calls == [[("openclaw", old)]]
-    table = loaded.prepared("openclaw", new)
-    assert calls[-1] == [("openclaw", new)] and isinstance(table, PreparedTable)
+    loaded = _corpus(folder, prepare=[(get_engine("openclaw"), old)])
+    assert calls == [[(get_engine("openclaw"), old)]]
+    table = loaded.prepared(get_engine("openclaw"), new)
+    assert calls[-1] == [(get_engine("openclaw"), new)] and isinstance(table, PreparedTable)
     sessions = load_paths([str(folder)]).sessions
     assert [eng.encode_prepared(p) for p in table] == [
         eng.encode_prepared(eng.prepare(s, new)) for s in sessions]
     config = eng.default_config(new)
-    assert [r.to_json() for r in loaded.run_many("openclaw", config)] == [
+    assert [r.to_json() for r in loaded.run_many(get_engine("openclaw"), config)] == [
         eng.replay(s, config).to_json() for s in sessions]
     for thread in __import__("threading").enumerate():  # (the snapshot, written meanwhile)
         if thread.name == "loopscope-snapshot":
             thread.join()
     calls.clear()
-    again = _corpus(folder, prepare=[("openclaw", old)])
-    assert [eng.encode_prepared(p) for p in again.prepared("openclaw", new)] == [
+    again = _corpus(folder, prepare=[(get_engine("openclaw"), old)])
+    assert [eng.encode_prepared(p) for p in again.prepared(get_engine("openclaw"), new)] == [
         eng.encode_prepared(p) for p in table]
     assert calls == []  # both read from the cache
     # A file rewritten with fewer sessions since the corpus was loaded: not trusted (the
     # sessions are then prepared one by one, which says what changed).
-    third = _corpus(folder, prepare=[("openclaw", old)])
+    third = _corpus(folder, prepare=[(get_engine("openclaw"), old)])
     victim = next(p for p in sorted(folder.glob("*.json*"))
                   if any(s.source == str(p) for s in sessions))
     victim.write_text("[]")
-    with pytest.raises(corpus_mod.SessionsChanged):
-        third.prepared("openclaw", new)
+    with pytest.raises(sessions_mod.SessionsChanged):
+        third.prepared(get_engine("openclaw"), new)
 
 
 def test_the_dashboards_untouched_controls_read_the_re_run_made_while_loading(
@@ -605,7 +599,6 @@ def test_the_dashboards_untouched_controls_read_the_re_run_made_while_loading(
     controls before any is moved) may be written differently from the engine's default
     configuration (OpenClaw's), but behaves the same, so the re-run made while loading serves
     it: for every engine and version, the same replays either way."""
-    from loopscope import corpus as corpus_mod
     from loopscope.engines import engine_names
 
     sessions = load_paths([str(SAMPLES)]).sessions
@@ -616,7 +609,7 @@ def test_the_dashboards_untouched_controls_read_the_re_run_made_while_loading(
             default = eng.default_config(version)
             spelled = eng.config({spec.name: spec.default for spec in eng.settings_for(version)},
                                  version).config
-            assert repr(spelled) == corpus_mod._defaults_spelled(name, version)
+            assert repr(spelled) == loaded_mod.defaults_spelled(eng, version)
             if repr(spelled) != repr(default):
                 spelled_differently.append(name)
             assert [eng.replay(s, spelled).to_json() for s in sessions] == [
@@ -626,8 +619,8 @@ def test_the_dashboards_untouched_controls_read_the_re_run_made_while_loading(
     eng = get_engine("openclaw")
     spelled = eng.config({spec.name: spec.default for spec in eng.settings_for()}).config
     with monkeypatch.context() as m:  # read off the kept re-run: no re-run made
-        m.setattr(corpus_mod, "run_many", lambda *a: pytest.fail("re-run"))
-        served = c.run_many("openclaw", spelled)
+        m.setattr(eng, "run_many", lambda *a: pytest.fail("re-run"))
+        served = c.run_many(get_engine("openclaw"), spelled)
     assert [r.to_json() for r in served] == [eng.replay(s, spelled).to_json() for s in sessions]
 
 
@@ -662,7 +655,7 @@ def test_read_ahead_reads_every_table_in_a_thread(cache_dir: Path,
     assert [t for k, t in enumerate(tables) if k == 0 or tables[k - 1] != t] == [
         f"t{k}" for k in range(len(engine_names()))]  # (every guard has a table)
     read.clear()
-    assert all(isinstance(again.prepared(name), PreparedTable) for name in ("gglib", "openclaw"))
+    assert all(isinstance(again.prepared(get_engine(name)), PreparedTable) for name in ("gglib", "openclaw"))
     assert read == []  # (read already)
     assert _replays(again) == want
     started.clear()
@@ -684,23 +677,23 @@ def test_string_pools_are_read_piece_by_piece(cache_dir: Path,
     small_pieces(monkeypatch)
     want = _everything(_corpus(SAMPLES))
     again = _corpus(SAMPLES)
-    pools = {name: again.prepared(name).columns["string_bytes"] for name in engine_names()}
+    pools = {name: again.prepared(get_engine(name)).columns["string_bytes"] for name in engine_names()}
     assert all(isinstance(pool, cache.KeptBytes) for pool in pools.values())
     reads: list[tuple[int, int]] = []
     original = os.pread
     monkeypatch.setattr(os, "pread", lambda fd, size, at: reads.append((size, at)) or original(
         fd, size, at))
     gglib = get_engine("gglib")
-    again.run_many("gglib", gglib.default_config())[3].to_json()
+    again.run_many(get_engine("gglib"), gglib.default_config())[3].to_json()
     pool = pools["gglib"]
     assert reads and all(size <= 64 for size, _ in reads) and len(reads) < len(pool) // 64
     reads.clear()  # a re-run under another configuration reads the tool-name sets only
-    again.run_many("gglib", gglib.resolve_config(None, [("max_repeated_batch_steps", "5")]
+    again.run_many(get_engine("gglib"), gglib.resolve_config(None, [("max_repeated_batch_steps", "5")]
                                                  ).config)
     assert reads and len(reads) < len(pool) // 64
     monkeypatch.setattr(os, "pread", original)
     assert _everything(again) == want
-    assert all(isinstance(again.prepared(name).columns["string_bytes"], cache.KeptBytes)
+    assert all(isinstance(again.prepared(get_engine(name)).columns["string_bytes"], cache.KeptBytes)
                for name in engine_names())  # (never read whole)
 
 
@@ -722,7 +715,7 @@ def test_a_damaged_piece_of_a_pool_is_found_when_read(cache_dir: Path, tmp_path:
     damaged = snapshot.read_bytes()
     again = _corpus(folder)
     with pytest.raises(cache.DamagedSnapshot, match="damaged"):
-        np.asarray(again.prepared("gglib").columns["string_bytes"])
+        np.asarray(again.prepared(get_engine("gglib")).columns["string_bytes"])
     assert not snapshot.exists()
     assert _outcomes(again) == want  # (gglib prepared again)
     snapshot.write_bytes(damaged)
@@ -741,7 +734,7 @@ def test_a_snapshot_read_piece_by_piece_is_closed_with_its_corpus(
     small_pieces(monkeypatch)
     _corpus(SAMPLES)
     again = _corpus(SAMPLES)
-    again.prepared("gemini-cli")[0]  # (a piece read: the file opened)
+    again.prepared(get_engine("gemini-cli"))[0]  # (a piece read: the file opened)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         del again

@@ -112,3 +112,17 @@ def memoised_by_json(value: Any, compute: Callable[[Any], _Value],
                 keep_shared(shared_memo, key, found, max_entries=max_shared)
         session_memo[key] = found
     return found[1] if found[0] == value else compute(value)
+
+
+class LazyBytes:
+    """A table's string pool read piece by piece, each piece checked as it is read (a pool in
+    a snapshot: :class:`loopscope.cache.KeptBytes`), where a table otherwise holds one array
+    of bytes (:mod:`loopscope.engines.table`). A table reads it through :meth:`read` only, so
+    reading one session reads only the pieces that session needs."""
+
+    damaged: bool = False
+    """Whether a piece failed its check (the table is then prepared again)."""
+
+    def read(self, begin: int, end: int) -> bytes:
+        """Bytes ``begin:end`` of the pool."""
+        raise NotImplementedError

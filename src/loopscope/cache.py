@@ -50,6 +50,7 @@ from typing import Any
 
 import orjson
 
+from loopscope.bulk import LazyBytes
 from loopscope.model import Problem
 
 __all__ = [
@@ -443,7 +444,7 @@ class KeptCorpus:
         forget_corpus(self.key)
 
 
-class KeptBytes:
+class KeptBytes(LazyBytes):
     """A byte array of a snapshot (a table's string pool) read piece by piece as it is used:
     each :data:`CHUNK_BYTES` chunk read is checked against its checksum (a chunk that fails
     raises :class:`DamagedSnapshot` and deletes the snapshot), and the last few are kept.
@@ -451,11 +452,8 @@ class KeptBytes:
     Stands for a 1-D ``uint8`` array where a table reads its pool: ``len``, slices
     (``blob[begin:end]``, an array), :meth:`read`, and ``numpy.asarray(blob)`` (every chunk
     read and checked: joining or compacting a table). Why: the rows a chart draws read the
-    texts of a few sessions, and the pools are most of a snapshot (at 20,000 sessions 320 of
-    545 MB), which is then neither read from disk nor held in memory."""
-
-    lazy_bytes = True
-    """What :func:`loopscope.engines.table.validate` recognises."""
+    texts of a few sessions, and the pools are most of a snapshot, which is then neither read
+    from disk nor held in memory."""
 
     def __init__(self, kept: KeptCorpus, fd: int, begin: int, length: int,
                  checksums: Any) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from loopscope.engines import SettingSpec
+    from loopscope.engines import Engine, SettingSpec
 
 __all__ = [
     "code_spans",
@@ -59,11 +59,11 @@ def plain(text: str, specs: Iterable[SettingSpec] = (),
     return re.sub(r"\s+([.,;:])", r"\1", out).strip()
 
 
-def detector_words(engine: Any, detector: str | None) -> str:
+def detector_words(engine: Engine[Any, Any], detector: str | None) -> str:
     """The engine's plain title of ``detector`` (its :class:`~loopscope.engines.contract.
     DetectorInfo` label); an id the engine does not list reads with spaces for underscores,
     so no surface ever prints an internal id."""
-    for info in getattr(engine, "detectors", ()):
+    for info in engine.detectors:
         if info.id == detector:
             return str(info.label)
     return (detector or "a loop check").replace("_", " ")

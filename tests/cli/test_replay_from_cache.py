@@ -14,7 +14,7 @@ from tests.conftest import SAMPLES
 
 from loopscope.cli import replay as replay_module
 from loopscope.corpus import read_prepared
-from loopscope.engines import engine_names
+from loopscope.engines import engine_names, get_engine
 
 ENGINES = list(engine_names())
 
@@ -66,7 +66,7 @@ def test_the_sources_are_named_as_the_caller_named_the_folder(
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _prepare(folder)
     monkeypatch.chdir(folder.parent)
-    found = read_prepared("sessions", "gglib", None)
+    found = read_prepared("sessions", get_engine("gglib"), None)
     assert found is not None
     assert [f.path for f in found.files][:3] == [
         "sessions/README.md", "sessions/ab_cycle_escapes_gglib_trips_pingpong.json",
@@ -83,7 +83,7 @@ def test_a_changed_file_is_imported_again(folder: Path, monkeypatch: pytest.Monk
     target = folder / "write_loop_refused_at_third_batch.json"
     text = target.read_text(encoding="utf-8")
     target.write_text(text.replace('"write_file"', '"write_fil_"'), encoding="utf-8")
-    assert read_prepared(str(folder), "gglib", None) is None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is None
     monkeypatch.setattr(replay_module, "_prepared_parts", _never)
     after = run_cli(args, cwd=folder.parent)
     assert after == _imported(args, folder.parent, monkeypatch)
@@ -107,11 +107,11 @@ def test_options_the_snapshot_was_not_made_with_import(extra: list[str], folder:
 
 def test_nothing_is_read_back_when_the_cache_is_off_or_empty(
         folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert read_prepared(str(folder), "gglib", None) is None  # never prepared
+    assert read_prepared(str(folder), get_engine("gglib"), None) is None  # never prepared
     _prepare(folder)
-    assert read_prepared(str(folder), "gglib", None) is not None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is not None
     monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
-    assert read_prepared(str(folder), "gglib", None) is None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is None
 
 
 def test_a_folder_never_prepared_is_not_looked_up_while_others_are_kept(
@@ -122,8 +122,8 @@ def test_a_folder_never_prepared_is_not_looked_up_while_others_are_kept(
     other = tmp_path / "other"
     shutil.copytree(folder, other)
     _prepare(other)
-    monkeypatch.setattr("loopscope.corpus._snapshot_names", _never)
-    assert read_prepared(str(folder), "gglib", None) is None
+    monkeypatch.setattr("loopscope.corpus.readback.snapshot_names", _never)
+    assert read_prepared(str(folder), get_engine("gglib"), None) is None
     code, out, err = run_cli(["replay", str(folder), "--engine", "gglib", "--json"])
     assert code == 2 and out.count('"session"') >= 10, err  # (exit 2: the broken file)
 
@@ -135,14 +135,14 @@ def test_a_snapshot_kept_without_its_folder_mark_is_found_again_after_the_next_l
     from loopscope import cache
 
     _prepare(folder)
-    assert read_prepared(str(folder), "gglib", None) is not None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is not None
     marks = list((cache.cache_dir() / "corpus").glob("*.root"))
     assert len(marks) == 1
     marks[0].unlink()
-    assert read_prepared(str(folder), "gglib", None) is None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is None
     _prepare(folder)  # (reads the kept snapshot: nothing is imported or written)
     assert marks[0].is_file()
-    assert read_prepared(str(folder), "gglib", None) is not None
+    assert read_prepared(str(folder), get_engine("gglib"), None) is not None
     assert cache.clear()[0] >= 1 and not marks[0].exists()
 
 
@@ -255,7 +255,7 @@ def test_the_cache_does_no_more_work_than_an_import(engine: str, as_json: bool, 
         m.setattr(replay_module, "_file_parts", _never)  # from the cache, or it fails
         cached, cache_work = counted()
         # Opening the table checks its columns once (whole arrays): not work per session.
-        found, opening = counted(lambda: read_prepared(str(folder), engine, None))
+        found, opening = counted(lambda: read_prepared(str(folder), get_engine(engine), None))
     assert found is not None and cached == imported
     for what, n in cache_work.items():
         assert n - opening[what] <= import_work[what], (what, cache_work, opening, import_work)

@@ -15,7 +15,7 @@ from tests.engines.gglib.test_gglib_properties import session as gglib_messages
 from tests.engines.openclaw._openclaw_gen import random_block, random_session
 
 from loopscope.engines import get_engine
-from loopscope.engines.base import FirstRefusal, PreparedSessions, RunColumns, run_many
+from loopscope.engines.base import FirstRefusal, PreparedSessions, RunColumns
 from loopscope.engines.gglib import GglibConfig
 from loopscope.engines.openclaw import OpenClawConfig
 
@@ -62,18 +62,18 @@ def test_openclaw_run_many_equals_run_on_random_corpora() -> None:
     sessions, prepared = _openclaw_corpus(7, 50)
     for _ in range(30):  # one prepared corpus serves every configuration, in any order
         config = OpenClawConfig.from_block(_low_block(rng))
-        columns = run_many(OPENCLAW, prepared, config)
+        columns = OPENCLAW.run_many(prepared, config)
         assert_columns_equal(columns, [OPENCLAW.run(p, config) for p in prepared])
     config = OpenClawConfig.from_block(_low_block(rng))
-    assert run_many(OPENCLAW, prepared, config)[3] == OPENCLAW.replay(sessions[3], config)
+    assert OPENCLAW.run_many(prepared, config)[3] == OPENCLAW.replay(sessions[3], config)
 
 
 def test_openclaw_run_many_on_a_plain_list_and_an_empty_corpus() -> None:
     _, prepared = _openclaw_corpus(8, 5)
     config = OPENCLAW.default_config()
-    assert_columns_equal(run_many(OPENCLAW, list(prepared), config),
+    assert_columns_equal(OPENCLAW.run_many(list(prepared), config),
                          [OPENCLAW.run(p, config) for p in prepared])
-    assert len(run_many(OPENCLAW, PreparedSessions(), config)) == 0
+    assert len(OPENCLAW.run_many(PreparedSessions(), config)) == 0
 
 
 def test_openclaw_codec_round_trip() -> None:
@@ -95,7 +95,7 @@ def test_gglib_run_many_equals_run(corpus: list[list[Any]], configs: list[GglibC
     prepared = PreparedSessions(GGLIB.prepare_messages(m, source=f"s{i}")
                                 for i, m in enumerate(corpus))
     for config in configs:
-        columns = run_many(GGLIB, prepared, config)
+        columns = GGLIB.run_many(prepared, config)
         assert_columns_equal(columns, [GGLIB.run(p, config) for p in prepared])
 
 
@@ -130,7 +130,9 @@ def test_decoding_refuses_damaged_data() -> None:
 
 
 def test_plugin_without_run_many_uses_the_generic_path() -> None:
-    class Plain:  # an engine written before run_many: run only
+    from loopscope.engines.contract import BaseEngine
+
+    class Plain(BaseEngine[Any, Any]):  # a plug-in that writes run only: BaseEngine's batch
         name = "plain"
 
         def run(self, prepared: Any, config: Any) -> Any:
@@ -139,7 +141,7 @@ def test_plugin_without_run_many_uses_the_generic_path() -> None:
     _, prepared = _openclaw_corpus(11, 8)
     config = OpenClawConfig.from_block({"enabled": True, "warningThreshold": 2,
                                         "criticalThreshold": 3})
-    assert_columns_equal(run_many(Plain(), prepared, config),
+    assert_columns_equal(Plain().run_many(prepared, config),
                          [OPENCLAW.run(p, config) for p in prepared])
 
 
@@ -179,18 +181,18 @@ def test_gemini_cli_run_many_equals_run_on_tables_and_lists() -> None:
     assert len(what_ifs) == 8
     for config in own + what_ifs:
         singles = [eng.run(p, config) for p in prepared]
-        assert_columns_equal(run_many(eng, table, config), singles)
-        assert_columns_equal(run_many(eng, PreparedSessions(prepared), config), singles)
-        assert_columns_equal(run_many(eng, prepared, config), singles)
+        assert_columns_equal(eng.run_many(table, config), singles)
+        assert_columns_equal(eng.run_many(PreparedSessions(prepared), config), singles)
+        assert_columns_equal(eng.run_many(prepared, config), singles)
     # Neither pass decodes a session (assert_columns_equal read them all): a what-if walks the
     # table's text.
     assert "every session decoded" not in table.derived
     fresh = eng.table_spec().open(dict(table.columns))
-    counts = run_many(eng, fresh, what_ifs[0]).refusal_counts
+    counts = eng.run_many(fresh, what_ifs[0]).refusal_counts
     assert counts.tolist() == [eng.run(p, what_ifs[0]).refusal_count for p in prepared]
     assert not fresh._decoded and not fresh.derived.get("every session decoded")
     # Some sessions are refused by each detector at a low threshold (the test can fail).
-    low = run_many(eng, table, GeminiConfig(tool_call_loop_threshold=2))
+    low = eng.run_many(table, GeminiConfig(tool_call_loop_threshold=2))
     assert {low.first_refusal(i).detector for i in range(len(low))
             if low.first_refusal(i) is not None} == set(gemini_columns.DETECTORS)
 
@@ -218,9 +220,9 @@ def test_openhands_run_many_equals_run_on_tables_and_lists() -> None:
     kept = PreparedSessions(prepared)
     for config in configs:
         singles = [eng.run(p, config) for p in prepared]
-        assert_columns_equal(run_many(eng, table, config), singles)
-        assert_columns_equal(run_many(eng, kept, config), singles)
-        assert_columns_equal(run_many(eng, prepared, config), singles)
+        assert_columns_equal(eng.run_many(table, config), singles)
+        assert_columns_equal(eng.run_many(kept, config), singles)
+        assert_columns_equal(eng.run_many(prepared, config), singles)
         nudging += sum(r.warned for r in singles)
         detectors |= {r.first_refusal.detector for r in singles if r.first_refusal}
     # Both paths taken, every detector seen first (the test can fail).
@@ -246,4 +248,4 @@ def test_openhands_a_nudge_is_not_a_refusal_in_the_batch_either() -> None:
     config = OpenHandsConfig(action_observation=3, action_error=3)
     single = eng.run(prepared[0], config)
     assert single.warned and not single.refused  # (what the batch must say too)
-    assert_columns_equal(run_many(eng, prepared, config), [single])
+    assert_columns_equal(eng.run_many(prepared, config), [single])

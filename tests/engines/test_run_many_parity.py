@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from loopscope.engines import get_engine
-from loopscope.engines.base import run_many
 from loopscope.formats import load_paths
 
 SETS = {"gglib": ("gglib", None), "openclaw": ("openclaw", None),
@@ -40,7 +39,7 @@ def test_batch_runs_over_a_table_equal_the_real_code(name: str, reference_dir: P
     compared = refused = 0
     for config_doc in json.loads((folder / "configs.json").read_text())["configs"]:
         config = eng.resolve_config(None, _pairs(config_doc), version=version).config
-        columns = run_many(eng, table, config)
+        columns = eng.run_many(table, config)
         for line in (folder / "expected" / f"{config_doc['name']}.jsonl").read_text().splitlines():
             want = json.loads(line)
             i = by_name[Path(want["source"]).name]

@@ -67,8 +67,8 @@ def _corpus_facts(c: object) -> dict[str, object]:
     }
     for name in engine_names():
         eng = get_engine(name)
-        runs = c.run_many(name, eng.default_config())  # type: ignore[attr-defined]
-        out[name] = ([eng.encode_prepared(p) for p in c.prepared(name)],  # type: ignore[attr-defined]
+        runs = c.run_many(eng, eng.default_config())  # type: ignore[attr-defined]
+        out[name] = ([eng.encode_prepared(p) for p in c.prepared(eng)],  # type: ignore[attr-defined]
                      runs.refusal_counts.tolist(), runs.warning_counts.tolist(),
                      runs.first_refusals())
     return out
@@ -109,6 +109,7 @@ def test_loopscope_prepare_with_dask_local_fills_the_cache(
     from pathlib import Path
 
     from loopscope import corpus as corpus_mod
+    from loopscope.corpus import ingestion
     from loopscope.formats import expand_paths
 
     root = Path(__file__).resolve().parents[2]
@@ -125,11 +126,11 @@ def test_loopscope_prepare_with_dask_local_fills_the_cache(
     found, _ = expand_paths([str(folder.resolve())])
     files = [(p, not s) for p, s in found]
     calls: list[object] = []
-    original = corpus_mod.ingest
+    original = ingestion.ingest
     with monkeypatch.context() as m:
         m.setenv("LOOPSCOPE_CACHE_DIR", str(cache))
         m.delenv("LOOPSCOPE_CACHE", raising=False)
-        m.setattr(corpus_mod, "ingest", lambda *a, **k: calls.append(a) or original(*a, **k))
+        m.setattr(ingestion, "ingest", lambda *a, **k: calls.append(a) or original(*a, **k))
         kept = corpus_mod.build_corpus(files, fingerprint="t", origin="folder",
                                        root=str(folder.resolve()))
     assert calls == [] and kept.cached_files == len(files)

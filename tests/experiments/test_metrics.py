@@ -146,7 +146,6 @@ def test_metrics_and_changes_read_off_a_batch_runs_columns_equal_the_replays(
     from pathlib import Path
 
     from loopscope.engines import get_engine
-    from loopscope.engines.base import run_many
     from loopscope.experiments.compare import compare_columns, compare_replays
     from loopscope.experiments.metrics import metrics_of_columns, outcome_of, outcomes_of_columns
     from loopscope.formats import load_paths
@@ -166,7 +165,7 @@ def test_metrics_and_changes_read_off_a_batch_runs_columns_equal_the_replays(
             for value in (spec.default - 1, spec.default + 1):
                 if value >= 1:
                     configs.append(engine.resolve_config(None, [(spec.name, str(value))]).config)
-    runs = [run_many(engine, prepared, config) for config in configs]
+    runs = [engine.run_many(prepared, config) for config in configs]
     for config, columns in zip(configs, runs, strict=True):
         replays = [engine.run(p, config) for p in prepared]
         assert outcomes_of_columns(columns, sources, turns) == [

@@ -107,8 +107,8 @@ def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
     collector.enabled = True
     monkeypatch.setattr(gc_policy, "_collector", collector)
     warmed: list[tuple[str, str | None]] = []
-    monkeypatch.setattr("loopscope.corpus.Corpus.warm",
-                        lambda self, engine, version=None: warmed.append((engine, version)))
+    monkeypatch.setattr("loopscope.corpus.loaded.Corpus.warm",
+                        lambda self, engine, version=None: warmed.append((engine.name, version)))
     run_app()
     assert warmed == []  # not during the run
     collector.collect_now()
@@ -151,7 +151,7 @@ def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
     assert not any(label.count("what-if") > 1 for label in labels), labels
     # A guard whose re-runs are not in columns: every change.
     monkeypatch.setattr(Corpus, "reruns_in_columns",
-                        lambda self, engine, version=None: engine != "openhands")
+                        lambda self, engine, version=None: engine.name != "openhands")
     monkeypatch.setattr(GeminiCliEngine, "replayed_one_by_one", ())
     found = [n for n in notes() if "Qwen Code replays" not in n]
     assert len(found) == 1 and "OpenHands replays each of the" in found[0], found

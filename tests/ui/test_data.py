@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from loopscope import config_io
-from loopscope.engines import ConfigError
+from loopscope.engines import ConfigError, get_engine
 from loopscope.ui import data_source, settings, state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def test_a_corpus_is_built_with_prepared_sessions_and_labels() -> None:
                                origin="samples", root=str(SAMPLES))
     assert len(corpus.sessions) >= 10
     for name in state.engines():
-        assert len(corpus.prepared(name)) == len(corpus.sessions)
+        assert len(corpus.prepared(get_engine(name))) == len(corpus.sessions)
     assert corpus.labels  # samples ship labelled
     src = next(s.source for s in corpus.sessions if s.source.endswith("write_loop_refused_at_third_batch.json"))
     assert corpus.display(src) == "write_loop_refused_at_third_batch.json"

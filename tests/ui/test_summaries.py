@@ -10,7 +10,6 @@ import pytest
 from tests.conftest import SAMPLES
 
 from loopscope.engines import engine_names, get_engine
-from loopscope.engines.base import run_many
 from loopscope.formats import load_paths
 from loopscope.labels import Label
 from loopscope.ui.summaries import guard_rows
@@ -50,7 +49,7 @@ def test_guard_rows_equal_a_plain_count(seed: int) -> None:
         prepared = [engine.prepare(s) for s in SESSIONS]
         replays = [engine.run(p, config) for p in prepared]
         expected = _plain_row(replays, labels)
-        for given in (replays, run_many(engine, prepared, config)):
+        for given in (replays, engine.run_many(prepared, config)):
             (row,) = guard_rows({name: given}, labels, sources, turns)
             assert (row.sessions, row.refused, row.warned, row.median_turn, row.earliest_turn,
                     row.loops_caught, row.good_refused) == expected, (name, type(given))

@@ -8,11 +8,12 @@ status. Warnings never change it.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +21,9 @@ from loopscope.engines import ConfigError, Engine, engine_names, get_engine
 from loopscope.engines.base import ConfigResolution
 from loopscope.formats.base import ImportTotals
 from loopscope.model import Problem, Session, escape_for_display
+
+if TYPE_CHECKING:
+    from loopscope.corpus import PreparedFolder
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -174,6 +178,40 @@ def import_options(func: F) -> F:
     return func
 
 
+@dataclass(frozen=True, slots=True)
+class RunInputs:
+    """What ``replay``, ``sweep`` and ``compare`` are each given before their own options: the
+    sessions (``PATH...`` and :func:`import_options`) and the engine with its configuration
+    (:func:`engine_options`)."""
+
+    paths: tuple[str, ...]
+    engine_name: str
+    engine_version: str | None
+    config_file: str | None
+    set_pairs: tuple[str, ...]
+    agent: str | None
+    format_id: str | None
+    verbose: bool
+    import_limits: tuple[str, ...]
+    labels_file: str | None
+
+
+def run_inputs(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``PATH...``, :func:`engine_options` and :func:`import_options`, handed to the command
+    as one :class:`RunInputs`, its first parameter (its own options follow as keywords).
+    Placed where those decorators stood, so ``--help`` lists the options in the same order."""
+    names = [f.name for f in fields(RunInputs)]
+
+    @functools.wraps(func)
+    def command(**options: Any) -> Any:
+        inputs = RunInputs(**{name: options.pop(name) for name in names})
+        return func(inputs, **options)
+
+    wrapped = import_options(command)
+    wrapped = engine_options(wrapped)
+    return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(wrapped)
+
+
 @dataclass
 class RunStatus:
     """Accumulates what decides the exit status; printed problems go through it."""
@@ -312,16 +350,16 @@ def iter_sessions(
         yield from file_import.sessions
 
 
-def prepared_folder(paths: Sequence[str], engine: str, version: str | None,
-                    format_id: str | None, import_limits: Sequence[str]) -> Any:
+def prepared_folder(paths: Sequence[str], engine: Engine[Any, Any], version: str | None,
+                    format_id: str | None, import_limits: Sequence[str]) -> PreparedFolder | None:
     """The sessions under ``paths`` read back from the on-disk cache
-    (:class:`loopscope.corpus.PreparedFolder`) when one folder or file was given without
+    (:class:`~loopscope.corpus.readback.PreparedFolder`) when one folder or file was given without
     ``--format`` or ``--import-limit`` and ``loopscope prepare`` (or the dashboard) prepared
     exactly its files as they are now for ``engine`` at ``version``; else ``None``: import.
     What a command prints is the same either way (the tests compare them byte for byte)."""
     if len(paths) != 1 or format_id is not None or import_limits:
         return None
-    from loopscope.corpus import read_prepared
+    from loopscope.corpus.readback import read_prepared
 
     return read_prepared(paths[0], engine, version)
 

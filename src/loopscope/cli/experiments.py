@@ -17,19 +17,18 @@ import orjson
 from loopscope import numbering
 from loopscope.cli.common import (
     EngineCommand,
+    RunInputs,
     RunStatus,
     chosen_version,
-    engine_options,
-    import_options,
     iter_sessions,
     parse_import_limits,
     parse_key_value,
     prepared_folder,
     read_settings_file,
     resolve_engine_config,
+    run_inputs,
 )
 from loopscope.engines import ConfigError, get_engine
-from loopscope.engines.base import run_many
 from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.compare import compare as compare_configs
 from loopscope.experiments.metrics import LabelLike, Metrics
@@ -160,9 +159,7 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
 
 
 @click.command(cls=EngineCommand)
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@engine_options
-@import_options
+@run_inputs
 @click.option("--vary", "vary", metavar="KEY=LO:HI[:STEP]", multiple=True, required=True,
               help="A setting to sweep over an integer range (inclusive). Repeat for a "
                    "second (or further) setting.")
@@ -174,16 +171,7 @@ def _print_cell_warnings(cells: Sequence[CellConfig]) -> None:
                    "LocalCluster. Needs pip install 'loopscope[dask]'.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per grid cell.")
 def sweep(
-    paths: tuple[str, ...],
-    engine_name: str,
-    engine_version: str | None,
-    config_file: str | None,
-    set_pairs: tuple[str, ...],
-    agent: str | None,
-    format_id: str | None,
-    verbose: bool,
-    import_limits: tuple[str, ...],
-    labels_file: str | None,
+    inputs: RunInputs,
     vary: tuple[str, ...],
     workers: int | None,
     dask_address: str | None,
@@ -204,12 +192,13 @@ def sweep(
       loopscope sweep sample_transcripts --engine openclaw \\
           --vary warningThreshold=2:10 --vary criticalThreshold=4:20:2
     """
-    version = chosen_version(engine_name, engine_version)
+    version = chosen_version(inputs.engine_name, inputs.engine_version)
     try:
         axes: list[Axis] = [parse_axis(v) for v in vary]
-        base_set = [parse_key_value(p, "--set") for p in set_pairs]
-        settings = read_settings_file(config_file, engine_name) if config_file else None
-        cells = build_cells(engine_name, axes, settings, base_set, agent, version)
+        base_set = [parse_key_value(p, "--set") for p in inputs.set_pairs]
+        settings = (read_settings_file(inputs.config_file, inputs.engine_name)
+                    if inputs.config_file else None)
+        cells = build_cells(inputs.engine_name, axes, settings, base_set, inputs.agent, version)
     except (GridError, ConfigError) as exc:
         raise click.UsageError(str(exc)) from exc
     _print_cell_warnings(cells)
@@ -217,15 +206,17 @@ def sweep(
     status = RunStatus()
     # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as they
     # are now, at the cells' release: read back and swept here, one batch run per cell.
-    folder = (prepared_folder(paths, engine_name, get_engine(engine_name).version_of(
-        cells[0].config), format_id, import_limits) if cells and dask_address is None else None)
+    engine = get_engine(inputs.engine_name)
+    folder = (prepared_folder(inputs.paths, engine, engine.version_of(cells[0].config),
+                              inputs.format_id, inputs.import_limits)
+              if cells and dask_address is None else None)
     if folder is not None:
         status.problems.extend(folder.problems())
         status.count_prepared(folder)
         sessions: Sequence[Any] = folder.heads()
     else:
-        sessions = _load_sessions(paths, status, import_limits, format_id)
-    labels = _load_labels(paths, labels_file, status)
+        sessions = _load_sessions(inputs.paths, status, inputs.import_limits, inputs.format_id)
+    labels = _load_labels(inputs.paths, inputs.labels_file, status)
     if not labels:
         click.echo(
             "loopscope: warning: no labelled sessions found (labels.csv next to the sessions, "
@@ -236,8 +227,8 @@ def sweep(
     from tqdm import tqdm
 
     with tqdm(
-        total=len(sessions), desc=f"sweep {engine_name} ({len(cells)} cells)", unit="session",
-        file=sys.stderr, disable=None, leave=False,
+        total=len(sessions), desc=f"sweep {inputs.engine_name} ({len(cells)} cells)",
+        unit="session", file=sys.stderr, disable=None, leave=False,
     ) as bar:
         if dask_address is not None:
             from loopscope.experiments.dask_backend import (
@@ -250,7 +241,7 @@ def sweep(
             try:
                 with dask_client(dask_address, workers=workers) as client:
                     result = run_sweep(
-                        engine_name, sessions, cells, labels, axes=axes,
+                        inputs.engine_name, sessions, cells, labels, axes=axes,
                         workers=workers or cluster_workers(client),
                         runner=dask_runner(client), progress=bar.update,
                     )
@@ -258,13 +249,13 @@ def sweep(
                 raise click.UsageError(str(exc)) from exc
         elif folder is not None:
             result = sweep_prepared(
-                engine_name, folder.prepared, [h.turns for h in sessions], cells, labels,
+                inputs.engine_name, folder.prepared, [h.turns for h in sessions], cells, labels,
                 sources=[h.source for h in sessions], axes=axes,
                 progress=lambda _cells: bar.update(len(sessions) / len(cells)),
             )
         else:
             result = run_sweep(
-                engine_name, sessions, cells, labels, axes=axes, workers=workers,
+                inputs.engine_name, sessions, cells, labels, axes=axes, workers=workers,
                 progress=bar.update,
             )
 
@@ -272,11 +263,12 @@ def sweep(
         for cell in result:
             click.echo(orjson.dumps(cell.to_json()))
     else:
-        click.echo(f"{plural(len(sessions), 'session')}, {_labels_note(labels, labels_file)}, "
-                   f"engine {engine_name}, {plural(len(cells), 'cell')}")
+        click.echo(f"{plural(len(sessions), 'session')}, "
+                   f"{_labels_note(labels, inputs.labels_file)}, "
+                   f"engine {inputs.engine_name}, {plural(len(cells), 'cell')}")
         click.echo(_sweep_table(result))
         click.echo(_describe_best(result))
-    status.print_problems(verbose=verbose)
+    status.print_problems(verbose=inputs.verbose)
     status.print_import_line()
     sys.exit(status.exit_code())
 
@@ -304,14 +296,14 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
 
     engine = get_engine(engine_name)
     version_a, version_b = engine.version_of(config_a), engine.version_of(config_b)
-    folder = (prepared_folder(paths, engine_name, version_a, format_id, import_limits)
+    folder = (prepared_folder(paths, engine, version_a, format_id, import_limits)
               if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
     if folder is not None:
         status.problems.extend(folder.problems())
         status.count_prepared(folder)
         heads = folder.heads()
-        return compare_columns(run_many(engine, folder.prepared, config_a),
-                               run_many(engine, folder.prepared, config_b),
+        return compare_columns(engine.run_many(folder.prepared, config_a),
+                               engine.run_many(folder.prepared, config_b),
                                [h.source for h in heads], [h.id for h in heads])
     sessions = _load_sessions(paths, status, import_limits, format_id)
     with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
@@ -338,9 +330,7 @@ def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> st
 
 
 @click.command(cls=EngineCommand)
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@engine_options
-@import_options
+@run_inputs
 @click.option("--a-version", "a_version", metavar="VERSION", default=None,
               help="The guard's release for configuration A (default: --engine-version / "
                    "--openclaw-version, else the engine's default).")
@@ -361,16 +351,7 @@ def _compare_table(result: CompareResult, labels: Mapping[str, LabelLike]) -> st
                    "different --a-version/--b-version, it also holds summary_text: the upgrade "
                    "impact in one paragraph).")
 def compare(
-    paths: tuple[str, ...],
-    engine_name: str,
-    engine_version: str | None,
-    config_file: str | None,
-    set_pairs: tuple[str, ...],
-    agent: str | None,
-    format_id: str | None,
-    verbose: bool,
-    import_limits: tuple[str, ...],
-    labels_file: str | None,
+    inputs: RunInputs,
     a_version: str | None,
     b_version: str | None,
     a_config: str | None,
@@ -396,29 +377,28 @@ def compare(
       loopscope compare sessions/ --engine openclaw \\
           --a-version 2026.6.11 --a-config openclaw.json --b-version 2026.9.6
     """
-    base_version = chosen_version(engine_name, engine_version)
+    base_version = chosen_version(inputs.engine_name, inputs.engine_version)
     if not (a_pairs or b_pairs or a_version or b_version or a_config or b_config):
         raise click.UsageError("nothing to compare: give at least one --a or --b KEY=VALUE, "
                                "--a-config/--b-config or --a-version/--b-version")
     said: set[str] = set()  # a note both sides share is printed once
-    _, resolution_a = resolve_engine_config(
-        engine_name, a_config or config_file, [*set_pairs, *a_pairs], agent, option="--a",
-        version=a_version or base_version, said=said,
-    )
-    _, resolution_b = resolve_engine_config(
-        engine_name, b_config or config_file, [*set_pairs, *b_pairs], agent, option="--b",
-        version=b_version or base_version, said=said,
-    )
+    resolution_a, resolution_b = (
+        resolve_engine_config(inputs.engine_name, side_config or inputs.config_file,
+                              [*inputs.set_pairs, *pairs], inputs.agent, option=option,
+                              version=side_version or base_version, said=said)[1]
+        for option, side_config, pairs, side_version in (("--a", a_config, a_pairs, a_version),
+                                                         ("--b", b_config, b_pairs, b_version)))
     status = RunStatus()
-    engine = get_engine(engine_name)
+    engine = get_engine(inputs.engine_name)
     version_a = engine.version_of(resolution_a.config)
     version_b = engine.version_of(resolution_b.config)
-    result = _compare(engine_name, paths, status, import_limits, format_id,
-                      resolution_a.config, resolution_b.config)
+    result = _compare(inputs.engine_name, inputs.paths, status, inputs.import_limits,
+                      inputs.format_id, resolution_a.config, resolution_b.config)
     upgrade = version_a != version_b
     # Labels annotate the readable list and the upgrade paragraph; the JSON change lines are
     # the outcomes alone.
-    labels = _load_labels(paths, labels_file, status) if upgrade or not as_json else {}
+    labels = (_load_labels(inputs.paths, inputs.labels_file, status) if upgrade or not as_json
+              else {})
     paragraph = None
     if upgrade:
         move = settings_move(engine.settings_for(version_a), engine.values(resolution_a.config),
@@ -437,6 +417,6 @@ def compare(
         if paragraph is not None:
             click.echo("")
             click.echo(paragraph)
-    status.print_problems(verbose=verbose)
+    status.print_problems(verbose=inputs.verbose)
     status.print_import_line()
     sys.exit(status.exit_code())

@@ -20,18 +20,18 @@ from loopscope.advice import advice_words, session_advice
 from loopscope.bulk import CollectorPaused
 from loopscope.cli.common import (
     EngineCommand,
+    RunInputs,
     RunStatus,
     chosen_version,
-    engine_options,
-    import_options,
     parse_import_limits,
     prepared_folder,
     progress,
     resolve_engine_config,
+    run_inputs,
 )
-from loopscope.corpus import PreparedFolder
+from loopscope.corpus.readback import PreparedFolder
 from loopscope.engines import Engine, FirstRefusal, SessionReplay, get_engine
-from loopscope.engines.base import PreparedSessions, run_many
+from loopscope.engines.base import PreparedSessions
 from loopscope.engines.contract import consequence_of
 from loopscope.formats import expand_paths
 from loopscope.formats.base import FileImport
@@ -42,9 +42,7 @@ from loopscope.words import plural
 
 
 @click.command(cls=EngineCommand)
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@engine_options
-@import_options
+@run_inputs
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per session.")
 @click.option("--fail-on-refusal", is_flag=True,
               help="Exit 1 when any session would have been refused.")
@@ -54,16 +52,7 @@ from loopscope.words import plural
               help="Processes replaying files side by side (default 0: one per core; the "
                    "output is the same, in the same order).")
 def replay(
-    paths: tuple[str, ...],
-    engine_name: str,
-    engine_version: str | None,
-    config_file: str | None,
-    set_pairs: tuple[str, ...],
-    agent: str | None,
-    format_id: str | None,
-    import_limits: tuple[str, ...],
-    labels_file: str | None,
-    verbose: bool,
+    inputs: RunInputs,
     as_json: bool,
     fail_on_refusal: bool,
     fail_on_false_refusal: bool,
@@ -77,21 +66,22 @@ def replay(
     When "loopscope prepare PATH" (or the dashboard) prepared exactly these files as they are
     now, they are read back from the on-disk cache instead of imported: the same output.
     """
-    version = chosen_version(engine_name, engine_version)
-    engine, resolution = resolve_engine_config(engine_name, config_file, set_pairs, agent,
-                                               version=version)
+    version = chosen_version(inputs.engine_name, inputs.engine_version)
+    engine, resolution = resolve_engine_config(inputs.engine_name, inputs.config_file,
+                                               inputs.set_pairs, inputs.agent, version=version)
     prepare_version = engine.version_of(resolution.config)
-    limits = parse_import_limits(import_limits)
+    limits = parse_import_limits(inputs.import_limits)
     status = RunStatus()
     summary = _Summary()
-    labels = load_labels_for(paths, labels_file, status)
+    labels = load_labels_for(inputs.paths, inputs.labels_file, status)
 
-    job = _Job(engine_name, prepare_version, resolution.config, limits, format_id, labels,
-               as_json, verbose)
-    targets, _ignored = expand_paths(list(paths))
-    folder = prepared_folder(paths, engine_name, prepare_version, format_id, import_limits)
+    job = _Job(inputs.engine_name, prepare_version, resolution.config, limits, inputs.format_id,
+               labels, as_json, inputs.verbose)
+    targets, _ignored = expand_paths(list(inputs.paths))
+    folder = prepared_folder(inputs.paths, engine, prepare_version, inputs.format_id,
+                             inputs.import_limits)
     out: Any = sys.stdout.buffer if as_json else None  # (bytes, as click.echo writes them)
-    bar = progress(None, total=len(targets), desc=f"replay {engine_name}", unit="file")
+    bar = progress(None, total=len(targets), desc=f"replay {inputs.engine_name}", unit="file")
     import_lines: list[str] = []
     held: list[_Held] = []
     parts = (_prepared_parts(job, folder, _workers(workers_option, len(folder.files)))
@@ -108,19 +98,19 @@ def replay(
             out.flush()
         else:
             held.extend(part.held)
-        if verbose:
+        if inputs.verbose:
             import_lines.append(part.import_line)
         bar.update(1)
     bar.close()
 
     if not as_json:
         # The advice weighs each change on every other session: written once all are in.
-        for text in _describe_all(held, get_engine(engine_name), resolution.config, labels):
+        for text in _describe_all(held, get_engine(inputs.engine_name), resolution.config, labels):
             click.echo(text)
-        click.echo(summary.line(engine_name, bool(labels)))
+        click.echo(summary.line(inputs.engine_name, bool(labels)))
         status.print_import_line(to_stdout=True)
-    status.print_problems(verbose=verbose)
-    if verbose:
+    status.print_problems(verbose=inputs.verbose)
+    if inputs.verbose:
         _print_file_summary(import_lines)
     if as_json:
         status.print_import_line()
@@ -407,7 +397,7 @@ def _describe_all(held: list[_Held], engine: Engine[Any, Any], config: Any,
     def first_refusals(other: Any) -> list[FirstRefusal | None]:
         key = orjson.dumps(engine.settings_document(other), option=orjson.OPT_SORT_KEYS)
         if key not in runs:
-            runs[key] = list(run_many(engine, prepared, other).first_refusals())
+            runs[key] = list(engine.run_many(prepared, other).first_refusals())
         return runs[key]
 
     given = [labels.get(h.result.source) for h in held]

@@ -20,7 +20,7 @@ A fast ``run`` returns a :class:`SessionReplay` that knows its first refusal and
 warned, and builds its steps only when someone reads them (:meth:`SessionReplay.lazy`). What a
 corpus overview needs is cheaper still: :attr:`SessionReplay.markers` (every warn/refuse step in
 brief, no :class:`Step` built), and cheapest :attr:`~SessionReplay.refusal_count` and
-:attr:`~SessionReplay.warning_count` (counted, no marker built: sorting 2,000 sessions by them is
+:attr:`~SessionReplay.warning_count` (counted, no marker built: sorting every session by them is
 on every slider move's path); :attr:`SessionReplay.flagged` gives those steps in full.
 """
 
@@ -28,10 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    pass
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 Verdict = Literal["pass", "warn", "refuse"]
 
@@ -155,7 +152,7 @@ class SessionReplay:
     Immutable. ``steps`` is either given (the reference paths) or built on first access from a
     :class:`ReplayDetail` (the fast ``run`` paths): a threshold sweep or the dashboard's overview
     then only pays for :attr:`first_refusal`, :attr:`warned` and :attr:`flagged`, never for
-    100,000 step objects. Either way the public surface (fields, ``steps``, ``refused``,
+    a step object per call. Either way the public surface (fields, ``steps``, ``refused``,
     ``warned``, ``to_json()``, equality) is the same.
     """
 
@@ -384,7 +381,8 @@ def first_refusal_of(steps: Sequence[Step]) -> FirstRefusal | None:
 
 
 def _step_factory() -> Any:
-    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (about 3x faster).
+    """A ``Step`` constructor that skips the frozen dataclass ``__init__`` (which sets each
+    field through ``object.__setattr__``): steps are built by the million.
 
     It writes the slots directly and is used only if it builds exactly what ``Step(...)`` builds
     (checked on a probe at import); otherwise it is the plain constructor.
@@ -450,11 +448,21 @@ class ConfigResolution(Generic[ConfigT]):
     chose differently from upstream's."""
 
 
-class PreparedSessions(list):
+class KeepsDerived:
+    """A sequence of prepared sessions that keeps what an engine derives from all of them
+    together (:attr:`derived`: e.g. the arrays of a vectorised
+    :meth:`~loopscope.engines.contract.Engine.run_many`), as long as the sequence lives:
+    :class:`PreparedSessions` and :class:`~loopscope.engines.table.PreparedTable`. Any other
+    sequence (a plain list) has the derived data made afresh for each use."""
+
+    __slots__ = ()
+
+    derived: dict[Any, Any]
+
+
+class PreparedSessions(list, KeepsDerived):
     """An engine's prepared sessions of a corpus, aligned with its sessions, plus what the
-    engine derives from all of them together (:attr:`derived`: e.g. the arrays of a
-    vectorised :meth:`~loopscope.engines.contract.BaseEngine.run_many`), kept as long as the
-    list."""
+    engine derives from all of them together (:class:`KeepsDerived`)."""
 
     __slots__ = ("derived",)
 
@@ -659,22 +667,11 @@ class RunColumns(Sequence[SessionReplay]):
         return joined, tuple(names)
 
 
-def run_many(engine: Any, prepared: Sequence[Any], config: Any) -> RunColumns:
-    """``engine.run_many(prepared, config)`` when the engine has it (an optional, batch part
-    of the contract), else every session through ``engine.run`` (plug-ins written before it
-    keep working)."""
-    batch = getattr(engine, "run_many", None)
-    if batch is not None:
-        return batch(prepared, config)
-    return RunColumns.from_replays([engine.run(p, config) for p in prepared])
-
-
 def packed(prepared: Sequence[Any], key: Any, build: Any) -> Any:
-    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data (a
-    :class:`PreparedSessions`, a :class:`~loopscope.engines.table.PreparedTable`); made afresh
-    for any other sequence."""
-    derived = getattr(prepared, "derived", None)
-    if isinstance(derived, dict):
+    """``build(prepared)``, kept with ``prepared`` under ``key`` when it keeps derived data
+    (:class:`KeepsDerived`); made afresh for any other sequence."""
+    if isinstance(prepared, KeepsDerived):
+        derived = prepared.derived
         if key not in derived:
             derived[key] = build(prepared)
         return derived[key]

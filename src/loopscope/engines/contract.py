@@ -13,13 +13,18 @@ The pieces:
   URL keys, ``--set`` parsing and errors, ``sweep --vary``, ``compare --a/--b``, config
   exports, ``loopscope engines`` and the README's settings tables are all made from it.
 * :class:`Engine` — ``settings_for(version)``, ``config(values)``, ``resolve_config`` (config
-  files and ``--set``), ``prepare`` once per session, ``run`` (the fast path), ``replay`` (the
-  plain reference path the fast path is proven equal to), ``counters`` (what the session chart
-  draws against the thresholds) and an :class:`Explainer`.
+  files and ``--set``), ``prepare`` once per session, ``run`` (the fast path), ``run_many``
+  (the same over a whole corpus at once), ``replay`` (the plain reference path the fast paths
+  are proven equal to), the prepared-data codec and table (``encode_prepared``,
+  ``decode_prepared``, ``table_spec``: what the on-disk cache and worker processes carry),
+  ``counters`` (what the session chart draws against the thresholds) and an
+  :class:`Explainer`. Callers call every member directly: nothing is probed for.
 * :class:`StepExplanation`, :class:`Limitation`, :class:`DetectorInfo`,
   :class:`CounterSeries`, :class:`ExportFile` — the small values an engine hands out.
-* :class:`BaseEngine` — sensible defaults for everything a schema can answer alone, so a new
-  engine writes only its rules.
+* :class:`BaseEngine` — sensible defaults for everything a schema can answer alone, and for
+  the batch run and the codec (one session at a time; no prepared data written), so a new
+  engine writes only its rules: ``build_config``, ``config_values``, ``prepare``, ``run``
+  and ``replay``.
 
 Settings travel as a *values* mapping: setting name → typed value (``int``; ``None`` for "off"
 of an ``int_or_off``; ``bool``; a tuple of strings; a choice string). ``engine.values(config)``
@@ -328,23 +333,50 @@ class Explainer(Protocol):
 
 @runtime_checkable
 class Engine(Protocol[ConfigT, PreparedT]):
-    """The surface the CLI, the experiments and the dashboard use."""
+    """The surface the CLI, the experiments and the dashboard use.
 
-    name: str
-    """The engine id (``--engine NAME``, URL keys, JSON ``engine``)."""
-    title: str
-    """How the guard is called in prose ("OpenClaw")."""
-    summary: str
-    """One sentence: which guard this is and how it works."""
-    versions: tuple[str, ...]
-    """The upstream versions it models, oldest first (at least one)."""
-    default_version: str
-    notes: tuple[str, ...]
-    """Sentences to show wherever the engine is shown (e.g. what cannot be replayed)."""
-    detectors: tuple[DetectorInfo, ...]
-    step_unit: Literal["call", "turn"]
-    """One step per tool call, or per assistant turn."""
-    explainer: Explainer
+    The descriptive members are read-only properties here so that an engine may declare
+    them as plain class attributes of narrower types (a tuple of two detectors, its own
+    explainer class) and still be an ``Engine``."""
+
+    @property
+    def name(self) -> str:
+        """The engine id (``--engine NAME``, URL keys, JSON ``engine``)."""
+        ...
+
+    @property
+    def title(self) -> str:
+        """How the guard is called in prose ("OpenClaw")."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """One sentence: which guard this is and how it works."""
+        ...
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """The upstream versions it models, oldest first (at least one)."""
+        ...
+
+    @property
+    def default_version(self) -> str: ...
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Sentences to show wherever the engine is shown (e.g. what cannot be replayed)."""
+        ...
+
+    @property
+    def detectors(self) -> tuple[DetectorInfo, ...]: ...
+
+    @property
+    def step_unit(self) -> Literal["call", "turn"]:
+        """One step per tool call, or per assistant turn."""
+        ...
+
+    @property
+    def explainer(self) -> Explainer: ...
 
     @property
     def settings(self) -> tuple[SettingSpec, ...]:
@@ -417,6 +449,33 @@ class Engine(Protocol[ConfigT, PreparedT]):
         """The plain reference path."""
         ...
 
+    def run_many(self, prepared: Sequence[PreparedT], config: ConfigT) -> RunColumns:
+        """Every prepared session of a corpus under ``config``, as columns (refused, counts,
+        first refusal) plus each replay when read; equal to :meth:`run` of each (property
+        tests)."""
+        ...
+
+    replayed_one_by_one: tuple[str, ...]
+    """Settings whose change re-runs every session one by one even though :meth:`run_many`
+    is vectorised (the dashboard says such a change takes seconds on a large corpus)."""
+
+    def caches_prepared(self, version: str | None = None) -> bool:
+        """Whether :meth:`encode_prepared` writes this version's prepared data."""
+        ...
+
+    def encode_prepared(self, prepared: PreparedT) -> dict[str, Any] | None:
+        """``prepared`` as JSON-ready data, or ``None`` when it cannot be written."""
+        ...
+
+    def decode_prepared(self, data: Any) -> PreparedT:
+        """The inverse of :meth:`encode_prepared`; ``ValueError`` for data it did not write."""
+        ...
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        """How this version's prepared data is written as one table of columns for a whole
+        corpus, or ``None`` (a corpus then keeps a list of prepared objects)."""
+        ...
+
     def counters(self, prepared: PreparedT, replay: SessionReplay, config: ConfigT
                  ) -> tuple[CounterSeries, ...]:
         """The counts a session chart draws against the thresholds, one value per step."""
@@ -487,8 +546,8 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
     strict_bool: bool = False
     """``--set`` booleans: only ``true``/``false`` when set."""
     replayed_one_by_one: tuple[str, ...] = ()
-    """Optional: settings whose change re-runs every session one by one even though
-    :meth:`run_many` is vectorised (seconds on a large corpus: the dashboard says so)."""
+    """Settings whose change re-runs every session one by one even though :meth:`run_many` is
+    vectorised (none by default)."""
 
     # ------------------------------------------------------------------ schema
 
@@ -625,12 +684,9 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         raise NotImplementedError
 
     def run_many(self, prepared: Sequence[PreparedT], config: ConfigT) -> RunColumns:
-        """Optional batch form of :meth:`run`: every prepared session of a corpus under
-        ``config``, as columns (refused, counts, first refusal) plus each replay when read.
-        This default runs every session through :meth:`run`; engines with prepared data as
-        arrays override it with a vectorised pass (equal to this, a property test). Callers
-        use :func:`loopscope.engines.base.run_many`, which also serves engines that do not
-        subclass :class:`BaseEngine`."""
+        """The batch form of :meth:`run`. This default runs every session through :meth:`run`;
+        engines with prepared data as arrays override it with a vectorised pass (equal to
+        this, a property test)."""
         return RunColumns.from_replays([self.run(p, config) for p in prepared])
 
     def caches_prepared(self, version: str | None = None) -> bool:
@@ -641,7 +697,7 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         return type(self).encode_prepared is not BaseEngine.encode_prepared
 
     def encode_prepared(self, prepared: PreparedT) -> dict[str, Any] | None:
-        """Optional: ``prepared`` as JSON-ready data (the on-disk cache and worker processes
+        """``prepared`` as JSON-ready data (the on-disk cache and worker processes
         carry it), or ``None`` when this engine's prepared data cannot be written (the
         default: it is then prepared again in each process that needs it)."""
         del prepared
@@ -653,8 +709,8 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         raise ValueError(f"the {self.name} engine writes no prepared data")
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
-        """Optional: how this version's prepared data is written as one table of columns for
-        a whole corpus (:mod:`loopscope.engines.table`: worker processes hand it back as
+        """How this version's prepared data is written as one table of columns for a whole
+        corpus (:mod:`loopscope.engines.table`: worker processes hand it back as
         arrays, the on-disk cache keeps a corpus in one file, and sessions are decoded only
         when read), or ``None`` (a corpus keeps a list of prepared objects, prepared where it
         is used). By default: one JSON text per session when :meth:`encode_prepared` writes

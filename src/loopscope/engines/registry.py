@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 from loopscope.engines.contract import Engine
 
@@ -77,10 +77,31 @@ def get_engine(name: str) -> Engine[Any, Any]:
             raise UnknownEngine(name)
         value = ep.load()
         engine = value() if callable(value) and not hasattr(value, "run") else value
-    if getattr(engine, "name", None) != name:
+    return checked(name, engine)
+
+
+def contract_members() -> tuple[str, ...]:
+    """Every attribute and method the :class:`~loopscope.engines.contract.Engine` protocol
+    states (what callers use without asking whether it is there)."""
+    stated = set(Engine.__annotations__)
+    stated.update(key for key, value in vars(Engine).items()
+                  if not key.startswith("_") and (callable(value) or isinstance(value, property)))
+    return tuple(sorted(stated))
+
+
+def checked(name: str, found: object) -> Engine[Any, Any]:
+    """``found`` if it is a whole engine called ``name``; else ``TypeError`` naming what is
+    wrong. Checked once, where an engine is loaded, so that a plug-in written against an older
+    contract fails here, naming what it lacks, not halfway through a replay or a page."""
+    if getattr(found, "name", None) != name:
         raise TypeError(f"the engine registered as {name!r} calls itself "
-                        f"{getattr(engine, 'name', None)!r}")
-    return engine
+                        f"{getattr(found, 'name', None)!r}")
+    missing = [m for m in contract_members() if not hasattr(found, m)]
+    if missing:
+        raise TypeError(f"the engine registered as {name!r} lacks {', '.join(missing)} of the "
+                        "engine contract (loopscope.engines.contract.BaseEngine gives defaults "
+                        "for all but the engine's own rules)")
+    return cast("Engine[Any, Any]", found)
 
 
 def all_engines() -> tuple[Engine[Any, Any], ...]:

@@ -27,10 +27,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+
+from loopscope.bulk import LazyBytes
+from loopscope.engines.base import KeepsDerived
+
+if TYPE_CHECKING:
+    from loopscope.engines.contract import Engine
 
 __all__ = [
     "SESSION",
@@ -140,7 +146,7 @@ def validate(schema: Schema, columns: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, col in schema.items():
         value = columns[name]
-        if col.axis == _STRING_BYTES and getattr(value, "lazy_bytes", False):
+        if col.axis == _STRING_BYTES and isinstance(value, LazyBytes):
             out[name] = value  # (a pool read piece by piece, each piece checked)
             continue
         if type(value) is not np.ndarray or value.ndim != 1 or value.dtype != np.dtype(
@@ -283,7 +289,7 @@ KEEP_DECODED = 1024
 again; a page that reads every session once should read the columns instead)."""
 
 
-class PreparedTable(Sequence[Any]):
+class PreparedTable(Sequence[Any], KeepsDerived):
     """Prepared sessions as columns (see the module docstring); ``table[i]`` is session ``i``'s
     prepared object, decoded when first read (``decode(table, i)``, the engine's) and kept
     among the last :data:`KEEP_DECODED` read.
@@ -407,7 +413,7 @@ class PreparedTable(Sequence[Any]):
 def _pool_reader(pool: Any) -> Callable[[int, int], bytes]:
     """``read(begin, end)``: bytes of a string pool, an array or a pool read piece by piece
     from a snapshot (only the pieces asked for: :class:`loopscope.cache.KeptBytes`)."""
-    if getattr(pool, "lazy_bytes", False):
+    if isinstance(pool, LazyBytes):
         return pool.read
     blob = np.ascontiguousarray(pool).data
     return lambda begin, end: bytes(blob[begin:end])
@@ -464,7 +470,7 @@ JSON_SCHEMA: dict[str, Column] = {
 one pool string."""
 
 
-def json_table_spec(engine: Any, version: str | None = None, *,
+def json_table_spec(engine: Engine[Any, Any], version: str | None = None, *,
                     columns: Schema | None = None,
                     encode_columns: Callable[[Sequence[Any]], Mapping[str, Any]] | None = None,
                     check: Callable[[PreparedTable], None] | None = None) -> TableSpec:
@@ -507,11 +513,11 @@ def laid_out(prepared: Sequence[Any], engine: str, kind: type,
              columns_of: Callable[[Sequence[Any]], Mapping[str, Any]]) -> Any:
     """``layout(columns)`` for an engine's vectorised ``run_many``: the columns of a table of
     ``engine``'s, or ``columns_of(prepared)`` when ``prepared`` is a list of ``kind`` objects
-    that keeps what is derived from it (:class:`~loopscope.engines.base.PreparedSessions`);
+    that keeps what is derived from it (:class:`~loopscope.engines.base.KeepsDerived`);
     None for anything else (a plain list is run session by session)."""
     if isinstance(prepared, PreparedTable):
         return layout(prepared.columns) if prepared.engine == engine else None
-    if getattr(prepared, "derived", None) is None or not all(type(p) is kind for p in prepared):
+    if not isinstance(prepared, KeepsDerived) or not all(type(p) is kind for p in prepared):
         return None
     return layout(columns_of(prepared))
 

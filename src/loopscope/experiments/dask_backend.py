@@ -3,7 +3,7 @@
 
 Imported only when a command asks for Dask, so ``distributed`` is needed only then
 (``pip install 'loopscope[dask]'``). The work is the same function the local backends run —
-:func:`~loopscope.experiments.sweep.run_chunk` for a sweep, :func:`loopscope.corpus.ingest_part`
+:func:`~loopscope.experiments.sweep.run_chunk` for a sweep, :func:`loopscope.corpus.ingestion.ingest_part`
 for preparing — and the results are put together in chunk order, so Dask gives exactly the
 local answer.
 
@@ -24,8 +24,8 @@ from loopscope.experiments.metrics import Metrics
 from loopscope.experiments.sweep import ChunkRunner, ChunkTask, Progress, run_chunk
 
 if TYPE_CHECKING:
-    from loopscope.corpus import Ingested
-    from loopscope.corpus import Progress as IngestProgress
+    from loopscope.corpus.ingestion import Ingested, Wanted
+    from loopscope.corpus.ingestion import Progress as IngestProgress
 
 __all__ = ["DaskUnavailable", "cluster_workers", "dask_client", "dask_ingest", "dask_runner"]
 
@@ -117,13 +117,13 @@ def dask_runner(client: Any) -> ChunkRunner:
 
 
 def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested]:
-    """A function with :func:`loopscope.corpus.ingest`'s signature that imports and prepares
+    """A function with :func:`loopscope.corpus.ingestion.ingest`'s signature that imports and prepares
     the files on ``client``'s cluster (``chunk`` files per task; by default about four tasks
     per worker, 8 to 256 files each), for ``build_corpus(..., ingest_with=...)``."""
     distributed = _distributed()
-    from loopscope.corpus import ingest_part, join_parts, reading_message
+    from loopscope.corpus.ingestion import ingest_part, join_parts, reading_message
 
-    def run(files: Sequence[tuple[str, bool]], wanted: Sequence[tuple[str, str | None]], *,
+    def run(files: Sequence[tuple[str, bool]], wanted: Wanted, *,
             workers: int | None = None, progress: IngestProgress | None = None) -> Ingested:
         del workers  # (the cluster's)
         files, wanted = list(files), list(wanted)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from loopscope.engines import ConfigError, get_engine
-from loopscope.engines.base import PreparedSessions, run_many
+from loopscope.engines.base import KeepsDerived, PreparedSessions
 from loopscope.experiments.metrics import (
     LabelLike,
     Metrics,
@@ -426,12 +426,12 @@ def sweep_prepared(
     sessions.
     """
     eng = get_engine(engine)
-    if not isinstance(getattr(prepared, "derived", None), dict):
+    if not isinstance(prepared, KeepsDerived):
         # (a plain list: what the engine derives from all of them is then kept for every cell)
         prepared = PreparedSessions(prepared)
     out: list[SweepCell] = []
     for cell in cells:
-        metrics = metrics_of_columns(run_many(eng, prepared, cell.config), labels, sources,
+        metrics = metrics_of_columns(eng.run_many(prepared, cell.config), labels, sources,
                                      turns)
         out.append(SweepCell(engine, cell.values, metrics, cell.config, cell.warnings))
         if progress is not None:

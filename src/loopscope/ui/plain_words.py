@@ -128,10 +128,8 @@ def plain_explanation(e: StepExplanation, specs: Sequence[SettingSpec]) -> Plain
 
 
 def _consequence(e: StepExplanation, p: Callable[[str], str]) -> str | None:
-    """``e``'s consequence sentence in the sidebar's words (an explainer written before the
-    field existed may hand out an explanation without it)."""
-    text = getattr(e, "consequence", None)
-    return p(text) if text else None
+    """``e``'s consequence sentence in the sidebar's words."""
+    return p(e.consequence) if e.consequence else None
 
 
 # --------------------------------------------------------------------------- positions, labels

@@ -87,13 +87,13 @@ def corpus_advice(corpus: Any, name: str, index: int, config: Any, label: str | 
     """:func:`loopscope.advice.session_advice` for the session at ``index`` of ``corpus``,
     weighed on every loaded session (what the session page shows, made without Streamlit)."""
     engine = get_engine(name)
-    prepared = corpus.prepared(name, engine.version_of(config))
+    prepared = corpus.prepared(engine, engine.version_of(config))
     runs: dict[str, list[Any]] = {}
 
     def first_refusals(other: Any) -> list[Any]:
         key = repr(other)
         if key not in runs:
-            runs[key] = list(corpus.run_many(name, other).first_refusals())
+            runs[key] = list(corpus.run_many(engine, other).first_refusals())
         return runs[key]
 
     return session_advice(engine, prepared[index], config, label=label, from_turn=from_turn,

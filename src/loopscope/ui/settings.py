@@ -429,15 +429,15 @@ def _slow_reruns_note(engine: str) -> None:
         return
     title = state.engine_titles()[engine]
     version = state.current_version(engine)
-    if not corpus.reruns_in_columns(engine, version):
+    eng = get_engine(engine)
+    if not corpus.reruns_in_columns(eng, version):
         st.caption(f":material/hourglass_top: {title} replays each of the {sessions:,} sessions "
                    "one by one: a change here takes seconds (the first one longest). Hide this "
                    "guard above while you tune the others.")
         return
-    eng = get_engine(engine)
     # (labels without their trailing remark: "(what-if: …)")
     labels = [re.sub(r"\s*\([^()]*\)$", "", s.label) for s in eng.settings_for(version)
-              if s.name in getattr(eng, "replayed_one_by_one", ())]
+              if s.name in eng.replayed_one_by_one]
     if labels:
         named = "; ".join(f"“{md(label)}”" for label in labels)
         st.caption(f":material/hourglass_top: A change to {named} replays the {sessions:,} "

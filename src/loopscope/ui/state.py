@@ -399,15 +399,16 @@ def prepared(engine: str, config: Any = None) -> Sequence[Any]:
 
 
 def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
-    if c.is_prepared(engine, version):
-        return c.prepared(engine, version)
+    eng = get_engine(engine)
+    if c.is_prepared(eng, version):
+        return c.prepared(eng, version)
     from loopscope.corpus import LARGE_CORPUS
     from loopscope.ui import gc_policy
     from loopscope.ui.progress import bar_progress
 
-    bar = st.progress(0.0, text=f"Preparing sessions for {get_engine(engine).title}")
+    bar = st.progress(0.0, text=f"Preparing sessions for {eng.title}")
     try:
-        out = c.prepared(engine, version, progress=bar_progress(bar))
+        out = c.prepared(eng, version, progress=bar_progress(bar))
     finally:
         bar.empty()
     if len(c.sessions) >= LARGE_CORPUS:
@@ -425,7 +426,7 @@ def warm_when_idle(engines: Sequence[str]) -> None:
     for engine in engines:
         version = current_version(engine)
         gc_policy.when_idle(("warm", c.fingerprint, engine, version),
-                            functools.partial(c.warm, engine, version))
+                            functools.partial(c.warm, get_engine(engine), version))
 
 
 def replays_for(engine: str, config: Any) -> RunColumns:
@@ -449,9 +450,9 @@ def run_all(engine: str, c: Corpus, config: Any) -> RunColumns:
     columns (refused, counts, first refusal), each replay built when read."""
     eng = get_engine(engine)
     version = eng.version_of(config)
-    if not c.is_prepared(engine, version):
+    if not c.is_prepared(eng, version):
         prepared_version(c, engine, version)  # (with progress)
-    return c.run_many(engine, config)
+    return c.run_many(eng, config)
 
 
 def refused_warned(replays: Sequence[SessionReplay]) -> tuple[int, int]:

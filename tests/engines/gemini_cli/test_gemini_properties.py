@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.engines.gemini_cli._gemini_gen import random_config, random_session
 
-from loopscope.engines.base import PreparedSessions, SessionReplay, run_many
+from loopscope.engines.base import PreparedSessions, SessionReplay
 from loopscope.engines.gemini_cli import columns as gemini_columns
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.detector import CONTENT_LOOP
@@ -160,7 +160,7 @@ def test_content_what_ifs_over_a_table_equal_each_session_and_the_plain_replay(
         if hashed == "all equal":
             patches.enter_context(mock.patch.object(gemini_columns, "_HIGH", np.uint64(0)))
         for config in [*config_list, GeminiConfig()]:
-            batch, batch_list = run_many(ENGINE, table, config), run_many(ENGINE, listed, config)
+            batch, batch_list = ENGINE.run_many(table, config), ENGINE.run_many(listed, config)
             flagged: list[int] = []
             offset = 0
             for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
@@ -240,6 +240,6 @@ def test_content_what_ifs_at_the_edges_of_distance_floor_and_length() -> None:
         plain = ENGINE.replay(session, config)
         assert plain.refused == refused, texts
         table = spec.table([ENGINE.prepare(session)])
-        batch = run_many(ENGINE, table, config)
+        batch = ENGINE.run_many(table, config)
         assert int(batch.refusal_counts[0]) == plain.refusal_count, (texts, config)
         assert batch.first_refusal(0) == plain.first_refusal

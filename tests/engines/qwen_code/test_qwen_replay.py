@@ -11,7 +11,6 @@ import random
 import pytest
 from tests.engines.qwen_code._qwen_gen import CONFIGS, random_session
 
-from loopscope.engines.base import run_many
 from loopscope.engines.qwen_code.config import QwenConfig
 from loopscope.engines.qwen_code.engine import ENGINE
 from loopscope.formats.builder import SessionBuilder
@@ -120,7 +119,7 @@ def test_run_many_equals_per_session_runs(name: str) -> None:
     sessions = [random_session(rng) for _ in range(25)]
     prepared = [ENGINE.prepare(s) for s in sessions]
     config = CONFIGS[name]
-    columns = run_many(ENGINE, prepared, config)
+    columns = ENGINE.run_many(prepared, config)
     singles = [ENGINE.run(p, config) for p in prepared]
     assert singles == [ENGINE.replay(s, config) for s in sessions]
     assert len(columns) == len(singles)
