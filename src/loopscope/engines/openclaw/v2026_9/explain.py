@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, Limitation, StepExplanation
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.shared.upstream import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
@@ -30,7 +30,12 @@ from loopscope.engines.openclaw.v2026_9.config import (
     Limits,
     OpenClaw9Config,
 )
-from loopscope.engines.openclaw.v2026_9.detection import (
+from loopscope.engines.openclaw.v2026_9.hashing import (
+    TERMINAL_EXEC_FAILURE,
+    TOOL_LOOP_VETO,
+    normalize_tool_name,
+)
+from loopscope.engines.openclaw.v2026_9.upstream import (
     ARGUMENT_CHURN,
     RECOVERY,
     TERMINAL,
@@ -41,11 +46,6 @@ from loopscope.engines.openclaw.v2026_9.detection import (
     breaker_message,
     generic_critical_message,
     intervention_result_text,
-)
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    TERMINAL_EXEC_FAILURE,
-    TOOL_LOOP_VETO,
-    normalize_tool_name,
 )
 from loopscope.model import Session, ToolResult
 

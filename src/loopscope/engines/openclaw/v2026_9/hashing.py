@@ -1,11 +1,12 @@
 """Tool names, argsHash and outcome hashing of ``openclaw@2026.9.6``.
 
-Ports of ``normalizeToolPolicyName`` (``dist/tool-policy-shared-*.mjs``), ``hashToolCall``,
+Ports of ``normalizeToolPolicyName`` (``dist/tool-policy-shared-*.mjs``),
 ``digestToolOutcome``, ``hashExecFailureIdentity`` and ``hashToolOutcome``
 (``dist/tool-loop-detection-*.mjs``, regions ``src/agents/tool-loop-detection.ts`` and
 ``src/agents/tool-loop-write-outcome.ts``). The JS value semantics (``stableStringify``, trim,
-number formatting) and the parts that did not change since 2026.6.11 (error formatting,
-unknown-tool names, exec/process/send hashing helpers) are imported, not copied.
+number formatting) and the parts that did not change since 2026.6.11 (``hashToolCall``,
+``isKnownPollToolCall``, error formatting, unknown-tool names, send hashing helpers) come from
+:mod:`..shared.hashing`.
 
 What is new against 2026.6.11:
 
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.openclaw.hashing import (
+from loopscope.engines.openclaw.shared.hashing import (
     extract_unknown_tool_name,
     format_error_for_hash,
     is_loop_veto,
@@ -34,9 +35,7 @@ from loopscope.engines.openclaw.hashing import (
     result_text,
     strip_volatile_send_ids,
 )
-from loopscope.engines.openclaw.hashing import (
-    is_volatile_send_result as _is_send_2026_6,
-)
+from loopscope.engines.openclaw.shared.hashing import is_volatile_send_result as _is_send_2026_6
 from loopscope.jsonrules.javascript import (
     JS_WHITESPACE_CLASS,
     UNDEFINED,
@@ -118,22 +117,6 @@ def detection_name(tool_name: str) -> str:
     ``normalizeToolPolicyName(name || "tool")``: a name of only whitespace, recorded as ``""``,
     is detected as ``tool`` (and so never sees its own records)."""
     return tool_name or "tool"
-
-
-def hash_tool_call(tool_name: str, params: Any) -> str:
-    """``hashToolCall``: ``"<tool>:<sha256 hex of stableStringify(params)>"`` (no marker
-    canonicalisation for arguments)."""
-    return f"{tool_name}:{digest(params)}"
-
-
-def is_known_poll_call(tool_name: str, params: Any) -> bool:
-    """``isKnownPollToolCall``: ``command_status``, or ``process`` with ``action`` poll/log."""
-    if tool_name == "command_status":
-        return True
-    if tool_name != "process" or not is_mapping(params):
-        return False
-    action = params.get("action", UNDEFINED)
-    return isinstance(action, str) and action in ("poll", "log")
 
 
 # --------------------------------------------------------------------------- outcome digests

@@ -1,8 +1,7 @@
 """The plain reference replay of a session through ``openclaw@2026.9.6`` (shadow mode).
 
-Sessions are read exactly as for 2026.6.11 (:func:`loopscope.engines.openclaw.reference.
-session_ops`: runs, turns, call indexes, argument parsing, result pairing). Then, per
-assistant message with tool calls:
+Sessions are read as for every release, with the calls of one message grouped
+(:mod:`.session`). Then, per assistant message with tool calls:
 
 1. **admission** (only when ``enabled`` is true): the message's calls are checked together,
    each against the run's history plus a projected loop veto for every earlier call of the
@@ -22,22 +21,25 @@ A user message starts a new run: a fresh guard, and the one-shot recovery is ava
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
-from loopscope.engines.openclaw.detection import POST_COMPACTION_GUARD, guard_message
-from loopscope.engines.openclaw.guard import PostCompactionGuard
-from loopscope.engines.openclaw.reference import (
+from loopscope.engines.openclaw.shared.guard import PostCompactionGuard
+from loopscope.engines.openclaw.shared.session import (
     COMPACTION,
     ENGINE_NAME,
     USER,
     CallInput,
-    session_ops,
 )
+from loopscope.engines.openclaw.shared.upstream import POST_COMPACTION_GUARD, guard_message
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
-from loopscope.engines.openclaw.v2026_9.detection import (
+from loopscope.engines.openclaw.v2026_9.session import (
+    CallFacts,
+    Message,
+    call_facts,
+    session_messages,
+)
+from loopscope.engines.openclaw.v2026_9.upstream import (
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
@@ -51,83 +53,7 @@ from loopscope.engines.openclaw.v2026_9.detection import (
     record_tool_call,
     record_tool_call_outcome,
 )
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    Outcome,
-    hash_tool_call,
-    hash_tool_outcome,
-    normalize_tool_name,
-)
 from loopscope.model import Session
-
-RECOVERY_MARKERS: Final = (
-    "do not repeat this exact tool action",
-    "this tool was not executed because another call in the batch",
-    "critical tool-loop recovery failed",
-    "openclaw stopped this run because tool-loop recovery",
-)
-"""Phrases of 2026.9's intervention results (lowercase): a recorded result holding one is an
-upstream loop block, even when it is recorded as an error."""
-
-
-def is_recovery_block_text(text: str) -> bool:
-    lowered = text.lower()
-    return any(marker in lowered for marker in RECOVERY_MARKERS)
-
-
-def _result_texts(c: CallInput) -> Iterator[str]:
-    if isinstance(c.error, str):
-        yield c.error
-    result = c.result
-    if isinstance(result, dict):
-        content = result.get("content")
-        if isinstance(content, list):
-            for entry in content:
-                if isinstance(entry, dict) and isinstance(entry.get("text"), str):
-                    yield entry["text"]
-
-
-def calls_2026_9(c: CallInput) -> CallInput:
-    """The call with ``recorded_block`` also set by 2026.9's intervention texts."""
-    if c.recorded_block or not any(is_recovery_block_text(t) for t in _result_texts(c)):
-        return c
-    return replace(c, recorded_block=True)
-
-
-Message = list[CallInput]
-
-
-def session_messages(session: Session) -> list[Message | str]:
-    """:func:`session_ops` with the calls of one assistant message grouped (in order)."""
-    out: list[Message | str] = []
-    current: Message | None = None
-    for op in session_ops(session):
-        if isinstance(op, CallInput):
-            op = calls_2026_9(op)
-            if current is not None and current[0].turn == op.turn:
-                current.append(op)
-                continue
-            current = [op]
-            out.append(current)
-        else:
-            current = None
-            out.append(op)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class CallFacts:
-    """What one call is, whatever the configuration."""
-
-    name: str
-    """Normalised (what OpenClaw hashes and detects on)."""
-    args_hash: str
-    outcome: Outcome
-
-
-def call_facts(c: CallInput) -> CallFacts:
-    name = normalize_tool_name(c.name)
-    return CallFacts(name, hash_tool_call(name, c.params),
-                     hash_tool_outcome(name, c.params, c.result, c.error))
 
 
 def make_step(

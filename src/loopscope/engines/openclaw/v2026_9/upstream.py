@@ -9,7 +9,7 @@ exports of ``openclaw@2026.9.6``'s ``dist/tool-loop-detection-*.mjs`` (regions
 path is proven equal to it.
 
 The unknown-tool and ping-pong walks and most messages did not change since 2026.6.11 and are
-imported from that port. The fixed values come from a :class:`~.config.Limits`, so that they
+imported from :mod:`..shared.upstream`. The fixed values come from a :class:`~.config.Limits`, so that they
 can be explored as what-ifs.
 """
 
@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
+from loopscope.engines.openclaw.shared.upstream import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
@@ -52,9 +53,7 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     TOOL_LOOP_VETO,
     Outcome,
     detection_name,
-    hash_tool_call,
     hash_tool_outcome,
-    is_known_poll_call,
 )
 from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.openclaw.config import OpenClawConfig
-from loopscope.engines.openclaw.fast import prepare
+from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
+from loopscope.engines.openclaw.v2026_6.fast import prepare
 from loopscope.model import AssistantTurn, Session, ToolResult
 
 __all__ = [
@@ -345,7 +345,7 @@ def session_limitations(
 
 
 def _transcript_limitations(session: Session, found: set[str]) -> None:
-    from loopscope.engines.openclaw.hashing import extract_unknown_tool_name
+    from loopscope.engines.openclaw.shared.hashing import extract_unknown_tool_name
 
     for event in session.events:
         if isinstance(event, ToolResult):
