@@ -9,6 +9,7 @@ where upstream runs the same code.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -191,3 +192,36 @@ def ping_pong_streak(history: list[HistoryRecord], current_signature: str) -> Pi
 def select_history(history: list[HistoryRecord], run_id: Any) -> list[HistoryRecord]:
     wanted = normalize_run_id(run_id)
     return [r for r in history if normalize_run_id(r.run_id) == wanted]
+
+
+WARNING_BUCKET_SIZE: Final = 10
+"""Repetitions per warning bucket (``LOOP_WARNING_BUCKET_SIZE``)."""
+MAX_WARNING_KEYS: Final = 256
+"""Warning keys the bucket map keeps (``MAX_LOOP_WARNING_KEYS``)."""
+
+
+class WarningBuckets:
+    """Upstream's de-duplication of warnings (``shouldEmitLoopWarning`` in 2026.9.6, the
+    wrapper's log de-duplication in 2026.6.11; the same rule): a warning is shown once per
+    bucket of ``bucket_size`` repetitions per (run-prefixed) warning key, and the map keeps the
+    newest :data:`MAX_WARNING_KEYS` keys, so a loop that goes on is reported again without
+    flooding the log."""
+
+    __slots__ = ("_buckets", "bucket_size")
+
+    def __init__(self, bucket_size: int = WARNING_BUCKET_SIZE) -> None:
+        self.bucket_size = bucket_size
+        self._buckets: OrderedDict[str, int] = OrderedDict()
+
+    def should_emit(self, warning_key: str | None, detector: str, tool_name: str, count: int,
+                    run_id: str | None = None) -> bool:
+        key = warning_key or f"{detector}:{tool_name}"
+        if run_id:
+            key = f"{run_id}:{key}"
+        bucket = count // self.bucket_size
+        if bucket <= self._buckets.get(key, 0):
+            return False
+        self._buckets[key] = bucket  # (updating keeps the insertion position)
+        while len(self._buckets) > MAX_WARNING_KEYS:
+            self._buckets.popitem(last=False)
+        return True

@@ -51,28 +51,26 @@ from loopscope.engines.openclaw.shared.hashing import (
     is_mapping,
 )
 from loopscope.engines.openclaw.shared.session import BLOCK_MARKERS, ENGINE_NAME, OPENCLAW_FORMAT
-from loopscope.engines.openclaw.shared.upstream import (
+from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
+from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
+from loopscope.engines.openclaw.v2026_6.upstream import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
     PING_PONG,
     POST_COMPACTION_GUARD,
     UNKNOWN_TOOL_REPEAT,
+    WarningDeduper,
+    breaker_message,
+    generic_critical_message,
     generic_warning_message,
-    guard_message,
     ping_pong_critical_message,
     ping_pong_key,
     ping_pong_warning_message,
     poll_critical_message,
     poll_warning_message,
     unknown_tool_message,
-)
-from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
-from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
-from loopscope.engines.openclaw.v2026_6.upstream import (
-    WarningDeduper,
-    breaker_message,
-    generic_critical_message,
 )
 from loopscope.jsonrules.javascript import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage

@@ -19,6 +19,7 @@ from loopscope.engines.openclaw.shared.hashing import (
     is_loop_veto,
     is_mapping,
     is_volatile_send_result,
+    process_progress,
     result_text,
     strip_volatile_send_ids,
 )
@@ -59,11 +60,6 @@ def _hash_exec_outcome(details: Mapping[str, Any], text: str) -> str | None:
     return None
 
 
-def _or_null(details: Mapping[str, Any], key: str) -> Any:
-    value = details.get(key)
-    return None if value is None or value is UNDEFINED else value
-
-
 def hash_tool_outcome(
     tool_name: str, params: Any, result: Any = UNDEFINED, error: Any = UNDEFINED
 ) -> tuple[str | None, str | None]:
@@ -87,27 +83,9 @@ def hash_tool_outcome(
         if exec_hash is not None:
             return exec_hash, None
     if tool_name == "process" and is_mapping(params):
-        action = params.get("action")
-        if action == "poll":
-            return digest({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "aggregated": _or_null(details, "aggregated"),
-                "text": text,
-            }), None
-        if action == "log":
-            return digest({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "totalLines": _or_null(details, "totalLines"),
-                "totalChars": _or_null(details, "totalChars"),
-                "truncated": _or_null(details, "truncated"),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "text": text,
-            }), None
+        progress = process_progress(params.get("action"), details, text)
+        if progress is not None:
+            return digest(progress), None
     if is_volatile_send_result(tool_name, params):
         return digest(strip_volatile_send_ids(details)), None
     return digest({"details": details, "text": text}), None

@@ -21,9 +21,9 @@ from loopscope.engines.openclaw.shared.session import (
     CallInput,
     session_ops,
 )
-from loopscope.engines.openclaw.shared.upstream import POST_COMPACTION_GUARD
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.upstream import (
+    POST_COMPACTION_GUARD,
     LoopState,
     WarningDeduper,
     detect_tool_call_loop,

@@ -6,13 +6,16 @@ exports ``t``, ``n`` and ``r`` of openclaw@2026.6.11: ``dist/tool-loop-detection
 This is the reference path (``replay``) and what the upstream test cases and the differential
 oracle exercise; the fast path (:mod:`.fast`) is proven equal to it.
 
+The detector ids, history records, walks and messages 2026.9.6 kept are ported once in
+:mod:`..shared.upstream` and imported here; this release's other modules take them from this
+module, the release's port.
+
 ``config`` arguments accept a raw ``loopDetection`` block (any JSON value, ``None`` = absent) or
 an already resolved :class:`~.config.ResolvedLoopDetection`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -26,6 +29,7 @@ from loopscope.engines.openclaw.shared.upstream import (
     UNKNOWN_TOOL_REPEAT,
     HistoryRecord,
     LoopVerdict,
+    WarningBuckets,
     generic_warning_message,
     normalize_run_id,
     ping_pong_critical_message,
@@ -231,34 +235,6 @@ def record_tool_call_outcome(
 
 # --------------------------------------------------------------------------- de-duplication
 
-WARNING_BUCKET_SIZE: Final = 10
-MAX_WARNING_KEYS: Final = 256
-
-
-class WarningDeduper:
-    """Upstream's wrapper-level log de-duplication of warnings: emitted once per bucket of 10."""
-
-    __slots__ = ("_buckets",)
-
-    def __init__(self) -> None:
-        self._buckets: OrderedDict[str, int] = OrderedDict()
-
-    def should_emit(self, warning_key: str | None, detector: str, tool_name: str, count: int,
-                    run_id: str | None = None) -> bool:
-        key = warning_key or f"{detector}:{tool_name}"
-        if run_id:
-            key = f"{run_id}:{key}"
-        bucket = count // WARNING_BUCKET_SIZE
-        if bucket <= self._buckets.get(key, 0):
-            return False
-        if key in self._buckets:
-            self._buckets[key] = bucket  # updating keeps the insertion position
-        else:
-            self._buckets[key] = bucket
-            if len(self._buckets) > MAX_WARNING_KEYS:
-                self._buckets.popitem(last=False)
-        return True
-
 
 # --------------------------------------------------------------------------- statistics
 
@@ -278,3 +254,7 @@ def tool_call_stats(state: LoopState) -> dict[str, Any]:
             most = {"tool_name": tools[args_hash], "count": count}
     return {"total_calls": len(state.history), "unique_patterns": len(counts),
             "most_frequent": most}
+
+
+WarningDeduper = WarningBuckets
+"""Upstream's wrapper-level log de-duplication of warnings: emitted once per bucket of 10."""

@@ -13,17 +13,6 @@ from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, Limitation, StepExplanation
-from loopscope.engines.openclaw.shared.upstream import (
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    UNKNOWN_TOOL_REPEAT,
-    ping_pong_critical_message,
-    poll_critical_message,
-    unknown_tool_message,
-)
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
     VERSION,
@@ -37,15 +26,24 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
 )
 from loopscope.engines.openclaw.v2026_9.upstream import (
     ARGUMENT_CHURN,
+    GENERIC_REPEAT,
+    GLOBAL_CIRCUIT_BREAKER,
+    KNOWN_POLL_NO_PROGRESS,
+    PING_PONG,
+    POST_COMPACTION_GUARD,
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
     TOOL_LOOP_RECOVERY_TERMINATED,
     TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
+    UNKNOWN_TOOL_REPEAT,
     argument_churn_message,
     breaker_message,
     generic_critical_message,
     intervention_result_text,
+    ping_pong_critical_message,
+    poll_critical_message,
+    unknown_tool_message,
 )
 from loopscope.model import Session, ToolResult
 

@@ -37,22 +37,7 @@ from loopscope.engines.base import (
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
 from loopscope.engines.openclaw.shared.session import COMPACTION, ENGINE_NAME, USER
-from loopscope.engines.openclaw.shared.upstream import (
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    UNKNOWN_TOOL_REPEAT,
-    generic_warning_message,
-    guard_message,
-    ping_pong_critical_message,
-    ping_pong_key,
-    ping_pong_warning_message,
-    poll_critical_message,
-    poll_warning_message,
-    unknown_tool_message,
-)
+from loopscope.engines.openclaw.shared.upstream import guard_message
 from loopscope.engines.openclaw.v2026_9.config import (
     MIN_STABLE_CALLS_PER_VARIANT,
     Limits,
@@ -66,15 +51,28 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
 from loopscope.engines.openclaw.v2026_9.session import call_facts, session_messages
 from loopscope.engines.openclaw.v2026_9.upstream import (
     ARGUMENT_CHURN,
+    GENERIC_REPEAT,
+    GLOBAL_CIRCUIT_BREAKER,
+    KNOWN_POLL_NO_PROGRESS,
+    PING_PONG,
+    POST_COMPACTION_GUARD,
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
     TOOL_LOOP_RECOVERY_TERMINATED,
     TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
+    UNKNOWN_TOOL_REPEAT,
     WarningBuckets,
     argument_churn_message,
     breaker_message,
     generic_critical_message,
+    generic_warning_message,
+    ping_pong_critical_message,
+    ping_pong_key,
+    ping_pong_warning_message,
+    poll_critical_message,
+    poll_warning_message,
+    unknown_tool_message,
 )
 from loopscope.model import Session
 

@@ -32,6 +32,7 @@ from loopscope.engines.openclaw.shared.hashing import (
     format_error_for_hash,
     is_loop_veto,
     is_mapping,
+    process_progress,
     result_text,
     strip_volatile_send_ids,
 )
@@ -313,11 +314,6 @@ def _exec_outcome(details: Mapping[str, Any], text: str) -> Outcome | None:
     }))
 
 
-def _or_null(details: Mapping[str, Any], key: str) -> Any:
-    value = details.get(key)
-    return None if value is None or value is UNDEFINED else value
-
-
 def is_volatile_send_result(tool_name: str, params: Any) -> bool:
     """``isVolatileSendResult``: 2026.6.11's sends plus ``conversations_send`` and
     ``conversations_turn`` (``isMessagingToolSendAction``). Channel tools would need their
@@ -349,27 +345,9 @@ def hash_tool_outcome(tool_name: str, params: Any, result: Any = UNDEFINED,
     if tool_name == "write" and details.get("changed", UNDEFINED) is False:
         return Outcome(digest_outcome({"status": "unchanged"}), no_progress=True)
     if tool_name == "process" and is_mapping(params):
-        action = params.get("action")
-        if action == "poll":
-            return Outcome(digest_outcome({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "aggregated": _or_null(details, "aggregated"),
-                "text": text,
-            }))
-        if action == "log":
-            return Outcome(digest_outcome({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "totalLines": _or_null(details, "totalLines"),
-                "totalChars": _or_null(details, "totalChars"),
-                "truncated": _or_null(details, "truncated"),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "text": text,
-            }))
+        progress = process_progress(params.get("action"), details, text)
+        if progress is not None:
+            return Outcome(digest_outcome(progress))
     if is_volatile_send_result(tool_name, params):
         return Outcome(digest_outcome(strip_volatile_send_ids(details)))
     return Outcome(digest_outcome({"details": details, "text": text}))

@@ -31,7 +31,7 @@ from loopscope.engines.openclaw.shared.session import (
     USER,
     CallInput,
 )
-from loopscope.engines.openclaw.shared.upstream import POST_COMPACTION_GUARD, guard_message
+from loopscope.engines.openclaw.shared.upstream import guard_message
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
 from loopscope.engines.openclaw.v2026_9.session import (
     CallFacts,
@@ -40,6 +40,7 @@ from loopscope.engines.openclaw.v2026_9.session import (
     session_messages,
 )
 from loopscope.engines.openclaw.v2026_9.upstream import (
+    POST_COMPACTION_GUARD,
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
