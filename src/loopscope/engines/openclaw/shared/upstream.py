@@ -16,15 +16,10 @@ from typing import Any, Final
 from loopscope.jsonrules.javascript import js_trim, utf16_sort_key
 
 UNKNOWN_TOOL_REPEAT: Final = "unknown_tool_repeat"
-
 GLOBAL_CIRCUIT_BREAKER: Final = "global_circuit_breaker"
-
 KNOWN_POLL_NO_PROGRESS: Final = "known_poll_no_progress"
-
 PING_PONG: Final = "ping_pong"
-
 GENERIC_REPEAT: Final = "generic_repeat"
-
 POST_COMPACTION_GUARD: Final = "post_compaction_guard"
 
 
@@ -34,6 +29,9 @@ def normalize_run_id(run_id: Any) -> str | None:
         return None
     trimmed = js_trim(run_id)
     return trimmed or None
+
+
+# --------------------------------------------------------------------------- state
 
 
 @dataclass(slots=True)
@@ -65,6 +63,9 @@ class LoopVerdict:
     @property
     def critical(self) -> bool:
         return self.level == "critical"
+
+
+# --------------------------------------------------------------------------- messages and keys
 
 
 def unknown_tool_message(name: str, count: int) -> str:
@@ -112,6 +113,12 @@ def ping_pong_key(signature_a: str, signature_b: str) -> str:
     """``pingpong:A|B`` with the two signatures in UTF-16 order."""
     first, second = sorted((signature_a, signature_b), key=utf16_sort_key)
     return f"pingpong:{first}|{second}"
+
+
+# --------------------------------------------------------------------------- walks
+# Each walks the run-scoped history from the newest record. The unknown-tool streak stops at
+# any other tool; ping-pong needs a strict A/B alternation that the current call continues,
+# and counts the current call.
 
 
 def unknown_tool_streak(history: list[HistoryRecord], tool_name: str) -> tuple[int, str | None]:
@@ -192,6 +199,9 @@ def ping_pong_streak(history: list[HistoryRecord], current_signature: str) -> Pi
 def select_history(history: list[HistoryRecord], run_id: Any) -> list[HistoryRecord]:
     wanted = normalize_run_id(run_id)
     return [r for r in history if normalize_run_id(r.run_id) == wanted]
+
+
+# --------------------------------------------------------------------------- warning buckets
 
 
 WARNING_BUCKET_SIZE: Final = 10

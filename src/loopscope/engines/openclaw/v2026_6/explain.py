@@ -11,12 +11,16 @@ Pure: no UI imports, no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
+from loopscope.engines.openclaw.shared.explain import (
+    CHANNEL_TOOLS,
+    MISSING_TOOL,
+    SHARED_LIMITATIONS,
+)
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.fast import prepare
 from loopscope.model import AssistantTurn, Session, ToolResult
@@ -219,12 +223,7 @@ LIMITATIONS: Final[dict[str, str]] = {
     "clamping": "OpenClaw moved some thresholds so that warning < critical < breaker.",
     "merge_misorder": "The global and agent blocks are each valid, but merged they are "
     "misordered; OpenClaw clamps them at run time.",
-    "unknown_tool_wording": "Unknown-tool detection depends on the error's wording: some "
-    "missing-tool errors here are not recognised.",
-    "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
-    "sends without their plugin, so fresh message ids make every result look new.",
-    "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
+    **SHARED_LIMITATIONS,
     "parallel_calls": "Replay approximation: calls made in one message are evaluated one after "
     "another.",
     "names_not_normalised": "Replay approximation: tool names are used as recorded; OpenClaw "
@@ -235,17 +234,12 @@ LIMITATIONS: Final[dict[str, str]] = {
     "loopscope explains it with the configurable generation (2026.6.11).",
 }
 
-_CHANNEL_TOOLS: Final = frozenset({"telegram", "slack", "discord", "whatsapp", "signal",
-                                   "imessage", "feishu", "line", "matrix", "msteams", "googlechat",
-                                   "mattermost", "zalo"})
 _STREAM_GUARD = "because it isn't available. I need to stop retrying it"
 _GENERATION_MARKERS: Final = (
     ("stuck no-progress loop", "v0 (early 2026)"),
     ("OpenClaw stopped this run because", "v3 (later 2026)"),
     ("identical no-progress outcomes", None),
 )
-_MISSING_TOOL = re.compile(r"tool.*(not found|not available|unavailable|no such|unknown)|"
-                           r"(no such|unknown|unavailable).*tool", re.IGNORECASE)
 
 
 def session_limitations(
@@ -350,13 +344,13 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
     for event in session.events:
         if isinstance(event, ToolResult):
             text = event.text
-            if event.is_error and extract_unknown_tool_name(text) is None and _MISSING_TOOL.search(
+            if event.is_error and extract_unknown_tool_name(text) is None and MISSING_TOOL.search(
                     text):
                 found.add("unknown_tool_wording")
             details = event.details
             if (not event.is_error and details.get("status") == "error"
                     and isinstance(details.get("error"), str)
-                    and _MISSING_TOOL.search(details["error"])):
+                    and MISSING_TOOL.search(details["error"])):
                 found.add("unknown_tool_wording")
             if any(marker in text for marker, _ in _GENERATION_MARKERS[:2]):
                 found.add("recorded_generation")
@@ -367,7 +361,7 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
                 found.add("stream_guard_not_modelled")
             for call in event.tool_calls:
                 name = call.name
-                if name.lower() in _CHANNEL_TOOLS:
+                if name.lower() in CHANNEL_TOOLS:
                     found.add("channel_sends")
                 if name != name.strip().lower() or name in ("bash", "apply-patch"):
                     found.add("names_not_normalised")

@@ -81,10 +81,9 @@ def generic_critical_message(tool: str, count: int) -> str:
 
 
 # --------------------------------------------------------------------------- walks
-# Each walks the run-scoped history from the newest record. The no-progress streak skips other
-# calls and hash-less records and stops at the first different result; the unknown-tool streak
-# stops at any other tool; ping-pong needs a strict A/B alternation that the current call
-# continues, and counts the current call.
+# The no-progress streak walks the run-scoped history from the newest record, skips other calls
+# and hash-less records and stops at the first different result (the unknown-tool and ping-pong
+# walks are shared with 2026.9.6).
 
 
 def no_progress_streak(history: list[HistoryRecord], tool_name: str,
@@ -235,6 +234,9 @@ def record_tool_call_outcome(
 
 # --------------------------------------------------------------------------- de-duplication
 
+WarningDeduper = WarningBuckets
+"""Upstream's wrapper-level log de-duplication of warnings: emitted once per bucket of 10."""
+
 
 # --------------------------------------------------------------------------- statistics
 
@@ -254,7 +256,3 @@ def tool_call_stats(state: LoopState) -> dict[str, Any]:
             most = {"tool_name": tools[args_hash], "count": count}
     return {"total_calls": len(state.history), "unique_patterns": len(counts),
             "most_frequent": most}
-
-
-WarningDeduper = WarningBuckets
-"""Upstream's wrapper-level log de-duplication of warnings: emitted once per bucket of 10."""

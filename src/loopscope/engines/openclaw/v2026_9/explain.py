@@ -13,6 +13,11 @@ from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, Limitation, StepExplanation
+from loopscope.engines.openclaw.shared.explain import (
+    CHANNEL_TOOLS,
+    MISSING_TOOL,
+    SHARED_LIMITATIONS,
+)
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
     VERSION,
@@ -360,22 +365,12 @@ LIMITATIONS_2026_9: Final[dict[str, str]] = {
     "unregistered_tools_checked": "Replay approximation: OpenClaw does not loop-check a call "
     "to a tool it does not have (it answers 'Tool … not found' at once); loopscope checks "
     "every recorded call.",
-    "unknown_tool_wording": "Unknown-tool detection depends on the error's wording: some "
-    "missing-tool errors here are not recognised.",
-    "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
-    "sends without their plugin, so fresh message ids make every result look new.",
-    "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
+    **SHARED_LIMITATIONS,
     "threshold_above_window": "A what-if threshold above the calls remembered can never be "
     "reached.",
 }
 
-_CHANNEL_TOOLS: Final = frozenset({"telegram", "slack", "discord", "whatsapp", "signal",
-                                   "imessage", "feishu", "line", "matrix", "msteams",
-                                   "googlechat", "mattermost", "zalo"})
 _NOT_FOUND: Final = re.compile(r"tool\s+\S+\s+not found|unknown tool", re.IGNORECASE)
-_MISSING_TOOL: Final = re.compile(r"tool.*(not found|not available|unavailable|no such|unknown)|"
-                                  r"(no such|unknown|unavailable).*tool", re.IGNORECASE)
 
 
 def limitations_2026_9(session: Session | None, replay: SessionReplay, config: Any,
@@ -442,7 +437,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
         if s.extra.get("recorded_block") and str(s.extra.get("result_hash", "")).startswith(
                 "error:"):
             found.add("recorded_stop_as_error")
-        if raw.lower() in _CHANNEL_TOOLS:
+        if raw.lower() in CHANNEL_TOOLS:
             found.add("channel_sends")
         if s.extra.get("unknown_tool"):
             found.add("unregistered_tools_checked")
@@ -454,7 +449,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             if isinstance(event, ToolResult) and event.is_error:
                 if _NOT_FOUND.search(event.text):
                     found.add("unregistered_tools_checked")
-                if _MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
+                if MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
                     found.add("unknown_tool_wording")
             elif event.kind == "compaction":
                 found.add("guard_arms_on_every_compaction")
