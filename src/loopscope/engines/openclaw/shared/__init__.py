@@ -12,5 +12,6 @@ release and a difference between releases is always visible as two modules.
 * :mod:`.session` — how a recorded session becomes the engine's inputs (runs, compactions,
   calls with their paired outcomes);
 * :mod:`.config` — agent ids, ``--set`` parsing of the configurable keys, JSON5 export;
+* :mod:`.explain` — the limitations every release's replay has, and the explainer base;
 * :mod:`.release` — what a release package provides to the one ``openclaw`` engine.
 """

@@ -20,6 +20,9 @@ from loopscope.engines.openclaw.shared.explain import (
     CHANNEL_TOOLS,
     MISSING_TOOL,
     SHARED_LIMITATIONS,
+    ReleaseExplainer,
+    calls_span_runs,
+    has_strict_alternation,
 )
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.fast import prepare
@@ -309,19 +312,12 @@ def session_limitations(
             if (tool in ("process", "command_status") and len(same) >= r.warning_threshold
                     and len(set(hashes)) > 1 and all(s.verdict == "pass" for s in same)):
                 found.add("changing_poll_silent")
-        signatures_in_order = [s.signature for s in run_steps]
-        for n in range(5, len(signatures_in_order)):
-            window = signatures_in_order[n - 5:n + 1]
-            if (window[:3] == window[3:] and len(set(window[:3])) == 3):
-                found.add("strict_alternation")
-                break
+        if has_strict_alternation([s.signature for s in run_steps]):
+            found.add("strict_alternation")
     if any(s.extra.get("result_hash") is None and not s.extra.get("recorded_block")
            for s in steps) and len(steps) >= r.warning_threshold:
         found.add("needs_outcomes")
-    signature_runs: dict[str | None, set[str]] = {}
-    for s in steps:
-        signature_runs.setdefault(s.signature, set()).add(s.extra.get("run_id", ""))
-    if len(by_run) > 1 and any(len(runs) > 1 for runs in signature_runs.values()):
+    if calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(s.count is not None and s.count >= r.history_size for s in warned + refused) or any(
             len(run_steps) > r.history_size for run_steps in by_run.values()):
@@ -388,7 +384,7 @@ def refusal_consequence(step: Step) -> str | None:
             "on (a warning only goes to OpenClaw's log).")
 
 
-class OpenClawExplainer:
+class OpenClawExplainer(ReleaseExplainer):
     """OpenClaw's explanations behind :class:`loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> Any:
@@ -409,17 +405,9 @@ class OpenClawExplainer:
         return Explained(e.headline, facts, None, action, (), upstream, levers,
                          refusal_consequence(step))
 
-    def limitations(self, session: Any, replay: SessionReplay, config: Any,
-                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
-        from loopscope.engines.contract import Limitation
-
-        return tuple(Limitation(i, t) for i, t in
-                     session_limitations(replay, config, session, warnings))
-
-    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
-                      goal: str) -> Sequence[dict[str, Any]]:
-        del step, replay, config, goal
-        return ()
+    def found_limitations(self, session: Any, replay: SessionReplay, config: Any,
+                          warnings: Sequence[str]) -> list[tuple[str, str]]:
+        return session_limitations(replay, config, session, warnings)
 
 
 EXPLAINER = OpenClawExplainer()

@@ -8,15 +8,18 @@ an engineer: what OpenClaw would have done, why, and the limit that decided.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.contract import GuideExample, Limitation, StepExplanation
+from loopscope.engines.contract import GuideExample, StepExplanation
 from loopscope.engines.openclaw.shared.explain import (
     CHANNEL_TOOLS,
     MISSING_TOOL,
     SHARED_LIMITATIONS,
+    ReleaseExplainer,
+    calls_span_runs,
+    has_strict_alternation,
 )
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
@@ -404,12 +407,8 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
     for s in steps:
         by_run.setdefault(s.extra.get("run_id", ""), []).append(s)
     for run_steps in by_run.values():
-        names = [s.signature for s in run_steps]
-        for n in range(5, len(names)):
-            window = names[n - 5:n + 1]
-            if window[:3] == window[3:] and len(set(window[:3])) == 3:
-                found.add("strict_alternation")
-                break
+        if has_strict_alternation([s.signature for s in run_steps]):
+            found.add("strict_alternation")
         by_tool: dict[str, set[str | None]] = {}
         counts: dict[str, int] = {}
         for s in run_steps:
@@ -423,10 +422,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             s.extra.get("result_hash") is None and s.extra.get("outcome_kind") is None
             for s in steps):
         found.add("needs_outcomes")
-    signature_runs: dict[str | None, set[str]] = {}
-    for s in steps:
-        signature_runs.setdefault(s.signature, set()).add(s.extra.get("run_id", ""))
-    if len(by_run) > 1 and any(len(runs) > 1 for runs in signature_runs.values()):
+    if calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(len(run_steps) > limits.history_size for run_steps in by_run.values()):
         found.add("window_bounds_counts")
@@ -459,21 +455,15 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
 # --------------------------------------------------------------------------- the contract
 
 
-class OpenClaw9Explainer:
+class OpenClaw9Explainer(ReleaseExplainer):
     """OpenClaw 2026.9.6's explanations behind :class:`~loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> StepExplanation:
         return explain_step_2026_9(step, replay, config)
 
-    def limitations(self, session: Session | None, replay: SessionReplay, config: Any,
-                    warnings: Sequence[str] = ()) -> tuple[Limitation, ...]:
-        return tuple(Limitation(i, t) for i, t in
-                     limitations_2026_9(session, replay, config, warnings))
-
-    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
-                      goal: str) -> Sequence[Mapping[str, Any]]:
-        del step, replay, config, goal
-        return ()
+    def found_limitations(self, session: Any, replay: SessionReplay, config: Any,
+                          warnings: Sequence[str]) -> list[tuple[str, str]]:
+        return limitations_2026_9(session, replay, config, warnings)
 
 
 EXPLAINER_2026_9: Final = OpenClaw9Explainer()
