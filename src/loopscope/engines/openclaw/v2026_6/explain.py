@@ -16,14 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.openclaw.shared.explain import (
-    CHANNEL_TOOLS,
-    MISSING_TOOL,
-    SHARED_LIMITATIONS,
-    ReleaseExplainer,
-    calls_span_runs,
-    has_strict_alternation,
-)
+from loopscope.engines.openclaw.shared import explain as common
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.fast import prepare
 from loopscope.model import AssistantTurn, Session, ToolResult
@@ -226,7 +219,7 @@ LIMITATIONS: Final[dict[str, str]] = {
     "clamping": "OpenClaw moved some thresholds so that warning < critical < breaker.",
     "merge_misorder": "The global and agent blocks are each valid, but merged they are "
     "misordered; OpenClaw clamps them at run time.",
-    **SHARED_LIMITATIONS,
+    **common.SHARED_LIMITATIONS,
     "parallel_calls": "Replay approximation: calls made in one message are evaluated one after "
     "another.",
     "names_not_normalised": "Replay approximation: tool names are used as recorded; OpenClaw "
@@ -312,12 +305,12 @@ def session_limitations(
             if (tool in ("process", "command_status") and len(same) >= r.warning_threshold
                     and len(set(hashes)) > 1 and all(s.verdict == "pass" for s in same)):
                 found.add("changing_poll_silent")
-        if has_strict_alternation([s.signature for s in run_steps]):
+        if common.has_strict_alternation([s.signature for s in run_steps]):
             found.add("strict_alternation")
     if any(s.extra.get("result_hash") is None and not s.extra.get("recorded_block")
            for s in steps) and len(steps) >= r.warning_threshold:
         found.add("needs_outcomes")
-    if calls_span_runs(steps):
+    if common.calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(s.count is not None and s.count >= r.history_size for s in warned + refused) or any(
             len(run_steps) > r.history_size for run_steps in by_run.values()):
@@ -340,13 +333,13 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
     for event in session.events:
         if isinstance(event, ToolResult):
             text = event.text
-            if event.is_error and extract_unknown_tool_name(text) is None and MISSING_TOOL.search(
-                    text):
+            if (event.is_error and extract_unknown_tool_name(text) is None
+                    and common.MISSING_TOOL.search(text)):
                 found.add("unknown_tool_wording")
             details = event.details
             if (not event.is_error and details.get("status") == "error"
                     and isinstance(details.get("error"), str)
-                    and MISSING_TOOL.search(details["error"])):
+                    and common.MISSING_TOOL.search(details["error"])):
                 found.add("unknown_tool_wording")
             if any(marker in text for marker, _ in _GENERATION_MARKERS[:2]):
                 found.add("recorded_generation")
@@ -357,7 +350,7 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
                 found.add("stream_guard_not_modelled")
             for call in event.tool_calls:
                 name = call.name
-                if name.lower() in CHANNEL_TOOLS:
+                if name.lower() in common.CHANNEL_TOOLS:
                     found.add("channel_sends")
                 if name != name.strip().lower() or name in ("bash", "apply-patch"):
                     found.add("names_not_normalised")
@@ -384,7 +377,7 @@ def refusal_consequence(step: Step) -> str | None:
             "on (a warning only goes to OpenClaw's log).")
 
 
-class OpenClawExplainer(ReleaseExplainer):
+class OpenClawExplainer(common.ReleaseExplainer):
     """OpenClaw's explanations behind :class:`loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> Any:

@@ -13,14 +13,7 @@ from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, StepExplanation
-from loopscope.engines.openclaw.shared.explain import (
-    CHANNEL_TOOLS,
-    MISSING_TOOL,
-    SHARED_LIMITATIONS,
-    ReleaseExplainer,
-    calls_span_runs,
-    has_strict_alternation,
-)
+from loopscope.engines.openclaw.shared import explain as common
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
     VERSION,
@@ -368,7 +361,7 @@ LIMITATIONS_2026_9: Final[dict[str, str]] = {
     "unregistered_tools_checked": "Replay approximation: OpenClaw does not loop-check a call "
     "to a tool it does not have (it answers 'Tool … not found' at once); loopscope checks "
     "every recorded call.",
-    **SHARED_LIMITATIONS,
+    **common.SHARED_LIMITATIONS,
     "threshold_above_window": "A what-if threshold above the calls remembered can never be "
     "reached.",
 }
@@ -407,7 +400,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
     for s in steps:
         by_run.setdefault(s.extra.get("run_id", ""), []).append(s)
     for run_steps in by_run.values():
-        if has_strict_alternation([s.signature for s in run_steps]):
+        if common.has_strict_alternation([s.signature for s in run_steps]):
             found.add("strict_alternation")
         by_tool: dict[str, set[str | None]] = {}
         counts: dict[str, int] = {}
@@ -422,7 +415,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             s.extra.get("result_hash") is None and s.extra.get("outcome_kind") is None
             for s in steps):
         found.add("needs_outcomes")
-    if calls_span_runs(steps):
+    if common.calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(len(run_steps) > limits.history_size for run_steps in by_run.values()):
         found.add("window_bounds_counts")
@@ -433,7 +426,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
         if s.extra.get("recorded_block") and str(s.extra.get("result_hash", "")).startswith(
                 "error:"):
             found.add("recorded_stop_as_error")
-        if raw.lower() in CHANNEL_TOOLS:
+        if raw.lower() in common.CHANNEL_TOOLS:
             found.add("channel_sends")
         if s.extra.get("unknown_tool"):
             found.add("unregistered_tools_checked")
@@ -445,7 +438,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             if isinstance(event, ToolResult) and event.is_error:
                 if _NOT_FOUND.search(event.text):
                     found.add("unregistered_tools_checked")
-                if MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
+                if common.MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
                     found.add("unknown_tool_wording")
             elif event.kind == "compaction":
                 found.add("guard_arms_on_every_compaction")
@@ -455,7 +448,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
 # --------------------------------------------------------------------------- the contract
 
 
-class OpenClaw9Explainer(ReleaseExplainer):
+class OpenClaw9Explainer(common.ReleaseExplainer):
     """OpenClaw 2026.9.6's explanations behind :class:`~loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> StepExplanation:
