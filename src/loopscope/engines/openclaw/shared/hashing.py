@@ -157,29 +157,23 @@ def _or_null(details: Mapping[str, Any], key: str) -> Any:
     return None if value is None or value is UNDEFINED else value
 
 
+_POLL_FIELDS: Final[tuple[str, ...]] = ("exitCode", "exitSignal", "aggregated")
+_LOG_FIELDS: Final[tuple[str, ...]] = ("totalLines", "totalChars", "truncated", "exitCode", "exitSignal")
+
+
 def process_progress(action: Any, details: Mapping[str, Any], text: str
                      ) -> dict[str, Any] | None:
     """What a ``process`` poll or log outcome is hashed as (its progress fields and text, so
     that a poll whose process moves on hashes differently), or None for another action. Every
     release hashes this object; only the digest around it changed."""
     if action == "poll":
-        return {
-            "action": action,
-            "status": details.get("status", UNDEFINED),
-            "exitCode": _or_null(details, "exitCode"),
-            "exitSignal": _or_null(details, "exitSignal"),
-            "aggregated": _or_null(details, "aggregated"),
-            "text": text,
-        }
-    if action == "log":
-        return {
-            "action": action,
-            "status": details.get("status", UNDEFINED),
-            "totalLines": _or_null(details, "totalLines"),
-            "totalChars": _or_null(details, "totalChars"),
-            "truncated": _or_null(details, "truncated"),
-            "exitCode": _or_null(details, "exitCode"),
-            "exitSignal": _or_null(details, "exitSignal"),
-            "text": text,
-        }
-    return None
+        fields = _POLL_FIELDS
+    elif action == "log":
+        fields = _LOG_FIELDS
+    else:
+        return None
+    progress: dict[str, Any] = {"action": action, "status": details.get("status", UNDEFINED)}
+    for key in fields:
+        progress[key] = _or_null(details, key)
+    progress["text"] = text
+    return progress

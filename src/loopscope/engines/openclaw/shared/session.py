@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from loopscope.engines.base import SessionReplay, Step, first_refusal_of
 from loopscope.engines.openclaw.shared.hashing import is_loop_veto
 from loopscope.jsonrules.javascript import UNDEFINED, js_json_parse
 from loopscope.model import AssistantTurn, Compaction, Session, ToolCall, ToolResult, UserMessage
@@ -135,3 +136,22 @@ def _paired_result(call: ToolCall, turn: AssistantTurn, events: tuple[Any, ...],
         return None
     found = events[candidates[at]]
     return found if isinstance(found, ToolResult) else None
+
+
+def call_step(c: CallInput, signature: str, verdict: str, detector: str | None,
+              count: int | None, after_divergence: bool, extra: dict[str, Any]) -> Step:
+    """The step of call ``c``: the contract fields, then the release's OpenClaw fields
+    (``extra``, in the release's output order)."""
+    return Step(
+        turn=c.turn, call=c.call, tools=(c.name,), signature=signature,
+        verdict=verdict,  # type: ignore[arg-type]
+        detector=detector, count=count, after_divergence=after_divergence, extra=extra,
+    )
+
+
+def session_replay(session: Session, steps: list[Step]) -> SessionReplay:
+    """A session's replay by the ``openclaw`` engine from its steps, in call order."""
+    return SessionReplay(
+        session=session.id, source=session.source, format=session.format, engine=ENGINE_NAME,
+        steps=tuple(steps), first_refusal=first_refusal_of(steps),
+    )

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.engines.base import SessionReplay, Step, first_refusal_of
+from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.openclaw.shared.guard import PostCompactionGuard
 from loopscope.engines.openclaw.shared.session import (
     COMPACTION,
-    ENGINE_NAME,
     USER,
     CallInput,
+    call_step,
     session_ops,
+    session_replay,
 )
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.upstream import (
@@ -44,11 +45,8 @@ def make_step(
 ) -> Step:
     """A step with every OpenClaw field: the contract fields, then ``extra`` in output order
     (optional ``unknown_tool``, ``warning_emitted`` and ``recorded_block`` last)."""
-    return Step(
-        turn=c.turn, call=c.call, tools=(c.name,), signature=args_hash,
-        verdict=verdict,  # type: ignore[arg-type]
-        detector=detector, count=count, after_divergence=after_divergence,
-        extra={
+    return call_step(
+        c, args_hash, verdict, detector, count, after_divergence, {
             "level": level,
             "message": message,
             "warning_key": warning_key,
@@ -60,8 +58,7 @@ def make_step(
             "unknown_tool": unknown_tool,
             "warning_emitted": warning_emitted,
             "recorded_block": c.recorded_block,
-        },
-    )
+        })
 
 
 def replay_session(session: Session, config: OpenClawConfig) -> SessionReplay:
@@ -119,7 +116,4 @@ def replay_session(session: Session, config: OpenClawConfig) -> SessionReplay:
             step = make_step(c, record.args_hash, **common)
         steps.append(step)
         diverged = diverged or step.verdict == "refuse"
-    return SessionReplay(
-        session=session.id, source=session.source, format=session.format, engine=ENGINE_NAME,
-        steps=tuple(steps), first_refusal=first_refusal_of(steps),
-    )
+    return session_replay(session, steps)

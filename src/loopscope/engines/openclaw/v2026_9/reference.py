@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.engines.base import SessionReplay, Step, first_refusal_of
+from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.openclaw.shared.guard import PostCompactionGuard
 from loopscope.engines.openclaw.shared.session import (
     COMPACTION,
-    ENGINE_NAME,
     USER,
     CallInput,
+    call_step,
+    session_replay,
 )
 from loopscope.engines.openclaw.shared.upstream import guard_message
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
@@ -67,11 +68,8 @@ def make_step(
     """A 2026.9.6 step: the contract fields, then the OpenClaw fields in a fixed order
     (2026.6.11's, with ``outcome_kind``, ``intervention``, ``loop_detector`` and
     ``warning_emitted``; ``unknown_tool`` and ``recorded_block`` last)."""
-    return Step(
-        turn=c.turn, call=c.call, tools=(c.name,), signature=facts.args_hash,
-        verdict=verdict,  # type: ignore[arg-type]
-        detector=detector, count=count, after_divergence=after_divergence,
-        extra={
+    return call_step(
+        c, facts.args_hash, verdict, detector, count, after_divergence, {
             "level": level,
             "message": message,
             "warning_key": warning_key,
@@ -86,8 +84,7 @@ def make_step(
             "warning_emitted": warning_emitted,
             "unknown_tool": facts.outcome.unknown_tool_name,
             "recorded_block": c.recorded_block,
-        },
-    )
+        })
 
 
 def _message_steps(calls: Message, facts: list[CallFacts], admission: Admission,
@@ -190,7 +187,4 @@ def replay_with_state(session: Session, config: OpenClaw9Config
         diverged = diverged or any(s.verdict == "refuse" for s in message_steps)
         if admission.intervention is not None:
             critical_seen = True
-    return SessionReplay(
-        session=session.id, source=session.source, format=session.format, engine=ENGINE_NAME,
-        steps=tuple(steps), first_refusal=first_refusal_of(steps),
-    ), state
+    return session_replay(session, steps), state
