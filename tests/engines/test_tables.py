@@ -21,9 +21,9 @@ from tests.engines.test_run_many import _low_block
 from loopscope.engines import get_engine
 from loopscope.engines.gglib import columns as gglib_columns
 from loopscope.engines.openclaw import OpenClawConfig
-from loopscope.engines.openclaw import columns as openclaw_columns
-from loopscope.engines.openclaw.config import DEFAULT_HISTORY_SIZE
-from loopscope.engines.openclaw.fast import _compute_counters
+from loopscope.engines.openclaw.v2026_6 import columns as openclaw_columns
+from loopscope.engines.openclaw.v2026_6.config import DEFAULT_HISTORY_SIZE
+from loopscope.engines.openclaw.v2026_6.fast import _compute_counters
 from loopscope.engines.table import (
     PreparedTable,
     StringPool,

@@ -538,7 +538,7 @@ def test_export_holds_valid_configs_for_both_engines() -> None:
     assert block["criticalThreshold"] == 26  # the effective (clamped) value
     assert block["detectors"]["knownPollNoProgress"] is False
     # OpenClaw's own schema check accepts it: no ordering messages, no type errors.
-    from loopscope.engines.openclaw.config import validate_block
+    from loopscope.engines.openclaw.v2026_6.config import validate_block
 
     assert validate_block(block, "tools.loopDetection") == []
 

@@ -10,7 +10,7 @@ import pytest
 
 from loopscope import config_io
 from loopscope.engines import get_engine
-from loopscope.engines.openclaw.config import validate_block
+from loopscope.engines.openclaw.v2026_6.config import validate_block
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -90,7 +90,7 @@ def _export(engine: str, config: object) -> str:
 
 
 def test_openclaw_export_is_json5_with_enabled_stated_and_effective_values() -> None:
-    from loopscope.engines.openclaw.config import JSON5_EXPORT_COMMENT
+    from loopscope.engines.openclaw.shared.config import JSON5_EXPORT_COMMENT
 
     _, oc = _configs()
     text = _export("openclaw", oc)

@@ -13,7 +13,7 @@ import pytest
 
 from loopscope.engines import ConfigError
 from loopscope.engines.openclaw import ENGINE, OpenClawConfig
-from loopscope.engines.openclaw.fast import PreparedSession
+from loopscope.engines.openclaw.v2026_6.fast import PreparedSession
 from loopscope.engines.openclaw.v2026_9.config import (
     LEGACY_KEYS,
     UPSTREAM,
@@ -21,8 +21,8 @@ from loopscope.engines.openclaw.v2026_9.config import (
     OpenClaw9Config,
     merge_agent_overlay_2026_9,
 )
-from loopscope.engines.openclaw.v2026_9.detection import DETECTORS
 from loopscope.engines.openclaw.v2026_9.fast import Prepared9
+from loopscope.engines.openclaw.v2026_9.upstream import DETECTORS
 from loopscope.formats.builder import SessionBuilder
 
 V9 = "2026.9.6"

@@ -28,9 +28,10 @@ from tests.engines.openclaw._openclaw9_gen import random_session_2026_9
 from tests.engines.openclaw._openclaw_helpers import SHARED, load_session
 
 from loopscope.engines.openclaw import ENGINE
-from loopscope.engines.openclaw.reference import COMPACTION, USER
+from loopscope.engines.openclaw.shared.session import COMPACTION, USER
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config, make_config
-from loopscope.engines.openclaw.v2026_9.reference import replay_with_state, session_messages
+from loopscope.engines.openclaw.v2026_9.reference import replay_with_state
+from loopscope.engines.openclaw.v2026_9.session import session_messages
 from loopscope.jsonrules.javascript import UNDEFINED
 from loopscope.model import Session
 

@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 
 from loopscope.engines.openclaw import ENGINE
-from loopscope.engines.openclaw.v2026_9.detection import (
+from loopscope.engines.openclaw.shared.hashing import hash_tool_call
+from loopscope.engines.openclaw.v2026_9.hashing import (
+    TERMINAL_EXEC_FAILURE,
+    TOOL_LOOP_VETO,
+    canonicalize_markers,
+    detection_name,
+    digest_outcome,
+    exec_failure_identity,
+    hash_tool_outcome,
+    normalize_tool_name,
+)
+from loopscope.engines.openclaw.v2026_9.upstream import (
     TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
     BatchCall,
     HistoryRecord9,
@@ -24,17 +35,6 @@ from loopscope.engines.openclaw.v2026_9.detection import (
     no_progress_streak,
     record_tool_call,
     record_tool_call_outcome,
-)
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    TERMINAL_EXEC_FAILURE,
-    TOOL_LOOP_VETO,
-    canonicalize_markers,
-    detection_name,
-    digest_outcome,
-    exec_failure_identity,
-    hash_tool_call,
-    hash_tool_outcome,
-    normalize_tool_name,
 )
 from loopscope.formats.builder import SessionBuilder
 from loopscope.jsonrules.javascript import UNDEFINED, digest
@@ -193,7 +193,7 @@ def test_unchanged_writes_and_sends() -> None:
 
 
 def test_process_wait_is_not_a_poll() -> None:
-    from loopscope.engines.openclaw.v2026_9.hashing import is_known_poll_call
+    from loopscope.engines.openclaw.shared.hashing import is_known_poll_call
 
     assert is_known_poll_call("process", {"action": "poll"})
     assert is_known_poll_call("command_status", None)

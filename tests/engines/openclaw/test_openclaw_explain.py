@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.engines.openclaw.test_openclaw_replay import S
 
 from loopscope.engines.openclaw import ENGINE, OpenClawConfig
-from loopscope.engines.openclaw.explain import (
+from loopscope.engines.openclaw.v2026_6.explain import (
     LIMITATIONS,
     explain_first_refusal,
     explain_step,

@@ -36,7 +36,7 @@ from loopscope.engines.openclaw import (
     record_tool_call_outcome,
     stable_stringify,
 )
-from loopscope.engines.openclaw.reference import CallInput, session_ops
+from loopscope.engines.openclaw.shared.session import CallInput, session_ops
 from loopscope.model import Session
 
 pytestmark = pytest.mark.oracle

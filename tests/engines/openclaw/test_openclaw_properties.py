@@ -21,13 +21,13 @@ from loopscope.engines.openclaw import (
     hash_tool_call,
     hash_tool_outcome,
 )
-from loopscope.engines.openclaw.fast import (
+from loopscope.engines.openclaw.shared.hashing import is_known_poll_call, result_text
+from loopscope.engines.openclaw.shared.session import BLOCK_MARKERS, CallInput, session_ops
+from loopscope.engines.openclaw.v2026_6.fast import (
     _COMMON_PREFIX_AB,
     _content_source,
     _has_block_marker,
 )
-from loopscope.engines.openclaw.hashing import is_known_poll_call, result_text
-from loopscope.engines.openclaw.reference import BLOCK_MARKERS, CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
 from loopscope.jsonrules.javascript import digest, js_json_parse, js_trim, stable_stringify
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 
 from loopscope.engines.openclaw import ENGINE, STEP_FIELDS, OpenClawConfig
-from loopscope.engines.openclaw.reference import CallInput, session_ops
+from loopscope.engines.openclaw.shared.session import CallInput, session_ops
 from loopscope.formats.builder import SessionBuilder
 from loopscope.model import Session
 

@@ -22,7 +22,7 @@ from loopscope.engines.openclaw import (
     record_tool_call_outcome,
     tool_call_stats,
 )
-from loopscope.engines.openclaw.detection import detect_tool_call_loop
+from loopscope.engines.openclaw.v2026_6.upstream import detect_tool_call_loop
 
 HEX64 = re.compile(r"^[a-f0-9]{64}$")
 

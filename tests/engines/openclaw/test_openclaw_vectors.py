@@ -11,8 +11,8 @@ import pytest
 from tests.engines.openclaw._openclaw_helpers import VECTORS
 
 from loopscope.engines.openclaw import UNDEFINED, hash_tool_call, hash_tool_outcome
-from loopscope.engines.openclaw.config import merge_agent_overlay, resolve_loop_detection
-from loopscope.engines.openclaw.hashing import extract_unknown_tool_name
+from loopscope.engines.openclaw.shared.hashing import extract_unknown_tool_name
+from loopscope.engines.openclaw.v2026_6.config import merge_agent_overlay, resolve_loop_detection
 from loopscope.jsonrules.javascript import (
     digest,
     js_json_parse,

@@ -1,57 +1,60 @@
 """The ``openclaw`` engine: OpenClaw's rolling-history tool-loop guard.
 
-A faithful port of ``tools.loopDetection`` from ``openclaw@2026.6.11`` (the configurable
-detector) and its post-compaction guard, replayed in shadow mode: one step per tool call.
+Faithful ports of ``tools.loopDetection`` and the post-compaction guard, replayed in shadow
+mode (one step per tool call), one sibling package per line of releases whose loop code is the
+same, so that a difference between releases is a difference between two packages:
 
-Modules:
+* :mod:`.engine` — ``ENGINE``, the one contract object; it picks a release once per call;
+* :mod:`.v2026_6` — 2026.6.11 and 2026.7.35: the configurable detector;
+* :mod:`.v2026_9` — 2026.9.6: fixed thresholds, batch admission, one-shot recovery;
+* :mod:`.shared` — what the releases really share (upstream code that did not change, session
+  reading, the guard, hashing helpers, the release interface). A release package imports
+  :mod:`.shared`, never its sibling.
 
-* (JS semantics — ``stableStringify``, number formatting, trim, ``JSON.parse`` — come from the
-  neutral :mod:`loopscope.jsonrules.javascript`);
-* :mod:`.hashing` — argsHash, resultHash, unknown-tool names;
-* :mod:`.config` — resolution, schema validation, agent overlays, loopscope's config layers;
-* :mod:`.detection` — the literal detector (``detect``/``record``/``outcome``), messages, keys;
-* :mod:`.guard` — the post-compaction guard;
-* :mod:`.reference` — session reading and the plain reference replay;
-* :mod:`.fast` — hash once, count once per window size, select per configuration;
-* :mod:`.explain` — plain-language explanations, limitations, guide examples;
-* :mod:`.engine` — ``ENGINE``, the contract object, for every version;
-* :mod:`.v2026_9` — OpenClaw 2026.9.6 (fixed thresholds, batch admission, one-shot recovery),
-  which reuses the modules above where the code did not change.
+Each release package has the same roles: ``config`` (settings and resolution), ``upstream``
+(the literal port of upstream's detector), ``reference`` (the plain replay loop), ``fast``
+(the prepared type and the fast path), ``columns`` (the corpus table, or why there is none),
+``explain`` (plain-language explanations) and ``release`` (what the engine calls). JS semantics
+come from the neutral :mod:`loopscope.jsonrules.javascript`. The names below are the
+configurable release's, kept here for callers of the package.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from loopscope.engines.openclaw.config import (
-    ENABLED_DEFAULT_NOTE,
-    ENABLED_UNSET_BANNER,
+from loopscope.engines.openclaw.engine import ENGINE, OpenClawEngine
+from loopscope.engines.openclaw.shared.config import (
     JSON5_EXPORT_COMMENT,
     SET_KEYS,
+    loop_detection_json5,
+    normalize_agent_id,
+)
+from loopscope.engines.openclaw.shared.guard import PostCompactionGuard
+from loopscope.engines.openclaw.shared.hashing import hash_tool_call
+from loopscope.engines.openclaw.shared.upstream import HistoryRecord, LoopVerdict
+from loopscope.engines.openclaw.v2026_6.config import (
+    ENABLED_DEFAULT_NOTE,
+    ENABLED_UNSET_BANNER,
     OpenClawConfig,
     ResolvedLoopDetection,
     build_config,
     merge_agent_overlay,
-    normalize_agent_id,
     resolve_loop_detection,
     validate_block,
 )
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.v2026_6.fast import PreparedSession, prepare, run
+from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
+from loopscope.engines.openclaw.v2026_6.reference import replay_session
+from loopscope.engines.openclaw.v2026_6.upstream import (
     DETECTORS,
-    HistoryRecord,
     LoopState,
-    LoopVerdict,
     WarningDeduper,
     detect_tool_call_loop,
     record_tool_call,
     record_tool_call_outcome,
     tool_call_stats,
 )
-from loopscope.engines.openclaw.engine import ENGINE, OpenClawEngine, loop_detection_json5
-from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
-from loopscope.engines.openclaw.guard import PostCompactionGuard
-from loopscope.engines.openclaw.hashing import hash_tool_call, hash_tool_outcome
-from loopscope.engines.openclaw.reference import replay_session
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
 from loopscope.jsonrules.javascript import UNDEFINED, stable_stringify
 

@@ -1,28 +1,21 @@
-"""The OpenClaw engine object behind :class:`loopscope.engines.contract.Engine`.
+"""The one ``openclaw`` engine, serving every modelled OpenClaw release.
 
-One engine, three OpenClaw releases: the configurable detector of 2026.6.11 (and 2026.7.35,
-which ships the same loop code), and the fixed-threshold detector of 2026.9.6 with its batch
-admission and one-shot recovery (:mod:`.v2026_9`). Every method dispatches on the version: a
-configuration knows its release (:class:`OpenClawConfig` / :class:`OpenClaw9Config`), and the
-two families keep separate prepared data.
+OpenClaw's loop code changed shape between releases: 2026.6.11 (and 2026.7.35, which ships the
+same loop code) has a configurable detector; 2026.9.6 fixes the thresholds and adds batch
+admission and one-shot recovery. Each line lives in its own sibling package (:mod:`.v2026_6`,
+:mod:`.v2026_9`) behind one :class:`~.shared.release.Release` object; the engine picks the
+release of a version (or of a configuration, by its type) once and hands the call over, so the
+registry, the CLI and the dashboard see one engine with a version selector, and no method
+branches on the version.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import (
-    ConfigError,
-    ConfigResolution,
-    RunColumns,
-    SessionReplay,
-    columns_of,
-    packed,
-)
+from loopscope.engines.base import ConfigError, ConfigResolution, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -31,78 +24,69 @@ from loopscope.engines.contract import (
     GuideExample,
     SettingSpec,
 )
-from loopscope.engines.openclaw import fast
-from loopscope.engines.openclaw.config import (
-    BLOCK_FIELDS,
-    CONFIGURABLE_VERSIONS,
+from loopscope.engines.openclaw.shared.release import Release
+from loopscope.engines.openclaw.v2026_6.config import (
     DEFAULT_VERSION,
     ENABLED_DEFAULT_NOTE,
-    ENABLED_UNSET_BANNER,
-    JSON5_EXPORT_COMMENT,
-    SETTINGS,
     OpenClawConfig,
-    _assign,
-    build_config,
-    ordering_messages,
 )
-from loopscope.engines.openclaw.explain import EXPLAINER
-from loopscope.engines.openclaw.fast import PreparedSession, prepare, run
-from loopscope.engines.openclaw.reference import replay_session
-from loopscope.engines.openclaw.v2026_9 import fast as fast_2026_9
-from loopscope.engines.openclaw.v2026_9.config import (
-    ENABLED_UNSET_BANNER_2026_9,
-    LEGACY_SET_KEYS,
-    SETTINGS_2026_9,
-    WHAT_IF_NAMES,
-    OpenClaw9Config,
-    build_config_2026_9,
-    make_config,
-)
-from loopscope.engines.openclaw.v2026_9.config import (
-    VERSIONS as FIXED_VERSIONS,
-)
-from loopscope.engines.openclaw.v2026_9.explain import EXPLAINER_2026_9
-from loopscope.engines.openclaw.v2026_9.reference import replay_session_2026_9
+from loopscope.engines.openclaw.v2026_6.fast import PreparedSession
+from loopscope.engines.openclaw.v2026_6.release import RELEASE as V2026_6
+from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
+from loopscope.engines.openclaw.v2026_9.fast import Prepared9
+from loopscope.engines.openclaw.v2026_9.release import RELEASE as V2026_9
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import Explainer, Limitation, StepExplanation
     from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenClawEngine"]
+
+RELEASES: Final[tuple[Release, ...]] = (V2026_6, V2026_9)
+"""Every release line, oldest first."""
+DEFAULT_RELEASE: Final[Release] = V2026_6
 
 ENABLED_DEFAULTED_NOTE: Final = (
     "OpenClaw's own default is enabled: false; loopscope replays with enabled: true (use "
     "--set enabled=false to replay OpenClaw as shipped).")
 """Said whenever no layer set ``enabled`` and loopscope's ``true`` applied."""
 
-VERSIONS: Final = (*CONFIGURABLE_VERSIONS, *FIXED_VERSIONS)
+VERSIONS: Final = tuple(v for release in RELEASES for v in release.versions)
 """Every release the engine replays, oldest first."""
 
 AnyConfig = OpenClawConfig | OpenClaw9Config
-AnyPrepared = PreparedSession | fast_2026_9.Prepared9
+AnyPrepared = PreparedSession | Prepared9
 
 VERSION_KEY: Final = "version"
 """Where a loopscope config document records the OpenClaw release (``{"openclaw": {"version":
 "2026.7.35", "tools": {...}}}``); ``--openclaw-version`` wins over it."""
 
+_BY_VERSION: Final = {v: release for release in RELEASES for v in release.versions}
 
-class _VersionExplainer:
+
+def release_of(config: Any) -> Release:
+    """The release a configuration belongs to (by its type); the default one for anything
+    else (an explainer may be asked without a configuration)."""
+    for release in RELEASES:
+        if isinstance(config, release.config_type):
+            return release
+    return DEFAULT_RELEASE
+
+
+class _ReleaseExplainer:
     """The explainer of the configuration's release."""
 
-    def explain_step(self, step: Any, replay: SessionReplay, config: Any) -> Any:
-        return _explainer_of(config).explain_step(step, replay, config)
+    def explain_step(self, step: Any, replay: SessionReplay, config: Any) -> StepExplanation:
+        return release_of(config).explainer.explain_step(step, replay, config)
 
     def limitations(self, session: Any, replay: SessionReplay, config: Any,
-                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
-        return _explainer_of(config).limitations(session, replay, config, warnings)
+                    warnings: Sequence[str] = ()) -> tuple[Limitation, ...]:
+        return release_of(config).explainer.limitations(session, replay, config, warnings)
 
     def extra_changes(self, step: Any, replay: SessionReplay, config: Any,
                       goal: Any) -> Sequence[Mapping[str, Any]]:
-        return _explainer_of(config).extra_changes(step, replay, config, goal)
-
-
-def _explainer_of(config: Any) -> Any:
-    return EXPLAINER_2026_9 if isinstance(config, OpenClaw9Config) else EXPLAINER
+        return release_of(config).explainer.extra_changes(step, replay, config, goal)
 
 
 class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
@@ -118,11 +102,12 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
     default_version = DEFAULT_VERSION
     notes = (ENABLED_DEFAULT_NOTE,)
     step_unit: Literal["call", "turn"] = "call"
-    schema: tuple[SettingSpec, ...] = SETTINGS
-    explainer = _VersionExplainer()
+    schema: tuple[SettingSpec, ...] = DEFAULT_RELEASE.settings
+    explainer: Explainer = _ReleaseExplainer()
     strict_bool = True
-    set_keys: tuple[str, ...] = tuple(s.name for s in SETTINGS)
+    set_keys: tuple[str, ...] = tuple(s.name for s in DEFAULT_RELEASE.settings)
     enabled_default_note: str = ENABLED_DEFAULT_NOTE
+
     detectors = (
         DetectorInfo("generic_repeat", "the same call again and again",
                      "OpenClaw warns when the same call (same tool, same input) keeps appearing "
@@ -150,64 +135,51 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
                      "A tool keeps failing (or writing nothing new) while the agent cycles "
                      "through a few argument variants, all with the same result. OpenClaw "
                      "2026.9 warns the agent; the call still runs.", ("warn",),
-                     versions=FIXED_VERSIONS),
+                     versions=V2026_9.versions),
         DetectorInfo("tool_loop_recovery_terminated", "a second loop in the same run",
                      "OpenClaw 2026.9 lets the agent try once more after its first critical "
                      "loop in a run. A second critical loop in the same run ends the run.",
-                     ("refuse",), versions=FIXED_VERSIONS),
+                     ("refuse",), versions=V2026_9.versions),
         DetectorInfo("tool_loop_batch_skipped", "not run because of another call",
                      "OpenClaw 2026.9 checks all the calls of one message together: when one "
                      "of them is stopped for a loop, none of the others run either.",
-                     ("refuse",), versions=FIXED_VERSIONS),
+                     ("refuse",), versions=V2026_9.versions),
     )
+
+    def release(self, version: str | None = None) -> Release:
+        """The release line that replays ``version`` (the default when None)."""
+        return _BY_VERSION[self.check_version(version)]
 
     # ------------------------------------------------------------------ configs
 
     def settings_for(self, version: str | None = None) -> tuple[SettingSpec, ...]:
         """2026.9.6: ``enabled`` and the fixed values as what-ifs; earlier: every setting."""
-        return SETTINGS_2026_9 if self.is_fixed(version) else SETTINGS
-
-    def is_fixed(self, version: str | None) -> bool:
-        """Whether ``version`` has the fixed-threshold detector (2026.9.6)."""
-        return self.check_version(version) in FIXED_VERSIONS
+        return self.release(version).settings
 
     def default_config(self, version: str | None = None) -> AnyConfig:
         """OpenClaw's defaults with ``enabled: true`` (loopscope's default)."""
-        if self.is_fixed(version):
-            return make_config(True, enabled_defaulted=True)
-        return OpenClawConfig.from_block({}, self.check_version(version))
+        version = self.check_version(version)
+        return _BY_VERSION[version].default_config(version)
 
     def build_config(self, values: Mapping[str, Any], version: str
                      ) -> tuple[AnyConfig, tuple[str, ...]]:
-        if self.is_fixed(version):
-            fixed = make_config(values["enabled"],
-                                {k: v for k, v in values.items() if k in WHAT_IF_NAMES})
-            return fixed, fixed.notes
-        block: dict[str, Any] = {}
-        for key, value in values.items():
-            _assign(block, key, value)
-        config = OpenClawConfig.from_block(block, version)
-        notes = [f"{m} OpenClaw would refuse to load this config" for m in ordering_messages(block)]
-        notes.extend(config.notes)
-        return config, tuple(notes)
+        return self.release(version).build_config(values, version)
 
     def config(self, values: Mapping[str, Any], version: str | None = None
                ) -> ConfigResolution[AnyConfig]:
-        """A configuration from setting values. At 2026.9.6 the retired keys of the
-        configurable releases are accepted too, and ignored (a warning names them)."""
-        if self.is_fixed(version):
-            merged = self.default_values(version)
-            retired: list[str] = []
-            for key, value in values.items():
-                if key in LEGACY_SET_KEYS:
-                    retired.append(key.partition(".")[0])
-                else:
-                    merged[key] = self.spec(key, version).check(value)
-            fixed = make_config(merged["enabled"],
-                                {k: v for k, v in merged.items() if k in WHAT_IF_NAMES}, retired)
-            return ConfigResolution(fixed, fixed.notes, unreachable_notes(fixed))
-        res = super().config(values, version)
-        return ConfigResolution(res.config, res.warnings, unreachable_notes(res.config))
+        """A configuration from setting values. Keys a release retired (2026.9.6: those of
+        the configurable releases) are accepted and ignored; a note names them."""
+        version = self.check_version(version)
+        release = _BY_VERSION[version]
+        merged = self.default_values(version)
+        retired: list[str] = []
+        for key, value in values.items():
+            if key in release.retired_keys:
+                retired.append(key.partition(".")[0])
+            else:
+                merged[key] = self.spec(key, version).check(value)
+        config, notes = release.build_config(merged, version, retired)
+        return ConfigResolution(config, tuple(notes), release.unreachable_notes(config))
 
     def config_values(self, config: AnyConfig) -> dict[str, Any]:
         return config.settings()
@@ -231,253 +203,97 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
                 version = file_version
             file_settings = {k: v for k, v in file_settings.items() if k != VERSION_KEY}
         version = self.check_version(version)
-        config: AnyConfig
-        if self.is_fixed(version):
-            config, warnings = build_config_2026_9(file_settings, overrides, agent)
-            banner = ENABLED_UNSET_BANNER_2026_9
-        else:
-            config, warnings = build_config(file_settings, overrides, agent, version)
-            banner = ENABLED_UNSET_BANNER
-        notes: tuple[str, ...] = unreachable_notes(config)
+        release = _BY_VERSION[version]
+        config, warnings = release.resolve(file_settings, overrides, agent, version)
+        notes: tuple[str, ...] = release.unreachable_notes(config)
         if config.enabled_defaulted:
             notes = (ENABLED_DEFAULTED_NOTE, *notes)
             if file_settings is not None:
-                notes = (banner, *notes)
+                notes = (release.enabled_unset_banner, *notes)
         return ConfigResolution(config, tuple(warnings), notes)
 
     def settings_from_document(self, document: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """A loopscope document's ``openclaw`` part, an OpenClaw config (``tools`` /
-        ``agents``), or a bare ``loopDetection`` block."""
+        ``agents``), or a bare ``loopDetection`` block of any release."""
         part = document.get(self.name)
         if isinstance(part, Mapping):
             return part
-        if any(k in document for k in ("tools", "agents", "loopDetection", *BLOCK_FIELDS,
-                                       *WHAT_IF_NAMES)):
+        keys = ("tools", "agents", "loopDetection",
+                *(k for release in RELEASES for k in release.document_keys))
+        if any(k in document for k in keys):
             return document
         return None
 
     def settings_document(self, config: AnyConfig) -> dict[str, Any]:
-        """The ``openclaw`` part of a loopscope config document. At 2026.9.6 the what-ifs
-        set to something else than OpenClaw's value sit beside ``tools`` (they are not
-        OpenClaw settings), so that the document reads back to the same configuration."""
+        """The ``openclaw`` part of a loopscope config document: the version, the block, and
+        whatever the release needs beside it to read back the same configuration."""
         doc: dict[str, Any] = {VERSION_KEY: config.version,
                                "tools": {"loopDetection": config.export_block()}}
-        if isinstance(config, OpenClaw9Config):
-            values = config.settings()
-            doc.update({name: values[name] for name in config.hypothetical})
+        doc.update(release_of(config).document_extras(config))
         return doc
 
     def exports(self, config: AnyConfig) -> tuple[ExportFile, ...]:
-        if isinstance(config, OpenClaw9Config):
-            caption = ("OpenClaw 2026.9 has a single loop setting, enabled; its thresholds are "
-                       "fixed, so no what-if is exported. enabled is written explicitly: "
-                       "OpenClaw's own default is false, loopscope replays with true. Paste it "
-                       "into openclaw.json.")
-            if config.hypothetical:
-                caption += (" This configuration explores what-ifs (" +
-                            ", ".join(config.hypothetical) + "): OpenClaw will run with its "
-                            "fixed values.")
-            return (ExportFile(
-                f"OpenClaw {config.version} (tools.loopDetection)",
-                "openclaw-loopDetection.json5", "application/json5",
-                loop_detection_json5(config.export_block(), config.version), caption),)
-        return (ExportFile(
-            f"OpenClaw {config.version} (tools.loopDetection)", "openclaw-loopDetection.json5",
-            "application/json5", loop_detection_json5(config.export_block(), config.version),
-            "enabled is written explicitly: OpenClaw's own default is false, loopscope replays "
-            "with true. Paste it into openclaw.json."),)
+        return release_of(config).exports(config)
 
     # ------------------------------------------------------------------ replay
 
     def prepare_key(self, version: str | None = None) -> str:
-        if self.is_fixed(version):
-            return "fixed-2026.9"  # normalised names and 2026.9's outcome hashing
-        return "configurable"  # every configurable release shares the same prepared data
+        return self.release(version).prepare_key
 
     def prepare(self, session: Session, version: str | None = None) -> AnyPrepared:
-        fixed = self.is_fixed(version)
+        release = self.release(version)
         with CollectorPaused():  # (the prepared data holds no reference cycles)
-            return fast_2026_9.prepare(session) if fixed else prepare(session)
+            prepared: AnyPrepared = release.prepare(session)
+            return prepared
 
     def run(self, prepared: AnyPrepared, config: AnyConfig) -> SessionReplay:
-        if isinstance(config, OpenClaw9Config):
-            if not isinstance(prepared, fast_2026_9.Prepared9):
-                raise TypeError(f"a session prepared for {self.prepare_key(None)} cannot be run "
-                                f"with an OpenClaw {config.version} configuration; prepare it "
-                                f"with version {config.version!r}")
-            return fast_2026_9.run(prepared, config)
-        if not isinstance(prepared, PreparedSession):
-            raise TypeError(f"a session prepared for OpenClaw 2026.9 cannot be run with an "
-                            f"OpenClaw {config.version} configuration; prepare it with version "
+        release = release_of(config)
+        if not release.owns(prepared):
+            raise TypeError(f"a session prepared for another OpenClaw release than "
+                            f"{release.prepare_key} cannot be run with an OpenClaw "
+                            f"{config.version} configuration; prepare it with version "
                             f"{config.version!r}")
-        return run(prepared, config)
+        return release.run(prepared, config)
 
     def replay(self, session: Session, config: AnyConfig) -> SessionReplay:
-        if isinstance(config, OpenClaw9Config):
-            return replay_session_2026_9(session, config)
-        return replay_session(session, config)
+        return release_of(config).replay(session, config)
 
     def run_many(self, prepared: Sequence[Any], config: AnyConfig) -> RunColumns:
-        """A vectorised pass over the corpus's calls (:func:`fast.run_columns`); 2026.9 runs
-        session by session."""
-        if isinstance(config, OpenClaw9Config):
-            return super().run_many(prepared, config)
-        from loopscope.engines.openclaw import columns
-
-        pack = packed(prepared, (self.name, "pack"), _pack)
-        if pack is None:  # another release's prepared data
-            return super().run_many(prepared, config)
-        return columns_of(columns.run_columns(pack, config),
-                          lambda i: run(prepared[i], config), fast.DETECTORS)
+        """The release's vectorised pass over the corpus's calls where it has one (and the
+        prepared data is its own), else session by session."""
+        columns = release_of(config).run_many(prepared, config)
+        return super().run_many(prepared, config) if columns is None else columns
 
     def caches_prepared(self, version: str | None = None) -> bool:
         return True
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
-        if self.is_fixed(version):
-            # 2026.9 runs session by session: one JSON text per session
-            return super().table_spec(version)
-        from loopscope.engines.openclaw import columns
-        from loopscope.engines.table import TableSpec
-
-        return TableSpec(self.name, self.prepare_key(version), columns.SCHEMA,
-                         columns.table_columns, columns.decode_row, columns.check)
+        version = self.check_version(version)
+        return _BY_VERSION[version].table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
-        if type(prepared) is PreparedSession:
-            return fast.encode(prepared)
-        if type(prepared) is fast_2026_9.Prepared9:
-            return fast_2026_9.encode(prepared)
+        for release in RELEASES:
+            if release.owns(prepared):
+                return release.encode(prepared)
         return None
 
     def decode_prepared(self, data: Any) -> AnyPrepared:
-        """Either release line's data: 2026.9's is marked (:data:`fast_2026_9.RELEASE_MARK`)."""
-        if type(data) is dict and "release" in data:
-            return fast_2026_9.decode(data)
-        return fast.decode(data)
+        """Any release's data: each release knows its own (2026.9.6's is marked)."""
+        for release in RELEASES:
+            if release.reads(data):
+                decoded: AnyPrepared = release.decode(data)
+                return decoded
+        raise AssertionError("every prepared document is some release's")
 
     def counters(self, prepared: AnyPrepared, replay: SessionReplay, config: AnyConfig
                  ) -> tuple[CounterSeries, ...]:
         """Before each call: how many identical results in a row the same call got (what
         blocking counts) and how often the same call appears in the window (what warning
-        counts), against the three levels."""
-        n = len(replay.steps)
-        if isinstance(config, OpenClaw9Config):
-            assert isinstance(prepared, fast_2026_9.Prepared9)
-            limits = config.limits
-            no_progress, recent = fast_2026_9.step_counts(prepared, limits.history_size, n)
-            series = [
-                CounterSeries("same result in a row (before this call)", tuple(no_progress),
-                              hover="identical results in a row"),
-                CounterSeries("same call in the window", tuple(recent),
-                              hover="same call earlier in the window"),
-            ]
-            if config.detection_on:
-                for label, value in (("warn at", limits.warning), ("stop at", limits.critical),
-                                     ("hard stop at", limits.breaker)):
-                    series.append(CounterSeries(f"{label} {value}", (value,) * n, role="limit",
-                                                hover=label))
-            return tuple(series)
-        assert isinstance(prepared, PreparedSession)
-        r = config.resolved
-        counters = prepared.counters(r.history_size)
-        out = [
-            CounterSeries("same result in a row (before this call)",
-                          tuple(counters.no_progress[:n]), hover="identical results in a row"),
-            CounterSeries("same call in the window", tuple(counters.recent[:n]),
-                          hover="same call earlier in the window"),
-        ]
-        if r.detection_on:
-            for label, value in (("warn at", r.warning_threshold),
-                                 ("block at", r.critical_threshold),
-                                 ("hard stop at", r.global_circuit_breaker_threshold)):
-                out.append(CounterSeries(f"{label} {value}", (value,) * n, role="limit",
-                                         hover=label))
-        return tuple(out)
+        counts), against the release's levels."""
+        return release_of(config).counters(prepared, replay, config)
 
     def guide_examples(self) -> tuple[GuideExample, ...]:
-        from loopscope.engines.openclaw.explain import guide_examples
-        from loopscope.engines.openclaw.v2026_9.explain import guide_examples_2026_9
-
-        return (*guide_examples(), *guide_examples_2026_9())
-
-
-def unreachable_notes(config: AnyConfig) -> tuple[str, ...]:
-    """Levels above the history window can never be reached: counts never exceed the calls
-    remembered."""
-    if isinstance(config, OpenClaw9Config):
-        limits = config.limits
-        over = [(name, value) for name, value in (
-            ("warning", limits.warning), ("stop", limits.critical),
-            ("hard stop", limits.breaker)) if value > limits.history_size + 1]
-        if not over:
-            return ()
-        return ("Counts never exceed the calls remembered (" + str(limits.history_size) +
-                "), so " + ", ".join(f"the {n} level ({v})" for n, v in over) +
-                " can never be reached.",)
-    r = config.resolved
-    over = [(name, value) for name, value in (
-        ("warning", r.warning_threshold), ("block", r.critical_threshold),
-        ("hard stop", r.global_circuit_breaker_threshold)) if value > r.history_size + 1]
-    if not over:
-        return ()
-    return ("Counts never exceed the calls remembered (" + str(r.history_size) + "), so "
-            + ", ".join(f"the {n} level ({v})" for n, v in over) + " can never be reached.",)
-
-
-def loop_detection_json5(block: Mapping[str, Any], version: str = DEFAULT_VERSION) -> str:
-    """``{tools: {loopDetection: {...}}}`` as JSON5 text, ready to paste into ``openclaw.json``.
-
-    ``enabled`` comes first and is always written, with a comment: OpenClaw's own default is
-    false and loopscope replays with true.
-    """
-    data = copy.deepcopy(dict(block))
-    enabled = data.pop("enabled", True)
-    data = {"enabled": True if enabled is None else bool(enabled), **data}
-    lines = [
-        f"// OpenClaw {version} tool-loop detection settings, exported by loopscope.",
-        "// Paste into your OpenClaw config (openclaw.json).",
-        "{",
-        "  tools: {",
-        "    loopDetection: {",
-    ]
-    for key, value in data.items():
-        if key == "enabled":
-            lines.append(f"      {JSON5_EXPORT_COMMENT}")
-        lines.append(f"      {_json5_key(key)}: {_json5_value(value, indent=6)},")
-    lines += ["    },", "  },", "}"]
-    return "\n".join(lines) + "\n"
-
-
-def _json5_key(key: str) -> str:
-    return key if key.isidentifier() else json.dumps(key)
-
-
-def _json5_value(value: Any, indent: int) -> str:
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        pad = " " * (indent + 2)
-        inner = [f"{pad}{_json5_key(str(k))}: {_json5_value(v, indent + 2)},"
-                 for k, v in value.items()]
-        return "{\n" + "\n".join(inner) + "\n" + " " * indent + "}"
-    return json.dumps(value)
+        return tuple(example for release in RELEASES for example in release.guide_examples())
 
 
 ENGINE: Final = OpenClawEngine()
-
-
-def _pack(prepared: Sequence[Any]) -> Any:
-    """The arrays of ``prepared`` (a table of this engine's configurable releases, or this
-    module's prepared objects), or None."""
-    from loopscope.engines.openclaw import columns
-    from loopscope.engines.table import PreparedTable
-
-    if isinstance(prepared, PreparedTable):
-        ok = prepared.engine == ENGINE.name and prepared.key == ENGINE.prepare_key(None)
-        return columns.Pack(prepared) if ok else None
-    if not all(type(p) is PreparedSession for p in prepared):
-        return None
-    spec = ENGINE.table_spec()
-    assert spec is not None
-    return columns.Pack(spec.table(prepared))

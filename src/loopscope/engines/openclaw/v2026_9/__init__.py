@@ -1,15 +1,19 @@
 """OpenClaw 2026.9.6: fixed thresholds, batch admission and one-shot recovery.
 
-The ``openclaw`` engine's newest version, in its own modules (the configurable releases,
-2026.6.11 and 2026.7.35, live one level up and are imported where the code did not change):
+A sibling of :mod:`..v2026_6`; code both releases run unchanged is imported from
+:mod:`..shared`, never from the sibling.
 
 * :mod:`.config` — the one-key ``loopDetection`` block, the fixed values as what-ifs, retired
   keys accepted and ignored, the per-agent overlay;
 * :mod:`.hashing` — normalised tool names, outcome hashing with external-content markers,
   loop vetoes, terminal exec failures and unchanged writes;
-* :mod:`.detection` — the detector (argument churn included), the batch admission with its
+* :mod:`.upstream` — the detector (argument churn included), the batch admission with its
   projected vetoes, the warning buckets;
+* :mod:`.session` — the calls of one assistant message grouped, intervention texts read;
 * :mod:`.reference` — the plain shadow-mode replay with recovery and terminal interventions;
-* :mod:`.fast` — prepare once, count once per history size, select per configuration;
-* :mod:`.explain` — plain-language explanations, limitations and guide examples.
+* :mod:`.fast` — the prepared type: prepare once, count once per history size, select per
+  configuration;
+* :mod:`.columns` — why there is no column table (sessions run one by one);
+* :mod:`.explain` — plain-language explanations, limitations and guide examples;
+* :mod:`.release` — the release object the engine calls.
 """

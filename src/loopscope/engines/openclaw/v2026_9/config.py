@@ -23,14 +23,8 @@ from typing import Any, Final
 
 from loopscope.engines.base import ConfigError
 from loopscope.engines.contract import SettingSpec
-from loopscope.engines.openclaw.config import (
-    SET_KEYS as LEGACY_SET_KEYS_WITH_ENABLED,
-)
-from loopscope.engines.openclaw.config import (
-    _type_name,
-    normalize_agent_id,
-    parse_set_value,
-)
+from loopscope.engines.openclaw.shared.config import SET_KEYS as LEGACY_SET_KEYS_WITH_ENABLED
+from loopscope.engines.openclaw.shared.config import normalize_agent_id, parse_set_value, type_name
 from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 
 VERSION: Final = "2026.9.6"
@@ -285,13 +279,13 @@ def validate_block_2026_9(block: Any, path: str) -> list[str]:
     """OpenClaw 2026.9's schema for one ``loopDetection`` block, with the retired keys allowed
     (returned, to be ignored). Raises :class:`ConfigError` for anything else."""
     if not isinstance(block, Mapping):
-        raise ConfigError(f"{path}: must be an object, not {_type_name(block)}")
+        raise ConfigError(f"{path}: must be an object, not {type_name(block)}")
     retired: list[str] = []
     for key, value in block.items():
         if key == "enabled":
             if not isinstance(value, bool):
                 raise ConfigError(f"{path}.enabled: must be true or false, not "
-                                  f"{_type_name(value) if value is not None else 'null'}")
+                                  f"{type_name(value) if value is not None else 'null'}")
         elif key in LEGACY_KEYS:
             retired.append(key)
         else:
@@ -398,7 +392,7 @@ def build_config_2026_9(
     retired: list[str] = []
     if file_settings is not None:
         if not isinstance(file_settings, Mapping):
-            raise ConfigError(f"config file: expected an object, not {_type_name(file_settings)}")
+            raise ConfigError(f"config file: expected an object, not {type_name(file_settings)}")
         file_what_ifs, rest = _split_file(file_settings)
         for name, value in file_what_ifs.items():
             what_ifs[name] = _check_what_if(name, value)
@@ -428,7 +422,7 @@ def _block_of_file(data: Mapping[str, Any], agent: str | None, warnings: list[st
     if "tools" in data or "agents" in data:
         tools = data.get("tools")
         if tools is not None and not isinstance(tools, Mapping):
-            raise ConfigError(f"tools: must be an object, not {_type_name(tools)}")
+            raise ConfigError(f"tools: must be an object, not {type_name(tools)}")
         global_block = _get(tools, "loopDetection")
         if global_block is not UNDEFINED:
             retired.extend(validate_block_2026_9(global_block, "tools.loopDetection"))

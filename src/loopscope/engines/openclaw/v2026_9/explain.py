@@ -8,44 +8,43 @@ an engineer: what OpenClaw would have done, why, and the limit that decided.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.contract import GuideExample, Limitation, StepExplanation
-from loopscope.engines.openclaw.detection import (
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    UNKNOWN_TOOL_REPEAT,
-    ping_pong_critical_message,
-    poll_critical_message,
-    unknown_tool_message,
-)
+from loopscope.engines.contract import GuideExample, StepExplanation
+from loopscope.engines.openclaw.shared import explain as common
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
     VERSION,
     Limits,
     OpenClaw9Config,
 )
-from loopscope.engines.openclaw.v2026_9.detection import (
+from loopscope.engines.openclaw.v2026_9.hashing import (
+    TERMINAL_EXEC_FAILURE,
+    TOOL_LOOP_VETO,
+    normalize_tool_name,
+)
+from loopscope.engines.openclaw.v2026_9.upstream import (
     ARGUMENT_CHURN,
+    GENERIC_REPEAT,
+    GLOBAL_CIRCUIT_BREAKER,
+    KNOWN_POLL_NO_PROGRESS,
+    PING_PONG,
+    POST_COMPACTION_GUARD,
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
     TOOL_LOOP_RECOVERY_TERMINATED,
     TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
+    UNKNOWN_TOOL_REPEAT,
     argument_churn_message,
     breaker_message,
     generic_critical_message,
     intervention_result_text,
-)
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    TERMINAL_EXEC_FAILURE,
-    TOOL_LOOP_VETO,
-    normalize_tool_name,
+    ping_pong_critical_message,
+    poll_critical_message,
+    unknown_tool_message,
 )
 from loopscope.model import Session, ToolResult
 
@@ -362,22 +361,12 @@ LIMITATIONS_2026_9: Final[dict[str, str]] = {
     "unregistered_tools_checked": "Replay approximation: OpenClaw does not loop-check a call "
     "to a tool it does not have (it answers 'Tool … not found' at once); loopscope checks "
     "every recorded call.",
-    "unknown_tool_wording": "Unknown-tool detection depends on the error's wording: some "
-    "missing-tool errors here are not recognised.",
-    "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
-    "sends without their plugin, so fresh message ids make every result look new.",
-    "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
+    **common.SHARED_LIMITATIONS,
     "threshold_above_window": "A what-if threshold above the calls remembered can never be "
     "reached.",
 }
 
-_CHANNEL_TOOLS: Final = frozenset({"telegram", "slack", "discord", "whatsapp", "signal",
-                                   "imessage", "feishu", "line", "matrix", "msteams",
-                                   "googlechat", "mattermost", "zalo"})
 _NOT_FOUND: Final = re.compile(r"tool\s+\S+\s+not found|unknown tool", re.IGNORECASE)
-_MISSING_TOOL: Final = re.compile(r"tool.*(not found|not available|unavailable|no such|unknown)|"
-                                  r"(no such|unknown|unavailable).*tool", re.IGNORECASE)
 
 
 def limitations_2026_9(session: Session | None, replay: SessionReplay, config: Any,
@@ -411,12 +400,8 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
     for s in steps:
         by_run.setdefault(s.extra.get("run_id", ""), []).append(s)
     for run_steps in by_run.values():
-        names = [s.signature for s in run_steps]
-        for n in range(5, len(names)):
-            window = names[n - 5:n + 1]
-            if window[:3] == window[3:] and len(set(window[:3])) == 3:
-                found.add("strict_alternation")
-                break
+        if common.has_strict_alternation([s.signature for s in run_steps]):
+            found.add("strict_alternation")
         by_tool: dict[str, set[str | None]] = {}
         counts: dict[str, int] = {}
         for s in run_steps:
@@ -430,10 +415,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             s.extra.get("result_hash") is None and s.extra.get("outcome_kind") is None
             for s in steps):
         found.add("needs_outcomes")
-    signature_runs: dict[str | None, set[str]] = {}
-    for s in steps:
-        signature_runs.setdefault(s.signature, set()).add(s.extra.get("run_id", ""))
-    if len(by_run) > 1 and any(len(runs) > 1 for runs in signature_runs.values()):
+    if common.calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(len(run_steps) > limits.history_size for run_steps in by_run.values()):
         found.add("window_bounds_counts")
@@ -444,7 +426,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
         if s.extra.get("recorded_block") and str(s.extra.get("result_hash", "")).startswith(
                 "error:"):
             found.add("recorded_stop_as_error")
-        if raw.lower() in _CHANNEL_TOOLS:
+        if raw.lower() in common.CHANNEL_TOOLS:
             found.add("channel_sends")
         if s.extra.get("unknown_tool"):
             found.add("unregistered_tools_checked")
@@ -456,7 +438,7 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
             if isinstance(event, ToolResult) and event.is_error:
                 if _NOT_FOUND.search(event.text):
                     found.add("unregistered_tools_checked")
-                if _MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
+                if common.MISSING_TOOL.search(event.text) and not _NOT_FOUND.search(event.text):
                     found.add("unknown_tool_wording")
             elif event.kind == "compaction":
                 found.add("guard_arms_on_every_compaction")
@@ -466,21 +448,15 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
 # --------------------------------------------------------------------------- the contract
 
 
-class OpenClaw9Explainer:
+class OpenClaw9Explainer(common.ReleaseExplainer):
     """OpenClaw 2026.9.6's explanations behind :class:`~loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> StepExplanation:
         return explain_step_2026_9(step, replay, config)
 
-    def limitations(self, session: Session | None, replay: SessionReplay, config: Any,
-                    warnings: Sequence[str] = ()) -> tuple[Limitation, ...]:
-        return tuple(Limitation(i, t) for i, t in
-                     limitations_2026_9(session, replay, config, warnings))
-
-    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
-                      goal: str) -> Sequence[Mapping[str, Any]]:
-        del step, replay, config, goal
-        return ()
+    def found_limitations(self, session: Any, replay: SessionReplay, config: Any,
+                          warnings: Sequence[str]) -> list[tuple[str, str]]:
+        return limitations_2026_9(session, replay, config, warnings)
 
 
 EXPLAINER_2026_9: Final = OpenClaw9Explainer()

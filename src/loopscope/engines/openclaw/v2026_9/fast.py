@@ -35,15 +35,38 @@ from loopscope.engines.base import (
     new_step,
 )
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
+from loopscope.engines.openclaw.shared.session import COMPACTION, ENGINE_NAME, USER
+from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.v2026_9.config import (
+    MIN_STABLE_CALLS_PER_VARIANT,
+    Limits,
+    OpenClaw9Config,
+)
+from loopscope.engines.openclaw.v2026_9.hashing import (
+    TERMINAL_EXEC_FAILURE,
+    TOOL_LOOP_VETO,
+    detection_name,
+)
+from loopscope.engines.openclaw.v2026_9.session import call_facts, session_messages
+from loopscope.engines.openclaw.v2026_9.upstream import (
+    ARGUMENT_CHURN,
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
     PING_PONG,
     POST_COMPACTION_GUARD,
+    RECOVERY,
+    TERMINAL,
+    TOOL_LOOP_BATCH_SKIPPED,
+    TOOL_LOOP_RECOVERY_TERMINATED,
+    TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
     UNKNOWN_TOOL_REPEAT,
+    WarningBuckets,
+    argument_churn_message,
+    breaker_message,
+    generic_critical_message,
     generic_warning_message,
-    guard_message,
     ping_pong_critical_message,
     ping_pong_key,
     ping_pong_warning_message,
@@ -51,33 +74,10 @@ from loopscope.engines.openclaw.detection import (
     poll_warning_message,
     unknown_tool_message,
 )
-from loopscope.engines.openclaw.reference import COMPACTION, ENGINE_NAME, USER
-from loopscope.engines.openclaw.v2026_9.config import (
-    MIN_STABLE_CALLS_PER_VARIANT,
-    Limits,
-    OpenClaw9Config,
-)
-from loopscope.engines.openclaw.v2026_9.detection import (
-    ARGUMENT_CHURN,
-    RECOVERY,
-    TERMINAL,
-    TOOL_LOOP_BATCH_SKIPPED,
-    TOOL_LOOP_RECOVERY_TERMINATED,
-    TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
-    WarningBuckets,
-    argument_churn_message,
-    breaker_message,
-    generic_critical_message,
-)
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    TERMINAL_EXEC_FAILURE,
-    TOOL_LOOP_VETO,
-    detection_name,
-    hash_tool_call,
-    is_known_poll_call,
-)
-from loopscope.engines.openclaw.v2026_9.reference import call_facts, session_messages
 from loopscope.model import Session
+
+PREPARE_KEY: Final = "fixed-2026.9"
+"""The key of this prepared data: normalised names and 2026.9's outcome hashing."""
 
 _USER_OP: Final = -1
 _COMPACTION_OP: Final = -2

@@ -1,11 +1,12 @@
 """Tool names, argsHash and outcome hashing of ``openclaw@2026.9.6``.
 
-Ports of ``normalizeToolPolicyName`` (``dist/tool-policy-shared-*.mjs``), ``hashToolCall``,
+Ports of ``normalizeToolPolicyName`` (``dist/tool-policy-shared-*.mjs``),
 ``digestToolOutcome``, ``hashExecFailureIdentity`` and ``hashToolOutcome``
 (``dist/tool-loop-detection-*.mjs``, regions ``src/agents/tool-loop-detection.ts`` and
 ``src/agents/tool-loop-write-outcome.ts``). The JS value semantics (``stableStringify``, trim,
-number formatting) and the parts that did not change since 2026.6.11 (error formatting,
-unknown-tool names, exec/process/send hashing helpers) are imported, not copied.
+number formatting) and the parts that did not change since 2026.6.11 (``hashToolCall``,
+``isKnownPollToolCall``, error formatting, unknown-tool names, send hashing helpers) come from
+:mod:`..shared.hashing`.
 
 What is new against 2026.6.11:
 
@@ -26,17 +27,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.openclaw.hashing import (
+from loopscope.engines.openclaw.shared.hashing import (
     extract_unknown_tool_name,
     format_error_for_hash,
     is_loop_veto,
     is_mapping,
+    process_progress,
     result_text,
     strip_volatile_send_ids,
 )
-from loopscope.engines.openclaw.hashing import (
-    is_volatile_send_result as _is_send_2026_6,
-)
+from loopscope.engines.openclaw.shared.hashing import is_volatile_send_result as _is_send_2026_6
 from loopscope.jsonrules.javascript import (
     JS_WHITESPACE_CLASS,
     UNDEFINED,
@@ -118,22 +118,6 @@ def detection_name(tool_name: str) -> str:
     ``normalizeToolPolicyName(name || "tool")``: a name of only whitespace, recorded as ``""``,
     is detected as ``tool`` (and so never sees its own records)."""
     return tool_name or "tool"
-
-
-def hash_tool_call(tool_name: str, params: Any) -> str:
-    """``hashToolCall``: ``"<tool>:<sha256 hex of stableStringify(params)>"`` (no marker
-    canonicalisation for arguments)."""
-    return f"{tool_name}:{digest(params)}"
-
-
-def is_known_poll_call(tool_name: str, params: Any) -> bool:
-    """``isKnownPollToolCall``: ``command_status``, or ``process`` with ``action`` poll/log."""
-    if tool_name == "command_status":
-        return True
-    if tool_name != "process" or not is_mapping(params):
-        return False
-    action = params.get("action", UNDEFINED)
-    return isinstance(action, str) and action in ("poll", "log")
 
 
 # --------------------------------------------------------------------------- outcome digests
@@ -330,11 +314,6 @@ def _exec_outcome(details: Mapping[str, Any], text: str) -> Outcome | None:
     }))
 
 
-def _or_null(details: Mapping[str, Any], key: str) -> Any:
-    value = details.get(key)
-    return None if value is None or value is UNDEFINED else value
-
-
 def is_volatile_send_result(tool_name: str, params: Any) -> bool:
     """``isVolatileSendResult``: 2026.6.11's sends plus ``conversations_send`` and
     ``conversations_turn`` (``isMessagingToolSendAction``). Channel tools would need their
@@ -366,27 +345,9 @@ def hash_tool_outcome(tool_name: str, params: Any, result: Any = UNDEFINED,
     if tool_name == "write" and details.get("changed", UNDEFINED) is False:
         return Outcome(digest_outcome({"status": "unchanged"}), no_progress=True)
     if tool_name == "process" and is_mapping(params):
-        action = params.get("action")
-        if action == "poll":
-            return Outcome(digest_outcome({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "aggregated": _or_null(details, "aggregated"),
-                "text": text,
-            }))
-        if action == "log":
-            return Outcome(digest_outcome({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "totalLines": _or_null(details, "totalLines"),
-                "totalChars": _or_null(details, "totalChars"),
-                "truncated": _or_null(details, "truncated"),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "text": text,
-            }))
+        progress = process_progress(params.get("action"), details, text)
+        if progress is not None:
+            return Outcome(digest_outcome(progress))
     if is_volatile_send_result(tool_name, params):
         return Outcome(digest_outcome(strip_volatile_send_ids(details)))
     return Outcome(digest_outcome({"details": details, "text": text}))

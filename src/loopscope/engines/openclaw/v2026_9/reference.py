@@ -1,8 +1,7 @@
 """The plain reference replay of a session through ``openclaw@2026.9.6`` (shadow mode).
 
-Sessions are read exactly as for 2026.6.11 (:func:`loopscope.engines.openclaw.reference.
-session_ops`: runs, turns, call indexes, argument parsing, result pairing). Then, per
-assistant message with tool calls:
+Sessions are read as for every release, with the calls of one message grouped
+(:mod:`.session`). Then, per assistant message with tool calls:
 
 1. **admission** (only when ``enabled`` is true): the message's calls are checked together,
    each against the run's history plus a projected loop veto for every earlier call of the
@@ -22,22 +21,27 @@ A user message starts a new run: a fresh guard, and the one-shot recovery is ava
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any
 
-from loopscope.engines.base import SessionReplay, Step, first_refusal_of
-from loopscope.engines.openclaw.detection import POST_COMPACTION_GUARD, guard_message
-from loopscope.engines.openclaw.guard import PostCompactionGuard
-from loopscope.engines.openclaw.reference import (
+from loopscope.engines.base import SessionReplay, Step
+from loopscope.engines.openclaw.shared.guard import PostCompactionGuard
+from loopscope.engines.openclaw.shared.session import (
     COMPACTION,
-    ENGINE_NAME,
     USER,
     CallInput,
-    session_ops,
+    call_step,
+    session_replay,
 )
+from loopscope.engines.openclaw.shared.upstream import guard_message
 from loopscope.engines.openclaw.v2026_9.config import OpenClaw9Config
-from loopscope.engines.openclaw.v2026_9.detection import (
+from loopscope.engines.openclaw.v2026_9.session import (
+    CallFacts,
+    Message,
+    call_facts,
+    session_messages,
+)
+from loopscope.engines.openclaw.v2026_9.upstream import (
+    POST_COMPACTION_GUARD,
     RECOVERY,
     TERMINAL,
     TOOL_LOOP_BATCH_SKIPPED,
@@ -51,83 +55,7 @@ from loopscope.engines.openclaw.v2026_9.detection import (
     record_tool_call,
     record_tool_call_outcome,
 )
-from loopscope.engines.openclaw.v2026_9.hashing import (
-    Outcome,
-    hash_tool_call,
-    hash_tool_outcome,
-    normalize_tool_name,
-)
 from loopscope.model import Session
-
-RECOVERY_MARKERS: Final = (
-    "do not repeat this exact tool action",
-    "this tool was not executed because another call in the batch",
-    "critical tool-loop recovery failed",
-    "openclaw stopped this run because tool-loop recovery",
-)
-"""Phrases of 2026.9's intervention results (lowercase): a recorded result holding one is an
-upstream loop block, even when it is recorded as an error."""
-
-
-def is_recovery_block_text(text: str) -> bool:
-    lowered = text.lower()
-    return any(marker in lowered for marker in RECOVERY_MARKERS)
-
-
-def _result_texts(c: CallInput) -> Iterator[str]:
-    if isinstance(c.error, str):
-        yield c.error
-    result = c.result
-    if isinstance(result, dict):
-        content = result.get("content")
-        if isinstance(content, list):
-            for entry in content:
-                if isinstance(entry, dict) and isinstance(entry.get("text"), str):
-                    yield entry["text"]
-
-
-def calls_2026_9(c: CallInput) -> CallInput:
-    """The call with ``recorded_block`` also set by 2026.9's intervention texts."""
-    if c.recorded_block or not any(is_recovery_block_text(t) for t in _result_texts(c)):
-        return c
-    return replace(c, recorded_block=True)
-
-
-Message = list[CallInput]
-
-
-def session_messages(session: Session) -> list[Message | str]:
-    """:func:`session_ops` with the calls of one assistant message grouped (in order)."""
-    out: list[Message | str] = []
-    current: Message | None = None
-    for op in session_ops(session):
-        if isinstance(op, CallInput):
-            op = calls_2026_9(op)
-            if current is not None and current[0].turn == op.turn:
-                current.append(op)
-                continue
-            current = [op]
-            out.append(current)
-        else:
-            current = None
-            out.append(op)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class CallFacts:
-    """What one call is, whatever the configuration."""
-
-    name: str
-    """Normalised (what OpenClaw hashes and detects on)."""
-    args_hash: str
-    outcome: Outcome
-
-
-def call_facts(c: CallInput) -> CallFacts:
-    name = normalize_tool_name(c.name)
-    return CallFacts(name, hash_tool_call(name, c.params),
-                     hash_tool_outcome(name, c.params, c.result, c.error))
 
 
 def make_step(
@@ -140,11 +68,8 @@ def make_step(
     """A 2026.9.6 step: the contract fields, then the OpenClaw fields in a fixed order
     (2026.6.11's, with ``outcome_kind``, ``intervention``, ``loop_detector`` and
     ``warning_emitted``; ``unknown_tool`` and ``recorded_block`` last)."""
-    return Step(
-        turn=c.turn, call=c.call, tools=(c.name,), signature=facts.args_hash,
-        verdict=verdict,  # type: ignore[arg-type]
-        detector=detector, count=count, after_divergence=after_divergence,
-        extra={
+    return call_step(
+        c, facts.args_hash, verdict, detector, count, after_divergence, {
             "level": level,
             "message": message,
             "warning_key": warning_key,
@@ -159,8 +84,7 @@ def make_step(
             "warning_emitted": warning_emitted,
             "unknown_tool": facts.outcome.unknown_tool_name,
             "recorded_block": c.recorded_block,
-        },
-    )
+        })
 
 
 def _message_steps(calls: Message, facts: list[CallFacts], admission: Admission,
@@ -263,7 +187,4 @@ def replay_with_state(session: Session, config: OpenClaw9Config
         diverged = diverged or any(s.verdict == "refuse" for s in message_steps)
         if admission.intervention is not None:
             critical_seen = True
-    return SessionReplay(
-        session=session.id, source=session.source, format=session.format, engine=ENGINE_NAME,
-        steps=tuple(steps), first_refusal=first_refusal_of(steps),
-    ), state
+    return session_replay(session, steps), state

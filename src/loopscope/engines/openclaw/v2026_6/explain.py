@@ -11,14 +11,14 @@ Pure: no UI imports, no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.openclaw.config import OpenClawConfig
-from loopscope.engines.openclaw.fast import prepare
+from loopscope.engines.openclaw.shared import explain as common
+from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
+from loopscope.engines.openclaw.v2026_6.fast import prepare
 from loopscope.model import AssistantTurn, Session, ToolResult
 
 __all__ = [
@@ -219,12 +219,7 @@ LIMITATIONS: Final[dict[str, str]] = {
     "clamping": "OpenClaw moved some thresholds so that warning < critical < breaker.",
     "merge_misorder": "The global and agent blocks are each valid, but merged they are "
     "misordered; OpenClaw clamps them at run time.",
-    "unknown_tool_wording": "Unknown-tool detection depends on the error's wording: some "
-    "missing-tool errors here are not recognised.",
-    "channel_sends": "Sends through channel tools (telegram, slack, …) are not recognised as "
-    "sends without their plugin, so fresh message ids make every result look new.",
-    "guard_arms_on_every_compaction": "Replay approximation: every compaction arms the "
-    "post-compaction guard; OpenClaw arms it only after a compaction retry.",
+    **common.SHARED_LIMITATIONS,
     "parallel_calls": "Replay approximation: calls made in one message are evaluated one after "
     "another.",
     "names_not_normalised": "Replay approximation: tool names are used as recorded; OpenClaw "
@@ -235,17 +230,12 @@ LIMITATIONS: Final[dict[str, str]] = {
     "loopscope explains it with the configurable generation (2026.6.11).",
 }
 
-_CHANNEL_TOOLS: Final = frozenset({"telegram", "slack", "discord", "whatsapp", "signal",
-                                   "imessage", "feishu", "line", "matrix", "msteams", "googlechat",
-                                   "mattermost", "zalo"})
 _STREAM_GUARD = "because it isn't available. I need to stop retrying it"
 _GENERATION_MARKERS: Final = (
     ("stuck no-progress loop", "v0 (early 2026)"),
     ("OpenClaw stopped this run because", "v3 (later 2026)"),
     ("identical no-progress outcomes", None),
 )
-_MISSING_TOOL = re.compile(r"tool.*(not found|not available|unavailable|no such|unknown)|"
-                           r"(no such|unknown|unavailable).*tool", re.IGNORECASE)
 
 
 def session_limitations(
@@ -315,19 +305,12 @@ def session_limitations(
             if (tool in ("process", "command_status") and len(same) >= r.warning_threshold
                     and len(set(hashes)) > 1 and all(s.verdict == "pass" for s in same)):
                 found.add("changing_poll_silent")
-        signatures_in_order = [s.signature for s in run_steps]
-        for n in range(5, len(signatures_in_order)):
-            window = signatures_in_order[n - 5:n + 1]
-            if (window[:3] == window[3:] and len(set(window[:3])) == 3):
-                found.add("strict_alternation")
-                break
+        if common.has_strict_alternation([s.signature for s in run_steps]):
+            found.add("strict_alternation")
     if any(s.extra.get("result_hash") is None and not s.extra.get("recorded_block")
            for s in steps) and len(steps) >= r.warning_threshold:
         found.add("needs_outcomes")
-    signature_runs: dict[str | None, set[str]] = {}
-    for s in steps:
-        signature_runs.setdefault(s.signature, set()).add(s.extra.get("run_id", ""))
-    if len(by_run) > 1 and any(len(runs) > 1 for runs in signature_runs.values()):
+    if common.calls_span_runs(steps):
         found.add("runs_reset_counts")
     if any(s.count is not None and s.count >= r.history_size for s in warned + refused) or any(
             len(run_steps) > r.history_size for run_steps in by_run.values()):
@@ -345,18 +328,18 @@ def session_limitations(
 
 
 def _transcript_limitations(session: Session, found: set[str]) -> None:
-    from loopscope.engines.openclaw.hashing import extract_unknown_tool_name
+    from loopscope.engines.openclaw.shared.hashing import extract_unknown_tool_name
 
     for event in session.events:
         if isinstance(event, ToolResult):
             text = event.text
-            if event.is_error and extract_unknown_tool_name(text) is None and _MISSING_TOOL.search(
-                    text):
+            if (event.is_error and extract_unknown_tool_name(text) is None
+                    and common.MISSING_TOOL.search(text)):
                 found.add("unknown_tool_wording")
             details = event.details
             if (not event.is_error and details.get("status") == "error"
                     and isinstance(details.get("error"), str)
-                    and _MISSING_TOOL.search(details["error"])):
+                    and common.MISSING_TOOL.search(details["error"])):
                 found.add("unknown_tool_wording")
             if any(marker in text for marker, _ in _GENERATION_MARKERS[:2]):
                 found.add("recorded_generation")
@@ -367,7 +350,7 @@ def _transcript_limitations(session: Session, found: set[str]) -> None:
                 found.add("stream_guard_not_modelled")
             for call in event.tool_calls:
                 name = call.name
-                if name.lower() in _CHANNEL_TOOLS:
+                if name.lower() in common.CHANNEL_TOOLS:
                     found.add("channel_sends")
                 if name != name.strip().lower() or name in ("bash", "apply-patch"):
                     found.add("names_not_normalised")
@@ -394,7 +377,7 @@ def refusal_consequence(step: Step) -> str | None:
             "on (a warning only goes to OpenClaw's log).")
 
 
-class OpenClawExplainer:
+class OpenClawExplainer(common.ReleaseExplainer):
     """OpenClaw's explanations behind :class:`loopscope.engines.contract.Explainer`."""
 
     def explain_step(self, step: Step, replay: SessionReplay, config: Any) -> Any:
@@ -415,17 +398,9 @@ class OpenClawExplainer:
         return Explained(e.headline, facts, None, action, (), upstream, levers,
                          refusal_consequence(step))
 
-    def limitations(self, session: Any, replay: SessionReplay, config: Any,
-                    warnings: Sequence[str] = ()) -> tuple[Any, ...]:
-        from loopscope.engines.contract import Limitation
-
-        return tuple(Limitation(i, t) for i, t in
-                     session_limitations(replay, config, session, warnings))
-
-    def extra_changes(self, step: Step, replay: SessionReplay, config: Any,
-                      goal: str) -> Sequence[dict[str, Any]]:
-        del step, replay, config, goal
-        return ()
+    def found_limitations(self, session: Any, replay: SessionReplay, config: Any,
+                          warnings: Sequence[str]) -> list[tuple[str, str]]:
+        return session_limitations(replay, config, session, warnings)
 
 
 EXPLAINER = OpenClawExplainer()

@@ -1,8 +1,11 @@
-"""argsHash, resultHash and unknown-tool names.
+"""argsHash, error formatting, unknown-tool names and send ids: hashing every release shares.
 
-Ports of ``hashToolCall``, ``hashToolOutcome`` and ``extractUnknownToolName`` from
-``openclaw@2026.6.11`` (``dist/tool-loop-detection-*.js``). Hashes depend only on the session,
-never on the configuration, so the replay computes them once per session.
+Ports of ``hashToolCall``, ``isKnownPollToolCall``, ``formatErrorForHash``,
+``extractUnknownToolName`` and the send-id stripping from ``dist/tool-loop-detection-*``,
+which did not change between ``openclaw@2026.6.11`` and ``openclaw@2026.9.6``; each release's
+``hashToolOutcome`` (:mod:`..v2026_6.hashing`, :mod:`..v2026_9.hashing`) builds on them. Hashes
+depend only on the session, never on the configuration, so a replay computes them once per
+session.
 """
 
 from __future__ import annotations
@@ -112,45 +115,6 @@ def is_loop_veto(details: Mapping[str, Any]) -> bool:
     return details.get("status") == "blocked" and details.get("deniedReason") == "tool-loop"
 
 
-def _string_field(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _hash_exec_outcome(details: Mapping[str, Any], text: str) -> str | None:
-    status = _string_field(details.get("status"))
-    if not status:
-        return None
-    if status == "running":
-        return digest({"status": status, "tail": _string_field(details.get("tail")) or ""})
-    if status in ("completed", "failed"):
-        exit_code = details.get("exitCode")
-        aggregated = details.get("aggregated")
-        trimmed = js_trim(aggregated) if isinstance(aggregated, str) else ""
-        return digest({
-            "status": status,
-            "exitCode": exit_code if isinstance(exit_code, int | float)
-            and not isinstance(exit_code, bool) else None,
-            "timedOut": details.get("timedOut") is True,
-            "output": trimmed or text,
-        })
-    if status in ("approval-pending", "approval-unavailable"):
-        command = _string_field(details.get("command"))
-        warning_text = _string_field(details.get("warningText"))
-        return digest({
-            "status": status,
-            "reason": _string_field(details.get("reason")),
-            "host": _string_field(details.get("host")),
-            "command": "" if command is None else command,
-            "warningText": "" if warning_text is None else warning_text,
-        })
-    return None
-
-
-def _or_null(details: Mapping[str, Any], key: str) -> Any:
-    value = details.get(key)
-    return None if value is None or value is UNDEFINED else value
-
-
 def _is_message_delivery_object(value: Mapping[str, Any]) -> bool:
     return (
         isinstance(value.get("id"), str) and isinstance(value.get("text"), str)
@@ -186,50 +150,30 @@ def is_volatile_send_result(tool_name: str, params: Any) -> bool:
     return False
 
 
-def hash_tool_outcome(
-    tool_name: str, params: Any, result: Any = UNDEFINED, error: Any = UNDEFINED
-) -> tuple[str | None, str | None]:
-    """``(result_hash, unknown_tool_name)`` of one outcome (``hashToolOutcome``).
 
-    Pass :data:`UNDEFINED` (the default) for an absent ``result`` or ``error``; ``None`` is JS
-    ``null``. ``result_hash`` is ``None`` when nothing would be recorded: no result and no
-    error, or a loop veto.
-    """
-    if error is not UNDEFINED:
-        return "error:" + digest(format_error_for_hash(error)), extract_unknown_tool_name(error)
-    if not is_mapping(result):
-        return (None if result is UNDEFINED else digest(result)), None
-    raw_details = result.get("details")
-    details: Mapping[str, Any] = raw_details if is_mapping(raw_details) else {}
-    text = result_text(result)
-    if is_loop_veto(details):
-        return None, None
-    if tool_name == "exec":
-        exec_hash = _hash_exec_outcome(details, text)
-        if exec_hash is not None:
-            return exec_hash, None
-    if tool_name == "process" and is_mapping(params):
-        action = params.get("action")
-        if action == "poll":
-            return digest({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "aggregated": _or_null(details, "aggregated"),
-                "text": text,
-            }), None
-        if action == "log":
-            return digest({
-                "action": action,
-                "status": details.get("status", UNDEFINED),
-                "totalLines": _or_null(details, "totalLines"),
-                "totalChars": _or_null(details, "totalChars"),
-                "truncated": _or_null(details, "truncated"),
-                "exitCode": _or_null(details, "exitCode"),
-                "exitSignal": _or_null(details, "exitSignal"),
-                "text": text,
-            }), None
-    if is_volatile_send_result(tool_name, params):
-        return digest(strip_volatile_send_ids(details)), None
-    return digest({"details": details, "text": text}), None
+
+def _or_null(details: Mapping[str, Any], key: str) -> Any:
+    value = details.get(key)
+    return None if value is None or value is UNDEFINED else value
+
+
+_POLL_FIELDS: Final[tuple[str, ...]] = ("exitCode", "exitSignal", "aggregated")
+_LOG_FIELDS: Final[tuple[str, ...]] = ("totalLines", "totalChars", "truncated", "exitCode", "exitSignal")
+
+
+def process_progress(action: Any, details: Mapping[str, Any], text: str
+                     ) -> dict[str, Any] | None:
+    """What a ``process`` poll or log outcome is hashed as (its progress fields and text, so
+    that a poll whose process moves on hashes differently), or None for another action. Every
+    release hashes this object; only the digest around it changed."""
+    if action == "poll":
+        fields = _POLL_FIELDS
+    elif action == "log":
+        fields = _LOG_FIELDS
+    else:
+        return None
+    progress: dict[str, Any] = {"action": action, "status": details.get("status", UNDEFINED)}
+    for key in fields:
+        progress[key] = _or_null(details, key)
+    progress["text"] = text
+    return progress

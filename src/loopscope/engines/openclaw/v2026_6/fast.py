@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
 from itertools import compress
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -44,8 +44,17 @@ from loopscope.engines.base import (
     new_step,
 )
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
-from loopscope.engines.openclaw.config import OpenClawConfig
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.shared.hashing import (
+    extract_unknown_tool_name,
+    is_known_poll_call,
+    is_loop_veto,
+    is_mapping,
+)
+from loopscope.engines.openclaw.shared.session import BLOCK_MARKERS, ENGINE_NAME, OPENCLAW_FORMAT
+from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
+from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
+from loopscope.engines.openclaw.v2026_6.upstream import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
@@ -56,7 +65,6 @@ from loopscope.engines.openclaw.detection import (
     breaker_message,
     generic_critical_message,
     generic_warning_message,
-    guard_message,
     ping_pong_critical_message,
     ping_pong_key,
     ping_pong_warning_message,
@@ -64,20 +72,11 @@ from loopscope.engines.openclaw.detection import (
     poll_warning_message,
     unknown_tool_message,
 )
-from loopscope.engines.openclaw.hashing import (
-    extract_unknown_tool_name,
-    hash_tool_outcome,
-    is_known_poll_call,
-    is_loop_veto,
-    is_mapping,
-)
-from loopscope.engines.openclaw.reference import (
-    BLOCK_MARKERS,
-    ENGINE_NAME,
-    OPENCLAW_FORMAT,
-)
 from loopscope.jsonrules.javascript import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
+
+PREPARE_KEY: Final = "configurable"
+"""The key of this prepared data: 2026.6.11 and 2026.7.35 share it (same loop code)."""
 
 _T = TypeVar("_T")
 _USER_OP = -1
@@ -1148,4 +1147,4 @@ def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
 
 
 DETECTORS = (*_DETECTOR_CODES, POST_COMPACTION_GUARD)
-"""Detector names by the codes of :func:`loopscope.engines.openclaw.columns.run_columns`."""
+"""Detector names by the codes of :func:`.columns.run_columns`."""

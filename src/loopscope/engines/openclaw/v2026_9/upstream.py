@@ -1,26 +1,26 @@
-"""The 2026.9.6 detector, batch admission and warning buckets, ported literally.
+"""The 2026.9.6 detector and batch admission, ported literally.
 
 ``detect_tool_call_loop``, ``record_tool_call`` and ``record_tool_call_outcome`` mirror the
 exports of ``openclaw@2026.9.6``'s ``dist/tool-loop-detection-*.mjs`` (regions
 ``src/agents/tool-loop-detection.ts``, ``tool-loop-no-progress.ts``,
 ``tool-loop-argument-churn.ts``); :func:`admit_tool_call_batch` mirrors ``admitToolCallBatch``
-(``dist/agent-tools.before-tool-call-*.mjs``, region ``src/agents/tool-loop-admission.ts``) and
-:class:`WarningBuckets` its ``shouldEmitLoopWarning``. This is the reference path; the fast
-path is proven equal to it.
+(``dist/agent-tools.before-tool-call-*.mjs``, region ``src/agents/tool-loop-admission.ts``).
+This is the reference path; the fast path is proven equal to it.
 
-The unknown-tool and ping-pong walks and most messages did not change since 2026.6.11 and are
-imported from that port. The fixed values come from a :class:`~.config.Limits`, so that they
+The unknown-tool and ping-pong walks, most messages and the warning buckets
+(``shouldEmitLoopWarning``) did not change since 2026.6.11 and are imported from
+:mod:`..shared.upstream`. The fixed values come from a :class:`~.config.Limits`, so that they
 can be explored as what-ifs.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from loopscope.engines.openclaw.detection import (
+from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
+from loopscope.engines.openclaw.shared.upstream import (
     GENERIC_REPEAT,
     GLOBAL_CIRCUIT_BREAKER,
     KNOWN_POLL_NO_PROGRESS,
@@ -29,6 +29,7 @@ from loopscope.engines.openclaw.detection import (
     UNKNOWN_TOOL_REPEAT,
     HistoryRecord,
     LoopVerdict,
+    WarningBuckets,
     generic_warning_message,
     normalize_run_id,
     ping_pong_critical_message,
@@ -42,7 +43,6 @@ from loopscope.engines.openclaw.detection import (
     unknown_tool_streak,
 )
 from loopscope.engines.openclaw.v2026_9.config import (
-    MAX_LOOP_WARNING_KEYS,
     MIN_STABLE_CALLS_PER_VARIANT,
     UPSTREAM,
     Limits,
@@ -52,9 +52,7 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     TOOL_LOOP_VETO,
     Outcome,
     detection_name,
-    hash_tool_call,
     hash_tool_outcome,
-    is_known_poll_call,
 )
 from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 
@@ -372,31 +370,6 @@ def record_tool_call_outcome(
 
 
 # --------------------------------------------------------------------------- warning buckets
-
-
-class WarningBuckets:
-    """``shouldEmitLoopWarning``: a warning is shown once per bucket of
-    ``LOOP_WARNING_BUCKET_SIZE`` repetitions per (run-prefixed) warning key; the map keeps the
-    newest ``MAX_LOOP_WARNING_KEYS`` keys."""
-
-    __slots__ = ("_buckets", "bucket_size")
-
-    def __init__(self, bucket_size: int = UPSTREAM.bucket_size) -> None:
-        self.bucket_size = bucket_size
-        self._buckets: OrderedDict[str, int] = OrderedDict()
-
-    def should_emit(self, warning_key: str | None, detector: str, tool_name: str, count: int,
-                    run_id: str | None = None) -> bool:
-        key = warning_key or f"{detector}:{tool_name}"
-        if run_id:
-            key = f"{run_id}:{key}"
-        bucket = count // self.bucket_size
-        if bucket <= self._buckets.get(key, 0):
-            return False
-        self._buckets[key] = bucket  # (updating keeps the insertion position)
-        while len(self._buckets) > MAX_LOOP_WARNING_KEYS:
-            self._buckets.popitem(last=False)
-        return True
 
 
 # --------------------------------------------------------------------------- admission

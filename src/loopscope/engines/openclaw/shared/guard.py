@@ -1,6 +1,6 @@
 """The post-compaction loop guard, ported from ``createPostCompactionLoopGuard`` of
 openclaw@2026.6.11: ``dist/embedded-agent-*.js`` (``src/agents/embedded-agent-runner/
-post-compaction-loop-guard.ts``).
+post-compaction-loop-guard.ts``); 2026.9.6 ships the same guard, so both releases run this one.
 
 After a compaction arms it, the guard watches the next ``windowSize`` hashed outcomes of the
 run; if all of them are the identical ``(tool, argsHash, resultHash)`` triple, the run aborts.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.openclaw.config import DEFAULT_GUARD_WINDOW_SIZE, as_positive_int
-from loopscope.engines.openclaw.detection import guard_message
+from loopscope.engines.openclaw.shared.config import DEFAULT_GUARD_WINDOW_SIZE, as_positive_int
+from loopscope.engines.openclaw.shared.upstream import guard_message
 
 GUARD_UPSTREAM_DETECTOR: Final = "compaction_loop_persisted"
 GUARD_ERROR_NAME: Final = "PostCompactionLoopPersistedError"

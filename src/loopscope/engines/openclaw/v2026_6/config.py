@@ -15,14 +15,20 @@ Three levels, from upstream's to loopscope's:
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopscope.engines.base import ConfigError
 from loopscope.engines.contract import SettingSpec
-from loopscope.jsonrules.javascript import UNDEFINED, js_trim, js_truthy
+from loopscope.engines.openclaw.shared.config import (
+    DEFAULT_GUARD_WINDOW_SIZE,
+    as_positive_int,
+    normalize_agent_id,
+    parse_set_value,
+    type_name,
+)
+from loopscope.jsonrules.javascript import UNDEFINED, js_truthy
 
 CONFIGURABLE_VERSIONS: Final = ("2026.6.11", "2026.7.35")
 """The versions whose loop detector is the configurable one modelled here (2026.7.35 ships the
@@ -34,7 +40,6 @@ DEFAULT_WARNING_THRESHOLD: Final = 10
 DEFAULT_CRITICAL_THRESHOLD: Final = 20
 DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD: Final = 30
 DEFAULT_UNKNOWN_TOOL_THRESHOLD: Final = 10
-DEFAULT_GUARD_WINDOW_SIZE: Final = 3
 
 ENABLED_DEFAULT_NOTE: Final = (
     "OpenClaw's own default is off; loopscope turns it on so you can see what it would do."
@@ -48,8 +53,6 @@ ENABLED_UNSET_BANNER: Final = (
 )
 """Shown when a loaded OpenClaw config leaves ``enabled`` unset (``OpenClawConfig.enabled_defaulted``)."""
 
-JSON5_EXPORT_COMMENT: Final = "// OpenClaw's default is false; loopscope replays with true"
-"""The comment every JSON5 export carries next to ``enabled``."""
 
 ORDER_WARNING_CRITICAL: Final = "tools.loopDetection.warningThreshold must be lower than criticalThreshold."
 ORDER_CRITICAL_BREAKER: Final = (
@@ -64,31 +67,8 @@ INT_FIELDS: Final = (
 DETECTOR_FIELDS: Final = ("genericRepeat", "knownPollNoProgress", "pingPong")
 BLOCK_FIELDS: Final = ("enabled", *INT_FIELDS, "detectors", "postCompactionGuard")
 
-SET_KEYS: Final = (
-    "enabled", "historySize", "warningThreshold", "criticalThreshold",
-    "globalCircuitBreakerThreshold", "unknownToolThreshold", "detectors.genericRepeat",
-    "detectors.knownPollNoProgress", "detectors.pingPong", "postCompactionGuard.windowSize",
-)
-"""The ``--set`` keys (camelCase, dots for nested fields)."""
-
-_BOOL_SET_KEYS: Final = frozenset({"enabled", "detectors.genericRepeat",
-                                   "detectors.knownPollNoProgress", "detectors.pingPong"})
-
 
 # --------------------------------------------------------------------------- run-time resolution
-
-
-def as_positive_int(value: Any, fallback: int) -> int:
-    """OpenClaw's ``asPositiveInt``: an integral number above 0 (``5.0`` counts), else ``fallback``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return fallback
-    if isinstance(value, float):
-        if not value.is_integer() or value <= 0:
-            return fallback
-        return int(value)
-    if value <= 0 or value >= 2**1024:  # JS reads a huge integer literal as Infinity
-        return fallback
-    return value
 
 
 def _get(block: Any, key: str) -> Any:
@@ -250,7 +230,7 @@ def validate_block(block: Any, path: str) -> list[str]:
     non-integer number); returns the ordering messages, which loopscope reports as warnings.
     """
     if not isinstance(block, Mapping):
-        raise ConfigError(f"{path}: must be an object, not {_type_name(block)}")
+        raise ConfigError(f"{path}: must be an object, not {type_name(block)}")
     for key, value in block.items():
         where = f"{path}.{key}"
         if key == "enabled":
@@ -261,7 +241,7 @@ def validate_block(block: Any, path: str) -> list[str]:
                 raise ConfigError(f"{where}: must be a positive whole number, not {_show(value)}")
         elif key == "detectors":
             if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}: must be an object, not {_type_name(value)}")
+                raise ConfigError(f"{where}: must be an object, not {type_name(value)}")
             for name, gate in value.items():
                 if name not in DETECTOR_FIELDS:
                     raise ConfigError(f"{where}.{name}: unknown key (known: "
@@ -270,7 +250,7 @@ def validate_block(block: Any, path: str) -> list[str]:
                     raise ConfigError(f"{where}.{name}: must be true or false, not {_show(gate)}")
         elif key == "postCompactionGuard":
             if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}: must be an object, not {_type_name(value)}")
+                raise ConfigError(f"{where}: must be an object, not {type_name(value)}")
             for name, window in value.items():
                 if name != "windowSize":
                     raise ConfigError(f"{where}.{name}: unknown key (known: windowSize)")
@@ -295,36 +275,7 @@ def ordering_messages(block: Mapping[str, Any]) -> list[str]:
     return messages
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
-
-
 # --------------------------------------------------------------------------- agent overlay
-
-_VALID_AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$", re.IGNORECASE)
-_INVALID_AGENT_CHARS = re.compile(r"[^a-z0-9_-]+")
-
-
-def normalize_agent_id(agent_id: Any) -> str:
-    """OpenClaw's agent id normalisation: trimmed, lower-cased, invalid runs replaced by ``-``,
-    at most 64 characters, ``main`` when nothing is left."""
-    text = js_trim(agent_id) if isinstance(agent_id, str) else ""
-    if not text:
-        return "main"
-    if _VALID_AGENT_ID.match(text):
-        return text.lower()
-    text = _INVALID_AGENT_CHARS.sub("-", text.lower()).strip("-")[:64]
-    return text or "main"
 
 
 def agent_loop_detection(cfg: Any, agent_id: str) -> tuple[bool, Any]:
@@ -484,26 +435,6 @@ def _assign(block: dict[str, Any], dotted: str, value: Any) -> None:
     inner[tail] = value
 
 
-def parse_set_value(key: str, text: str) -> Any:
-    """The value of one ``--set KEY=VALUE`` pair; :class:`ConfigError` names the key."""
-    if key not in SET_KEYS:
-        raise ConfigError(f"unknown setting {key!r} for the openclaw engine (known: "
-                          f"{', '.join(SET_KEYS)})")
-    value = text.strip()
-    if key in _BOOL_SET_KEYS:
-        if value == "true":
-            return True
-        if value == "false":
-            return False
-        raise ConfigError(f"{key}: expected true or false, got {text!r}")
-    if not re.fullmatch(r"[+-]?[0-9]+", value):
-        raise ConfigError(f"{key}: expected a positive whole number, got {text!r}")
-    number = int(value)
-    if number <= 0:
-        raise ConfigError(f"{key}: expected a positive whole number, got {text!r}")
-    return number
-
-
 def _config_shape(file_settings: Mapping[str, Any]) -> tuple[str, Any]:
     """``("openclaw", cfg)`` for an OpenClaw config file, ``("block", block)`` for a bare
     ``loopDetection`` block (also ``{"loopDetection": {...}}``)."""
@@ -532,7 +463,7 @@ def build_config(
     block: dict[str, Any] = {}
     if file_settings is not None:
         if not isinstance(file_settings, Mapping):
-            raise ConfigError(f"config file: expected an object, not {_type_name(file_settings)}")
+            raise ConfigError(f"config file: expected an object, not {type_name(file_settings)}")
         shape, data = _config_shape(file_settings)
         if shape == "block":
             for message in validate_block(data, "loopDetection"):
@@ -565,7 +496,7 @@ def _blocks_of_openclaw_config(cfg: Mapping[str, Any], agent: str | None,
                                warnings: list[str]) -> dict[str, Any]:
     tools = cfg.get("tools")
     if tools is not None and not isinstance(tools, Mapping):
-        raise ConfigError(f"tools: must be an object, not {_type_name(tools)}")
+        raise ConfigError(f"tools: must be an object, not {type_name(tools)}")
     global_block = tools.get("loopDetection", UNDEFINED) if isinstance(tools, Mapping) else UNDEFINED
     if global_block is not UNDEFINED:
         for message in validate_block(global_block, "tools.loopDetection"):

@@ -4,7 +4,7 @@ and the corpus-wide re-run over it (:func:`run_columns`).
 :func:`table_columns` writes prepared sessions as columns (one entry per session and per call,
 each session's tool names, argument hashes, result hashes and unknown-tool names, its
 transcript operations when it has a compaction, and a string pool); :func:`decode_row` gives
-one session's :class:`~loopscope.engines.openclaw.fast.PreparedSession` back (a property test:
+one session's :class:`~.fast.PreparedSession` back (a property test:
 its JSON codec writing is the original's). A table carries the detector's counts of the
 default ``historySize``; :func:`window_counters` counts any other window for every call of the
 corpus in a few vectorised passes (equal to :meth:`PreparedSession.counters`, a property test).
@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from loopscope.engines.openclaw.config import DEFAULT_HISTORY_SIZE, OpenClawConfig
-from loopscope.engines.openclaw.fast import (
+from loopscope.engines.openclaw.shared.session import ENGINE_NAME
+from loopscope.engines.openclaw.v2026_6.config import DEFAULT_HISTORY_SIZE, OpenClawConfig
+from loopscope.engines.openclaw.v2026_6.fast import (
     _COMPACTION_OP,
     _DETECTOR_CODES,
+    PREPARE_KEY,
     Counters,
     HashesByCall,
     PreparedSession,
@@ -35,11 +37,13 @@ from loopscope.engines.table import (
     PreparedTable,
     StringPool,
     TableError,
+    TableSpec,
     pool_schema,
     session_of,
 )
 
-__all__ = ["SCHEMA", "Pack", "decode_row", "run_columns", "table_columns", "window_counters"]
+__all__ = ["SCHEMA", "Pack", "decode_row", "pack", "run_columns", "table_columns", "table_spec",
+           "window_counters"]
 
 _CALL = "call"
 _COUNTER_FIELDS = ("no_progress", "latest_result", "recent", "unknown_streak", "unknown_name",
@@ -275,7 +279,7 @@ def _run_lengths(breaks: Any) -> Any:
 
 def window_counters(owner: Any, position: Any, args: Any, res: Any, unk: Any, tool: Any,
                     run_start: Any, tool_empty: Any, history_size: int) -> dict[str, Any]:
-    """:class:`~loopscope.engines.openclaw.fast.Counters`' fields (each an array over every
+    """:class:`~.fast.Counters`' fields (each an array over every
     call of a corpus) under ``history_size``, from the calls' session (``owner``), position in
     it, the session's own argument, result, unknown-tool and tool codes, run start (a
     position) and whether the tool's name is empty. The rules of ``_compute_counters`` over
@@ -435,7 +439,7 @@ def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
     """Every session's first refusal, refusal and warning counts under ``config``, as arrays
     (see :class:`loopscope.engines.base.RunColumns`): ``_evaluate``'s precedence applied to
     every call at once. Sessions the post-compaction guard may act on (with a compaction,
-    guard on) are run one by one through :func:`~loopscope.engines.openclaw.fast.run`."""
+    guard on) are run one by one through :func:`~.fast.run`."""
     r = config.resolved
     n_sessions = len(pack)
     offsets = pack.offsets
@@ -496,3 +500,19 @@ def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
                     f.detector in _DETECTOR_CODES) else len(_DETECTOR_CODES)
     return out
 
+
+
+def table_spec() -> TableSpec:
+    """The configurable releases' prepared data as one table of columns."""
+    return TableSpec(ENGINE_NAME, PREPARE_KEY, SCHEMA, table_columns, decode_row, check)
+
+
+def pack(prepared: Sequence[Any]) -> Pack | None:
+    """The arrays of ``prepared`` (a table of this release's prepared data, or this release's
+    prepared objects), or None for another release's."""
+    if isinstance(prepared, PreparedTable):
+        ok = prepared.engine == ENGINE_NAME and prepared.key == PREPARE_KEY
+        return Pack(prepared) if ok else None
+    if not all(type(p) is PreparedSession for p in prepared):
+        return None
+    return Pack(table_spec().table(prepared))
