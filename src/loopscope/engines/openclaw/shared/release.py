@@ -16,7 +16,7 @@ from loopscope.engines.openclaw.shared.config import loop_detection_json5
 
 if TYPE_CHECKING:
     from loopscope.engines.base import RunColumns, SessionReplay
-    from loopscope.engines.contract import Explainer
+    from loopscope.engines.contract import Engine, Explainer
     from loopscope.engines.table import TableSpec
     from loopscope.model import Session
 
@@ -80,7 +80,7 @@ class Release(Protocol):
 
     def run_many(self, prepared: Sequence[Any], config: Any) -> RunColumns | None: ...
 
-    def table_spec(self, engine: Any, version: str) -> TableSpec | None: ...
+    def table_spec(self, engine: Engine[Any, Any], version: str) -> TableSpec | None: ...
 
     def encode(self, prepared: Any) -> dict[str, Any]: ...
 

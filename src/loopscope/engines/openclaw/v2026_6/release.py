@@ -41,6 +41,7 @@ from loopscope.engines.openclaw.v2026_6.reference import replay_session
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import Engine
     from loopscope.engines.table import TableSpec
 
 EXPORT_CAPTION: Final = (
@@ -124,7 +125,7 @@ class Release2026_6:
         return columns_of(columns.run_columns(pack, config),
                           lambda i: fast.run(prepared[i], config), fast.DETECTORS)
 
-    def table_spec(self, engine: Any, version: str) -> TableSpec:
+    def table_spec(self, engine: Engine[Any, Any], version: str) -> TableSpec:
         from loopscope.engines.openclaw.v2026_6 import columns
 
         del engine, version  # one table for both versions

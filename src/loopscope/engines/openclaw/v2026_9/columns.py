@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import Engine
     from loopscope.engines.table import TableSpec
 
 
-def table_spec(engine: Any, version: str) -> TableSpec:
+def table_spec(engine: Engine[Any, Any], version: str) -> TableSpec:
     """One JSON text per session, encoded and decoded by ``engine``'s codec (:mod:`.fast`)."""
     from loopscope.engines.table import json_table_spec
 

@@ -40,6 +40,7 @@ from loopscope.engines.openclaw.v2026_9.reference import replay_session_2026_9
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import Engine
     from loopscope.engines.table import TableSpec
 
 EXPORT_CAPTION: Final = (
@@ -119,7 +120,7 @@ class Release2026_9:
         """None: 2026.9.6 runs session by session (:mod:`.columns`)."""
         return None
 
-    def table_spec(self, engine: Any, version: str) -> TableSpec:
+    def table_spec(self, engine: Engine[Any, Any], version: str) -> TableSpec:
         return columns.table_spec(engine, version)
 
     def encode(self, prepared: fast.Prepared9) -> dict[str, Any]:
