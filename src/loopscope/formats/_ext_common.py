@@ -1,7 +1,7 @@
-"""Small helpers shared by the importers of the agent formats beyond the chat APIs (Codex, Gemini
-CLI, OpenHands, SWE-agent, tau-bench, inspect_ai, Claude exports and events).
+"""Small helpers shared by the importers: problems reported for one session candidate, text
+and value coercions, and the Gemini CLI rules its two recording formats both follow.
 
-Private to those format modules. Nothing here parses files; the loader does that.
+Private to the format modules. Nothing here parses files; the loader does that.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ answers a model call is the same call seen twice, and is set aside as such.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.formats.text import extract_text
@@ -31,7 +32,7 @@ from loopscope.model import AgentInfo, Origin, Session
 from loopscope.words import plural
 
 __all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
-           "task_text"]
+           "read_steps", "task_text", "tell_not_records"]
 
 
 @dataclass
@@ -163,6 +164,40 @@ CONTENT_NOT_CAPTURED = (
     "result-aware guards see only tool names")
 
 
+def read_steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext, *,
+               is_record: Callable[[Any], bool],
+               step_of: Callable[[Any, int, Origin], Step | None], what: str) -> list[Step]:
+    """The steps of a store's records, in file order, each value with its origin.
+
+    A value that is not one of the store's records (``is_record``) makes no step and is
+    counted: one info says how many (see :func:`tell_not_records`), so a file that mixes in
+    other data still imports what it holds. A record may also make no step (``step_of`` gives
+    ``None``: a span that is neither a model call, a tool nor the task); that is not counted,
+    since it is the store's own data and not a stranger's. ``order`` is the value's position,
+    the tie-break of equal start times.
+    """
+    steps: list[Step] = []
+    skipped = 0
+    for order, (value, origin) in enumerate(values):
+        if not is_record(value):
+            skipped += 1
+            continue
+        step = step_of(value, order, origin)
+        if step is not None:
+            steps.append(step)
+    tell_not_records(ctx, skipped, what)
+    return steps
+
+
+def tell_not_records(ctx: ImportContext, count: int, what: str, *,
+                     one: str = "record is", many: str = "records are") -> None:
+    """One ``unknown_record_type`` info for ``count`` values that are not ``what`` (nothing
+    when there are none): the values are dropped, and a person should know that they were."""
+    if count:
+        ctx.problem("info", "unknown_record_type",
+                    f"{plural(count, one, many)} not {what}; they made no event", count=count)
+
+
 def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent: AgentInfo,
              tally_steps: bool = True) -> Iterator[Session | None]:
     """One session per trace, in order of each trace's first record in the file.
@@ -219,10 +254,7 @@ def _content_not_captured(steps: list[Step]) -> bool:
 
 def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int | None,
              format_id: str, agent: AgentInfo) -> Session:
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     b = SessionBuilder()
     open_by_id: dict[str, CallDraft] = {}

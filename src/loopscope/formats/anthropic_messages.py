@@ -10,15 +10,15 @@ and its markdown export.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from loopscope.formats._chat import chat_document, chat_records
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
     SessionBuilder,
     TurnDraft,
-    line_origin,
     new_origin,
     pointer_origin,
     pointer_origins,
@@ -178,11 +178,7 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
                           pointer_prefix: str = "/messages",
                           metadata: dict[str, Any] | None = None) -> Session:
     """One Anthropic conversation."""
-
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     builder = SessionBuilder()
     if system is not None:
@@ -246,52 +242,33 @@ def _body(body: dict[str, Any], ctx: ImportContext, candidate: int | None, prefi
 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
-    if isinstance(value, dict):
-        if isinstance(value.get("messages"), list):
-            yield _body(value, ctx, None, "")
-        else:
-            ctx.problem("error", "session_failed", "JSON object has no 'messages' list")
-        return
-    if not isinstance(value, list):
-        ctx.problem("error", "session_failed", "expected a list of messages")
-        return
-    if value and all(isinstance(e, list) or (isinstance(e, dict) and isinstance(
-            e.get("messages"), list)) for e in value):
-        for n, element in enumerate(value):
-            if isinstance(element, list):
-                yield session_from_messages(element, ctx, candidate=n,
-                                            pointer_prefix=f"/{n}")
-            else:
-                yield _body(element, ctx, n, f"/{n}")
-        return
-    yield session_from_messages(value, ctx, pointer_prefix="")
+    yield from chat_document(
+        value, ctx,
+        body=lambda body, n, prefix: _body(body, ctx, n, prefix),
+        messages=lambda messages, n, prefix: session_from_messages(
+            messages, ctx, candidate=n, pointer_prefix=prefix),
+        no_messages="JSON object has no 'messages' list",
+        not_a_list=lambda value: "expected a list of messages")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    iterator = iter(records)
-    first = next(iterator, None)
-    if first is None:
-        return
-    if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
-            and "role" not in first.value:
-        for n, record in ctx.one_candidate_per_line(itertools.chain([first], iterator)):
-            if record is None:
-                yield None
-            elif isinstance(record.value, dict) and isinstance(record.value.get("messages"),
-                                                               list):
-                yield _body(record.value, ctx, n, "", line=record.line)
-            else:
-                ctx.problem("error", "session_failed",
-                            "line is not a conversation (no 'messages' list); it was skipped",
-                            line=record.line, candidate=n)
-                yield None
-        return
-    values = [first.value]
-    origins = [line_origin(first.line)]
-    for record in iterator:
-        values.append(record.value)
-        origins.append(line_origin(record.line))
-    yield session_from_messages(values, ctx, origins=origins)
+    yield from chat_records(
+        records,
+        conversations=lambda lines: _conversations(lines, ctx),
+        messages=lambda values, origins: session_from_messages(values, ctx, origins=origins))
+
+
+def _conversations(lines: Iterator[Record], ctx: ImportContext) -> Iterator[Session | None]:
+    for n, record in ctx.one_candidate_per_line(lines):
+        if record is None:
+            yield None
+        elif isinstance(record.value, dict) and isinstance(record.value.get("messages"), list):
+            yield _body(record.value, ctx, n, "", line=record.line)
+        else:
+            ctx.problem("error", "session_failed",
+                        "line is not a conversation (no 'messages' list); it was skipped",
+                        line=record.line, candidate=n)
+            yield None
 
 
 

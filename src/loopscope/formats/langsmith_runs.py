@@ -22,12 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble, task_text
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, read_steps, task_text
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
 
 FORMAT_ID = "langsmith_runs"
 
@@ -177,21 +176,7 @@ def _root_of(dotted: Any) -> str | None:
 
 
 def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> list[Step]:
-    steps: list[Step] = []
-    skipped = 0
-    for order, (value, origin) in enumerate(values):
-        if not is_run(value):
-            skipped += 1
-            continue
-        step = _step(value, order, origin)
-        if step is not None:
-            steps.append(step)
-    if skipped:
-        ctx.problem("info", "unknown_record_type",
-                    f"{plural(skipped, 'record is', 'records are')} not LangSmith runs; they made no "
-                    "event",
-                    count=skipped)
-    return steps
+    return read_steps(values, ctx, is_record=is_run, step_of=_step, what="LangSmith runs")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:

@@ -26,12 +26,11 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, read_steps
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
 
 FORMAT_ID = "openinference_spans"
 
@@ -219,25 +218,13 @@ def _as_id(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> Iterator[Step]:
-    skipped = 0
-    for order, (value, origin) in enumerate(values):
-        if not is_span(value):
-            skipped += 1
-            continue
-        step = _step(value, order, origin)
-        if step is not None:
-            yield step
-    if skipped:
-        ctx.problem("info", "unknown_record_type",
-                    f"{plural(skipped, 'record is', 'records are')} not OpenInference spans; they made "
-                    "no event",
-                    count=skipped)
+def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> list[Step]:
+    return read_steps(values, ctx, is_record=is_span, step_of=_step, what="OpenInference spans")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
     values = ((r.value, new_origin(r.line, None)) for r in records)
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
+    yield from assemble(_steps(values, ctx), ctx, format_id=FORMAT_ID, agent=AGENT)
 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
@@ -249,7 +236,7 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
         return
     prefix = "" if isinstance(value, list) else "/spans"
     values = ((v, new_origin(None, f"{prefix}/{i}")) for i, v in enumerate(spans))
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
+    yield from assemble(_steps(values, ctx), ctx, format_id=FORMAT_ID, agent=AGENT)
 
 
 PARQUET_HINT = "reading Parquet needs pyarrow: pip install 'loopscope[parquet]'"
@@ -281,7 +268,7 @@ def import_parquet(path: str, ctx: ImportContext) -> Iterator[Session | None]:
                     "OpenInference spans)")
         return
     values = ((v, new_origin(None, f"/{i}")) for i, v in enumerate(rows))
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
+    yield from assemble(_steps(values, ctx), ctx, format_id=FORMAT_ID, agent=AGENT)
 
 
 def _plain(value: Any, depth: int = 0) -> Any:

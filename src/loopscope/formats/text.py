@@ -25,6 +25,7 @@ __all__ = [
     "extract_text",
     "gemini_response_text",
     "iso_timestamp",
+    "json_type",
     "openai_assistant_text",
     "openai_tool_result_text",
     "str_or_none",
@@ -56,6 +57,25 @@ def compact_json(value: Any) -> str:
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
         except (TypeError, ValueError, RecursionError):
             return repr(value)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a parsed value (``null``, ``boolean``, ``number``, ``string``,
+    ``array``, ``object``), for messages that say what was found where something else was
+    expected: a person reads the file as JSON, not as Python types."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def _scalar_text(value: Any) -> str:
