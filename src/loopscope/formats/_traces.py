@@ -19,7 +19,6 @@ answers a model call is the same call seen twice, and is set aside as such.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +30,8 @@ from loopscope.formats.text import extract_text
 from loopscope.model import AgentInfo, Origin, Session
 from loopscope.words import plural
 
-__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
-           "read_steps", "task_text", "tell_not_records"]
+__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "read_steps", "task_text",
+           "tell_not_records"]
 
 
 @dataclass
@@ -315,13 +314,3 @@ def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int |
                      structure_call=match, timestamp=step.timestamp, origin=step.origin)
     return b.build(id=trace, source=ctx.path, format=format_id, agent=agent, models=models,
                    metadata={"trace_id": trace}, report=report)
-
-
-def parse_json_text(value: Any) -> Any:
-    """A JSON text recorded inside an attribute, parsed; the value itself otherwise."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value

@@ -29,7 +29,7 @@ from typing import Any
 from loopscope.formats._traces import ModelCall, Step, as_text, assemble, read_steps
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
-from loopscope.formats.text import iso_timestamp
+from loopscope.formats.text import iso_timestamp, parse_json_text
 from loopscope.model import AgentInfo, Origin, Session
 
 FORMAT_ID = "openinference_spans"
@@ -93,8 +93,6 @@ def _span_fields(value: dict[str, Any]) -> dict[str, Any]:
     nested = unflatten({k: v for k, v in value.items() if k != "attributes"})
     attributes = value.get("attributes")
     if isinstance(attributes, str):
-        from loopscope.formats._traces import parse_json_text
-
         attributes = parse_json_text(attributes)
     merged = unflatten(attributes) if isinstance(attributes, dict) else {}
     extra = nested.get("attributes")

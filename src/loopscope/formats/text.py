@@ -28,6 +28,7 @@ __all__ = [
     "json_type",
     "openai_assistant_text",
     "openai_tool_result_text",
+    "parse_json_text",
     "str_or_none",
     "type_of",
 ]
@@ -57,6 +58,18 @@ def compact_json(value: Any) -> str:
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
         except (TypeError, ValueError, RecursionError):
             return repr(value)
+
+
+def parse_json_text(value: Any) -> Any:
+    """A JSON text recorded inside a field (a span attribute, a completion), parsed; any other
+    value, or a text that is no JSON, as it is: such fields hold JSON by convention only, so
+    a text that is not JSON is still the recorded value."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
 
 
 def json_type(value: Any) -> str:
