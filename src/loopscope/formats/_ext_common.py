@@ -27,6 +27,8 @@ __all__ = [
     "json_objects",
     "json_pointer",
     "short_json",
+    "trim_section",
+    "trim_section_end",
 ]
 
 
@@ -92,6 +94,28 @@ def json_objects(records: Iterable[Record], skipped: Counter[str], report: Candi
         else:
             skipped["non-object"] += 1
             report.aggregate("unknown_record_type", message, line=record.line)
+
+
+def trim_section_end(lines: list[str]) -> list[str]:
+    """The lines of a Markdown export's section without the ``---`` rule and the blank lines
+    that end it: exporters close each message with a rule, which is layout, not message."""
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    if out and out[-1].strip() == "---":
+        out.pop()
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def trim_section(lines: list[str]) -> list[str]:
+    """:func:`trim_section_end`, and without the blank lines that start the section."""
+    out = trim_section_end(lines)
+    start = 0
+    while start < len(out) and not out[start].strip():
+        start += 1
+    return out[start:]
 
 
 def as_dict(value: Any) -> dict[str, Any]:

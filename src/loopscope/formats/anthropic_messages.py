@@ -88,18 +88,29 @@ def assistant_blocks(builder: SessionBuilder, turn: TurnDraft, blocks: Any, orig
                 thinking.append(block["thinking"])
         elif btype in CALL_BLOCKS:
             call_id = block.get("id")
-            if seen_call_ids is not None and isinstance(call_id, str):
-                if call_id in seen_call_ids:
-                    if on_duplicate:
-                        on_duplicate()
-                    continue
-                seen_call_ids.add(call_id)
+            if _repeated(call_id, seen_call_ids, on_duplicate):
+                continue
             builder.call(turn, block.get("name"), block.get("input"), "value", id=call_id,
                          origin=origin, element=("content", position))
         elif btype in SERVER_RESULT_BLOCKS:
             results.append((block, _block_origin(origin, position)))
     turn.thinking = "\n".join(thinking)
     return results
+
+
+def _repeated(block_id: Any, seen: set[str] | None,
+              on_duplicate: Callable[[], None] | None) -> bool:
+    """Whether a block repeats one already read: its id is in ``seen`` (``on_duplicate`` is
+    told, and the block is dropped, so a message written again does not count its calls or
+    results twice); a new id is remembered. Never without ``seen`` or a string id."""
+    if seen is None or not isinstance(block_id, str):
+        return False
+    if block_id in seen:
+        if on_duplicate:
+            on_duplicate()
+        return True
+    seen.add(block_id)
+    return False
 
 
 def _block_origin(origin: Origin, position: int) -> Origin:
@@ -131,25 +142,17 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
     order; then one ``user`` (or ``system``) event with the remaining text (non-blank), image and
     document blocks. A string content is one event. With ``answered``, a result whose
     ``tool_use_id`` was already answered is dropped."""
+    add = builder.system if as_system else builder.user
     if not isinstance(content, list):
-        text = extract_text(content, TEXT_JOINER)
-        if as_system:
-            builder.system(text, content, recorded_role=recorded_role, timestamp=timestamp,
-                           origin=origin)
-        else:
-            builder.user(text, content, recorded_role=recorded_role, timestamp=timestamp,
-                         origin=origin)
+        add(extract_text(content, TEXT_JOINER), content, recorded_role=recorded_role,
+            timestamp=timestamp, origin=origin)
         return
     remaining: list[Any] = []
     for position, block in enumerate(content):
         if isinstance(block, dict) and block.get("type") == "tool_result":
             call_id = block.get("tool_use_id")
-            if answered is not None and isinstance(call_id, str):
-                if call_id in answered:
-                    if on_duplicate:
-                        on_duplicate()
-                    continue
-                answered.add(call_id)
+            if _repeated(call_id, answered, on_duplicate):
+                continue
             value = block.get("content")
             builder.result(call_id, value, extract_text(value, TEXT_JOINER),
                            is_error=block.get("is_error") is True, meta=meta,
@@ -163,13 +166,8 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
         elif isinstance(block, str) and block.strip():
             remaining.append(block)
     if remaining:
-        text = extract_text(remaining, TEXT_JOINER)
-        if as_system:
-            builder.system(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
-                           origin=origin)
-        else:
-            builder.user(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
-                         origin=origin)
+        add(extract_text(remaining, TEXT_JOINER), remaining, recorded_role=recorded_role,
+            timestamp=timestamp, origin=origin)
 
 
 def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: str = "",
