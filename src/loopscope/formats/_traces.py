@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.formats._ext_common import CandidateReporter
-from loopscope.formats.base import ImportContext
-from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
+from loopscope.formats.base import ImportContext, Record
+from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft, new_origin
 from loopscope.formats.text import extract_text
 from loopscope.model import AgentInfo, Origin, Session
 from loopscope.words import plural
 
-__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "read_steps", "task_text",
-           "tell_not_records"]
+__all__ = ["ModelCall", "RecordExport", "Step", "as_text", "assemble", "json_or_text", "read_steps",
+           "task_text", "tell_not_records"]
 
 
 @dataclass
@@ -186,6 +186,46 @@ def read_steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext, *,
             steps.append(step)
     tell_not_records(ctx, skipped, what)
     return steps
+
+
+@dataclass(frozen=True)
+class RecordExport:
+    """How a store that exports one record per span or run is read (LangSmith runs,
+    OpenInference spans): as JSON Lines, one record a line, or as a JSON array of records,
+    bare or under ``key``; every record through :func:`read_steps`, then :func:`assemble`.
+    A format module gives its ``import_records`` and ``import_document`` from here, so the
+    stores that share an export shape share its reading too."""
+
+    format_id: str
+    agent: AgentInfo
+    is_record: Callable[[Any], bool]
+    step_of: Callable[[Any, int, Origin], Step | None]
+    what: str
+    """What the records are, for the count of values that are not ("LangSmith runs")."""
+    key: str
+    """The member that holds the array when the document is an object (``runs``)."""
+    not_an_export: str
+    """The error when a document is neither the array nor an object holding it."""
+
+    def sessions(self, values: Iterable[tuple[Any, Origin]],
+                 ctx: ImportContext) -> Iterator[Session | None]:
+        steps = read_steps(values, ctx, is_record=self.is_record, step_of=self.step_of,
+                           what=self.what)
+        yield from assemble(steps, ctx, format_id=self.format_id, agent=self.agent)
+
+    def import_records(self, records: Iterable[Record],
+                       ctx: ImportContext) -> Iterator[Session | None]:
+        yield from self.sessions(((r.value, new_origin(r.line, None)) for r in records), ctx)
+
+    def import_document(self, value: Any, ctx: ImportContext) -> Iterator[Session | None]:
+        items = value if isinstance(value, list) else value.get(self.key) \
+            if isinstance(value, dict) else None
+        if not isinstance(items, list):
+            ctx.problem("error", "session_failed", self.not_an_export)
+            return
+        prefix = "" if isinstance(value, list) else f"/{self.key}"
+        yield from self.sessions(((v, new_origin(None, f"{prefix}/{i}"))
+                              for i, v in enumerate(items)), ctx)
 
 
 def tell_not_records(ctx: ImportContext, count: int, what: str, *,

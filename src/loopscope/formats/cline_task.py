@@ -144,6 +144,16 @@ def is_ui_messages(value: Any, sample: int = 50) -> bool:
 # ------------------------------------------------------------------------ XML calls
 
 
+def _objects(values: list[Any], skipped: Counter[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The elements that are objects, with their positions (their origins); any other element
+    makes no event and is counted under ``non-object``, which the session's metadata shows."""
+    for i, value in enumerate(values):
+        if isinstance(value, dict):
+            yield i, value
+        else:
+            skipped["non-object"] += 1
+
+
 def parse_xml_calls(text: str) -> list[tuple[str, dict[str, str]]]:
     """The tool calls written as tags in assistant text, in order: each tag of a known tool,
     its parameters the tags inside it (a missing closing tag: the call runs to the end, as a
@@ -235,11 +245,8 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
     env_texts: list[str] = []
     models: list[str] = []
     numbered = [0]  # calls so far (the synthesized ids, ls-<index>)
-    for i, message in enumerate(messages):
+    for i, message in _objects(messages, skipped):
         origin = origins[i]
-        if not isinstance(message, dict):
-            skipped["non-object"] += 1
-            continue
         role = message.get("role")
         content = message.get("content")
         ts = iso_timestamp(message.get("ts"))
@@ -564,11 +571,8 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
                 b.result(call.id, text, text, name=call.name, structure_call=call,
                          timestamp=ts, origin=origin)
 
-    for i, record in enumerate(records):
+    for i, record in _objects(records, skipped):
         origin = origins[i]
-        if not isinstance(record, dict):
-            skipped["non-object"] += 1
-            continue
         kind = record.get("type")
         what = record.get(kind) if kind in ("ask", "say") else None
         if not isinstance(what, str):
