@@ -388,31 +388,32 @@ def _group(count: int, what: str, notes: Sequence[str]) -> str:
     return f"{count:,} {what}" + (" — " + "; ".join(notes) if notes else "")
 
 
+def _labelled_group(group: tuple[int, ...], what: str,
+                    *labelled: tuple[tuple[int, ...], str, str]) -> str:
+    """One group of changed sessions, "2 newly refused — both labelled loops, now caught",
+    with a note for each ``(sessions, kind of label, outcome)`` that has sessions; ``""``
+    for an empty group."""
+    n = len(group)
+    if not n:
+        return ""
+    return _group(n, what, [_of_them(len(sessions), n, kind, outcome)
+                            for sessions, kind, outcome in labelled if sessions])
+
+
 def effect_text(effect: CorpusEffect) -> str:
     """"2 newly refused · 2 no longer refused — both labelled loops, now missed · 1 refused at
     another point": each changed session is counted once, in the one group its outcome puts it
     in (newly refused, no longer refused, refused elsewhere); its label says, inside that
     group, what the change means for it. (Counting "2 no longer refused" and "2 loops missed"
     side by side would count the same two sessions twice.)"""
-    parts = []
-    n = len(effect.newly_refused)
-    if n:
-        notes = []
-        if effect.loops_newly_caught:
-            notes.append(_of_them(len(effect.loops_newly_caught), n, "loop", "now caught"))
-        if effect.good_newly_refused:
-            notes.append(_of_them(len(effect.good_newly_refused), n, "ok",
-                                  "now falsely refused"))
-        parts.append(_group(n, "newly refused", notes))
-    n = len(effect.no_longer_refused)
-    if n:
-        notes = []
-        if effect.loops_no_longer_caught:
-            notes.append(_of_them(len(effect.loops_no_longer_caught), n, "loop", "now missed"))
-        if effect.good_no_longer_refused:
-            notes.append(_of_them(len(effect.good_no_longer_refused), n, "ok",
-                                  "no longer falsely refused"))
-        parts.append(_group(n, "no longer refused", notes))
+    parts = [text for text in (
+        _labelled_group(effect.newly_refused, "newly refused",
+                        (effect.loops_newly_caught, "loop", "now caught"),
+                        (effect.good_newly_refused, "ok", "now falsely refused")),
+        _labelled_group(effect.no_longer_refused, "no longer refused",
+                        (effect.loops_no_longer_caught, "loop", "now missed"),
+                        (effect.good_no_longer_refused, "ok", "no longer falsely refused")),
+    ) if text]
     if effect.moved:
         parts.append(_group(len(effect.moved), "refused at another point", ()))
     return " · ".join(parts) if parts else "no session changes"

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from loopscope.advice import corpus_effect
 from loopscope.engines.base import FirstRefusal
 from loopscope.words import join_words, plural
 
@@ -76,43 +77,30 @@ def upgrade_impact(
     labels: Sequence[str | None] = (),
 ) -> UpgradeImpact:
     """Classify every session by how its first refusal moves from ``a`` to ``b`` (same order);
-    ``labels[i]`` is ``"loop"``, ``"ok"`` or ``None``."""
+    ``labels[i]`` is ``"loop"``, ``"ok"`` or ``None``.
+
+    The groups and their labels are :func:`loopscope.advice.corpus_effect`'s, so an upgrade
+    and a settings change count sessions alike; a refusal that moves is told apart further by
+    direction (earlier, later) or, at the same point, by detector."""
     if len(a) != len(b):
         raise ValueError(f"A has {len(a)} sessions and B {len(b)}: not the same sessions")
-    new: list[int] = []
-    gone: list[int] = []
+    effect = corpus_effect(a, b, labels)
     earlier: list[int] = []
     later: list[int] = []
     other: list[int] = []
-    caught: list[int] = []
-    lost: list[int] = []
-    good_new: list[int] = []
-    good_gone: list[int] = []
-    for i, (ra, rb) in enumerate(zip(a, b, strict=True)):
-        label = labels[i] if i < len(labels) else None
-        if ra is None and rb is None:
-            continue
-        if ra is None:
-            new.append(i)
-            if label == "loop":
-                caught.append(i)
-            elif label == "ok":
-                good_new.append(i)
-        elif rb is None:
-            gone.append(i)
-            if label == "loop":
-                lost.append(i)
-            elif label == "ok":
-                good_gone.append(i)
-        elif _position(rb) < _position(ra):
+    for i in effect.moved:  # refused under both, at another point or by another detector
+        ra, rb = a[i], b[i]
+        assert ra is not None and rb is not None
+        if _position(rb) < _position(ra):
             earlier.append(i)
         elif _position(rb) > _position(ra):
             later.append(i)
-        elif rb.detector != ra.detector:
+        else:
             other.append(i)
-    return UpgradeImpact(len(a), tuple(new), tuple(gone), tuple(earlier), tuple(later),
-                         tuple(other), tuple(caught), tuple(lost), tuple(good_new),
-                         tuple(good_gone))
+    return UpgradeImpact(len(a), effect.newly_refused, effect.no_longer_refused,
+                         tuple(earlier), tuple(later), tuple(other), effect.loops_newly_caught,
+                         effect.loops_no_longer_caught, effect.good_newly_refused,
+                         effect.good_no_longer_refused)
 
 
 def impact_of_compare(result: CompareResult, labels: Mapping[str, Any]) -> UpgradeImpact:

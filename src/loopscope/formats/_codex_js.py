@@ -257,13 +257,20 @@ class _LiteralReader:
                 raise self.fail("expected ':' after object key", i)
             value, i = self.value(i + 1, depth + 1)
             result[key] = value
-            i = _skip_ws(self.src, i)
-            if i < self.n and self.src[i] == ",":
-                i += 1
-                continue
-            if i < self.n and self.src[i] == "}":
-                return result, i + 1
-            raise self.fail("expected ',' or '}' in object", i)
+            closed, i = self.after_item(i, "}", "object")
+            if closed:
+                return result, i
+
+    def after_item(self, i: int, close: str, what: str) -> tuple[bool, int]:
+        """What follows an object member or an array element: ``(False, i)`` past a comma
+        (another item or, as JavaScript allows a trailing comma, the closer comes next) or
+        ``(True, i)`` past ``close``; anything else is a syntax error in the ``what``."""
+        i = _skip_ws(self.src, i)
+        if i < self.n and self.src[i] == ",":
+            return False, i + 1
+        if i < self.n and self.src[i] == close:
+            return True, i + 1
+        raise self.fail(f"expected ',' or '{close}' in {what}", i)
 
     def arr(self, i: int, depth: int) -> tuple[Any, int]:
         result: list[Any] = []
@@ -278,13 +285,9 @@ class _LiteralReader:
                 raise self.fail("array hole", i)
             value, i = self.value(i, depth + 1)
             result.append(value)
-            i = _skip_ws(self.src, i)
-            if i < self.n and self.src[i] == ",":
-                i += 1
-                continue
-            if i < self.n and self.src[i] == "]":
-                return result, i + 1
-            raise self.fail("expected ',' or ']' in array", i)
+            closed, i = self.after_item(i, "]", "array")
+            if closed:
+                return result, i
 
     def _escape(self, i: int, out: list[str]) -> int:
         """``src[i]`` is the character after a backslash; append its value, return next index."""

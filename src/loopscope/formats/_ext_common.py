@@ -1,18 +1,19 @@
-"""Small helpers shared by the importers of the agent formats beyond the chat APIs (Codex, Gemini
-CLI, OpenHands, SWE-agent, tau-bench, inspect_ai, Claude exports and events).
+"""Small helpers shared by the importers: problems reported for one session candidate, text
+and value coercions, and the Gemini CLI rules its two recording formats both follow.
 
-Private to those format modules. Nothing here parses files; the loader does that.
+Private to the format modules. Nothing here parses files; the loader does that.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from loopscope.formats.base import ImportContext
+from loopscope.formats.base import ImportContext, Record
+from loopscope.formats.builder import SessionBuilder
 from loopscope.formats.text import extract_text as _extract_text
-from loopscope.model import Severity
+from loopscope.model import Origin, Severity
 
 __all__ = [
     "CandidateReporter",
@@ -21,9 +22,13 @@ __all__ = [
     "count_skipped",
     "extract_text",
     "gemini_injected",
+    "gemini_user",
     "is_true",
+    "json_objects",
     "json_pointer",
     "short_json",
+    "trim_section",
+    "trim_section_end",
 ]
 
 
@@ -62,6 +67,55 @@ _GEMINI_CONTINUE = "Please continue."
 def gemini_injected(text: str) -> bool:
     """Whether a user-role Gemini CLI message is one the CLI wrote itself (see above)."""
     return text.startswith(_GEMINI_LOOP_FEEDBACK) or text.strip() == _GEMINI_CONTINUE
+
+
+def gemini_user(b: SessionBuilder, text: str, content: Any, *, timestamp: str | None = None,
+                origin: Origin) -> None:
+    """A user-role Gemini CLI message: a ``system`` event (recorded role kept) when the CLI
+    wrote it itself (:func:`gemini_injected`), else the person's ``user`` event, so that only
+    a real prompt starts a user turn."""
+    if gemini_injected(text):
+        b.system(text, content, recorded_role="user", timestamp=timestamp, origin=origin)
+    else:
+        b.user(text, content, timestamp=timestamp, origin=origin)
+
+
+def json_objects(records: Iterable[Record], skipped: Counter[str], report: CandidateReporter,
+                 message: str) -> Iterator[Record]:
+    """The records whose value is a JSON object, the only kind a JSON Lines event can be.
+
+    Every other line makes no event: it is counted under ``non-object`` in ``skipped`` (the
+    session's metadata) and told as one aggregated ``unknown_record_type`` info, ``message``
+    naming the first such line, so one stray line never hides the rest of the file.
+    """
+    for record in records:
+        if isinstance(record.value, dict):
+            yield record
+        else:
+            skipped["non-object"] += 1
+            report.aggregate("unknown_record_type", message, line=record.line)
+
+
+def trim_section_end(lines: list[str]) -> list[str]:
+    """The lines of a Markdown export's section without the ``---`` rule and the blank lines
+    that end it: exporters close each message with a rule, which is layout, not message."""
+    out = list(lines)
+    while out and not out[-1].strip():
+        out.pop()
+    if out and out[-1].strip() == "---":
+        out.pop()
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def trim_section(lines: list[str]) -> list[str]:
+    """:func:`trim_section_end`, and without the blank lines that start the section."""
+    out = trim_section_end(lines)
+    start = 0
+    while start < len(out) and not out[start].strip():
+        start += 1
+    return out[start:]
 
 
 def as_dict(value: Any) -> dict[str, Any]:

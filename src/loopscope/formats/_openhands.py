@@ -7,7 +7,7 @@ Used by ``openhands_events`` (a JSON array of events, one session) and ``openhan
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,14 @@ def _key(value: Any) -> int | str | None:
 
 def _args_content(args: Any) -> Any:
     return args.get("content") if isinstance(args, dict) else None
+
+
+def _add_message(add: Callable[..., Any], args: Any, event: dict[str, Any], **fields: Any) -> None:
+    """A V0 message action as one event: its content is ``args.content``, its text that content
+    when it is a string, else the event's display ``message`` (what the UI showed)."""
+    content = _args_content(args)
+    add(content if isinstance(content, str) else as_str(event.get("message")) or "", content,
+        **fields)
 
 
 # ------------------------------------------------------------------------------ V1 (SDK)
@@ -268,9 +276,7 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 continue
             if action == "system":
                 turn = None
-                content = _args_content(args)
-                text = content if isinstance(content, str) else as_str(event.get("message")) or ""
-                b.system(text, content, timestamp=ts, origin=origin)
+                _add_message(b.system, args, event, timestamp=ts, origin=origin)
                 continue
             if action == "condensation":
                 turn = None
@@ -282,9 +288,8 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 # Text the runtime injected (nudges): what the model saw, but no user turn,
                 # which would reset the guards' state.
                 turn = None
-                content = _args_content(args)
-                text = content if isinstance(content, str) else as_str(event.get("message")) or ""
-                b.system(text, content, recorded_role="environment", timestamp=ts, origin=origin)
+                _add_message(b.system, args, event, recorded_role="environment", timestamp=ts,
+                             origin=origin)
                 continue
             if action == "message" and source == "user":
                 turn = None
@@ -326,9 +331,7 @@ def map_history(history: Sequence[Any], report: CandidateReporter, *,
                 continue
             if action == "message":
                 turn = None
-                content = _args_content(args)
-                text = content if isinstance(content, str) else as_str(event.get("message")) or ""
-                b.assistant(text, content, timestamp=ts, origin=origin)
+                _add_message(b.assistant, args, event, timestamp=ts, origin=origin)
                 continue
             # an agent without function calling: one turn per action, synthesized id
             turn = None

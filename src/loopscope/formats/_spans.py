@@ -41,13 +41,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, parse_json_text, task_text
+from loopscope.formats._traces import ModelCall, Step, as_text, task_text
 from loopscope.formats.langfuse_observations import (
     OBSERVATION_TYPES,
     message_calls,
     observation_step,
 )
 from loopscope.formats.openinference_spans import attribute_step, unflatten
+from loopscope.formats.text import parse_json_text
 from loopscope.model import Origin
 
 __all__ = ["SpanRecord", "convention", "output_parts", "span_step"]

@@ -19,19 +19,19 @@ answers a model call is the same call seen twice, and is set aside as such.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopscope.formats.base import ImportContext
-from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
+from loopscope.formats._ext_common import CandidateReporter
+from loopscope.formats.base import ImportContext, Record
+from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft, new_origin
 from loopscope.formats.text import extract_text
 from loopscope.model import AgentInfo, Origin, Session
 from loopscope.words import plural
 
-__all__ = ["ModelCall", "Step", "as_text", "assemble", "json_or_text", "parse_json_text",
-           "task_text"]
+__all__ = ["ModelCall", "RecordExport", "Step", "as_text", "assemble", "json_or_text", "read_steps",
+           "task_text", "tell_not_records"]
 
 
 @dataclass
@@ -163,6 +163,80 @@ CONTENT_NOT_CAPTURED = (
     "result-aware guards see only tool names")
 
 
+def read_steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext, *,
+               is_record: Callable[[Any], bool],
+               step_of: Callable[[Any, int, Origin], Step | None], what: str) -> list[Step]:
+    """The steps of a store's records, in file order, each value with its origin.
+
+    A value that is not one of the store's records (``is_record``) makes no step and is
+    counted: one info says how many (see :func:`tell_not_records`), so a file that mixes in
+    other data still imports what it holds. A record may also make no step (``step_of`` gives
+    ``None``: a span that is neither a model call, a tool nor the task); that is not counted,
+    since it is the store's own data and not a stranger's. ``order`` is the value's position,
+    the tie-break of equal start times.
+    """
+    steps: list[Step] = []
+    skipped = 0
+    for order, (value, origin) in enumerate(values):
+        if not is_record(value):
+            skipped += 1
+            continue
+        step = step_of(value, order, origin)
+        if step is not None:
+            steps.append(step)
+    tell_not_records(ctx, skipped, what)
+    return steps
+
+
+@dataclass(frozen=True)
+class RecordExport:
+    """How a store that exports one record per span or run is read (LangSmith runs,
+    OpenInference spans): as JSON Lines, one record a line, or as a JSON array of records,
+    bare or under ``key``; every record through :func:`read_steps`, then :func:`assemble`.
+    A format module gives its ``import_records`` and ``import_document`` from here, so the
+    stores that share an export shape share its reading too."""
+
+    format_id: str
+    agent: AgentInfo
+    is_record: Callable[[Any], bool]
+    step_of: Callable[[Any, int, Origin], Step | None]
+    what: str
+    """What the records are, for the count of values that are not ("LangSmith runs")."""
+    key: str
+    """The member that holds the array when the document is an object (``runs``)."""
+    not_an_export: str
+    """The error when a document is neither the array nor an object holding it."""
+
+    def sessions(self, values: Iterable[tuple[Any, Origin]],
+                 ctx: ImportContext) -> Iterator[Session | None]:
+        steps = read_steps(values, ctx, is_record=self.is_record, step_of=self.step_of,
+                           what=self.what)
+        yield from assemble(steps, ctx, format_id=self.format_id, agent=self.agent)
+
+    def import_records(self, records: Iterable[Record],
+                       ctx: ImportContext) -> Iterator[Session | None]:
+        yield from self.sessions(((r.value, new_origin(r.line, None)) for r in records), ctx)
+
+    def import_document(self, value: Any, ctx: ImportContext) -> Iterator[Session | None]:
+        items = value if isinstance(value, list) else value.get(self.key) \
+            if isinstance(value, dict) else None
+        if not isinstance(items, list):
+            ctx.problem("error", "session_failed", self.not_an_export)
+            return
+        prefix = "" if isinstance(value, list) else f"/{self.key}"
+        yield from self.sessions(((v, new_origin(None, f"{prefix}/{i}"))
+                              for i, v in enumerate(items)), ctx)
+
+
+def tell_not_records(ctx: ImportContext, count: int, what: str, *,
+                     one: str = "record is", many: str = "records are") -> None:
+    """One ``unknown_record_type`` info for ``count`` values that are not ``what`` (nothing
+    when there are none): the values are dropped, and a person should know that they were."""
+    if count:
+        ctx.problem("info", "unknown_record_type",
+                    f"{plural(count, one, many)} not {what}; they made no event", count=count)
+
+
 def assemble(steps: Iterable[Step], ctx: ImportContext, *, format_id: str, agent: AgentInfo,
              tally_steps: bool = True) -> Iterator[Session | None]:
     """One session per trace, in order of each trace's first record in the file.
@@ -219,10 +293,7 @@ def _content_not_captured(steps: list[Step]) -> bool:
 
 def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int | None,
              format_id: str, agent: AgentInfo) -> Session:
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     b = SessionBuilder()
     open_by_id: dict[str, CallDraft] = {}
@@ -283,13 +354,3 @@ def _session(trace: str, steps: list[Step], ctx: ImportContext, candidate: int |
                      structure_call=match, timestamp=step.timestamp, origin=step.origin)
     return b.build(id=trace, source=ctx.path, format=format_id, agent=agent, models=models,
                    metadata={"trace_id": trace}, report=report)
-
-
-def parse_json_text(value: Any) -> Any:
-    """A JSON text recorded inside an attribute, parsed; the value itself otherwise."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value

@@ -10,15 +10,15 @@ and its markdown export.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from loopscope.formats._chat import chat_document, chat_records
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
     SessionBuilder,
     TurnDraft,
-    line_origin,
     new_origin,
     pointer_origin,
     pointer_origins,
@@ -88,18 +88,29 @@ def assistant_blocks(builder: SessionBuilder, turn: TurnDraft, blocks: Any, orig
                 thinking.append(block["thinking"])
         elif btype in CALL_BLOCKS:
             call_id = block.get("id")
-            if seen_call_ids is not None and isinstance(call_id, str):
-                if call_id in seen_call_ids:
-                    if on_duplicate:
-                        on_duplicate()
-                    continue
-                seen_call_ids.add(call_id)
+            if _repeated(call_id, seen_call_ids, on_duplicate):
+                continue
             builder.call(turn, block.get("name"), block.get("input"), "value", id=call_id,
                          origin=origin, element=("content", position))
         elif btype in SERVER_RESULT_BLOCKS:
             results.append((block, _block_origin(origin, position)))
     turn.thinking = "\n".join(thinking)
     return results
+
+
+def _repeated(block_id: Any, seen: set[str] | None,
+              on_duplicate: Callable[[], None] | None) -> bool:
+    """Whether a block repeats one already read: its id is in ``seen`` (``on_duplicate`` is
+    told, and the block is dropped, so a message written again does not count its calls or
+    results twice); a new id is remembered. Never without ``seen`` or a string id."""
+    if seen is None or not isinstance(block_id, str):
+        return False
+    if block_id in seen:
+        if on_duplicate:
+            on_duplicate()
+        return True
+    seen.add(block_id)
+    return False
 
 
 def _block_origin(origin: Origin, position: int) -> Origin:
@@ -131,25 +142,17 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
     order; then one ``user`` (or ``system``) event with the remaining text (non-blank), image and
     document blocks. A string content is one event. With ``answered``, a result whose
     ``tool_use_id`` was already answered is dropped."""
+    add = builder.system if as_system else builder.user
     if not isinstance(content, list):
-        text = extract_text(content, TEXT_JOINER)
-        if as_system:
-            builder.system(text, content, recorded_role=recorded_role, timestamp=timestamp,
-                           origin=origin)
-        else:
-            builder.user(text, content, recorded_role=recorded_role, timestamp=timestamp,
-                         origin=origin)
+        add(extract_text(content, TEXT_JOINER), content, recorded_role=recorded_role,
+            timestamp=timestamp, origin=origin)
         return
     remaining: list[Any] = []
     for position, block in enumerate(content):
         if isinstance(block, dict) and block.get("type") == "tool_result":
             call_id = block.get("tool_use_id")
-            if answered is not None and isinstance(call_id, str):
-                if call_id in answered:
-                    if on_duplicate:
-                        on_duplicate()
-                    continue
-                answered.add(call_id)
+            if _repeated(call_id, answered, on_duplicate):
+                continue
             value = block.get("content")
             builder.result(call_id, value, extract_text(value, TEXT_JOINER),
                            is_error=block.get("is_error") is True, meta=meta,
@@ -163,13 +166,8 @@ def user_blocks(builder: SessionBuilder, content: Any, origin: Origin, *,
         elif isinstance(block, str) and block.strip():
             remaining.append(block)
     if remaining:
-        text = extract_text(remaining, TEXT_JOINER)
-        if as_system:
-            builder.system(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
-                           origin=origin)
-        else:
-            builder.user(text, remaining, recorded_role=recorded_role, timestamp=timestamp,
-                         origin=origin)
+        add(extract_text(remaining, TEXT_JOINER), remaining, recorded_role=recorded_role,
+            timestamp=timestamp, origin=origin)
 
 
 def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: str = "",
@@ -178,11 +176,7 @@ def session_from_messages(messages: Sequence[Any], ctx: ImportContext, *, id: st
                           pointer_prefix: str = "/messages",
                           metadata: dict[str, Any] | None = None) -> Session:
     """One Anthropic conversation."""
-
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     builder = SessionBuilder()
     if system is not None:
@@ -246,52 +240,33 @@ def _body(body: dict[str, Any], ctx: ImportContext, candidate: int | None, prefi
 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
-    if isinstance(value, dict):
-        if isinstance(value.get("messages"), list):
-            yield _body(value, ctx, None, "")
-        else:
-            ctx.problem("error", "session_failed", "JSON object has no 'messages' list")
-        return
-    if not isinstance(value, list):
-        ctx.problem("error", "session_failed", "expected a list of messages")
-        return
-    if value and all(isinstance(e, list) or (isinstance(e, dict) and isinstance(
-            e.get("messages"), list)) for e in value):
-        for n, element in enumerate(value):
-            if isinstance(element, list):
-                yield session_from_messages(element, ctx, candidate=n,
-                                            pointer_prefix=f"/{n}")
-            else:
-                yield _body(element, ctx, n, f"/{n}")
-        return
-    yield session_from_messages(value, ctx, pointer_prefix="")
+    yield from chat_document(
+        value, ctx,
+        body=lambda body, n, prefix: _body(body, ctx, n, prefix),
+        messages=lambda messages, n, prefix: session_from_messages(
+            messages, ctx, candidate=n, pointer_prefix=prefix),
+        no_messages="JSON object has no 'messages' list",
+        not_a_list=lambda value: "expected a list of messages")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    iterator = iter(records)
-    first = next(iterator, None)
-    if first is None:
-        return
-    if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
-            and "role" not in first.value:
-        for n, record in ctx.one_candidate_per_line(itertools.chain([first], iterator)):
-            if record is None:
-                yield None
-            elif isinstance(record.value, dict) and isinstance(record.value.get("messages"),
-                                                               list):
-                yield _body(record.value, ctx, n, "", line=record.line)
-            else:
-                ctx.problem("error", "session_failed",
-                            "line is not a conversation (no 'messages' list); it was skipped",
-                            line=record.line, candidate=n)
-                yield None
-        return
-    values = [first.value]
-    origins = [line_origin(first.line)]
-    for record in iterator:
-        values.append(record.value)
-        origins.append(line_origin(record.line))
-    yield session_from_messages(values, ctx, origins=origins)
+    yield from chat_records(
+        records,
+        conversations=lambda lines: _conversations(lines, ctx),
+        messages=lambda values, origins: session_from_messages(values, ctx, origins=origins))
+
+
+def _conversations(lines: Iterator[Record], ctx: ImportContext) -> Iterator[Session | None]:
+    for n, record in ctx.one_candidate_per_line(lines):
+        if record is None:
+            yield None
+        elif isinstance(record.value, dict) and isinstance(record.value.get("messages"), list):
+            yield _body(record.value, ctx, n, "", line=record.line)
+        else:
+            ctx.problem("error", "session_failed",
+                        "line is not a conversation (no 'messages' list); it was skipped",
+                        line=record.line, candidate=n)
+            yield None
 
 
 

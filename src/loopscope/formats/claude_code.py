@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.anthropic_messages import (
     CALL_BLOCKS,
     assistant_blocks,
@@ -127,10 +128,7 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
 
 def _session(group: _Group, ctx: ImportContext, candidate: int | None, title: str | None,
              _unused: dict[str, int]) -> Session:
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     builder = SessionBuilder()
     seen_uuids: set[str] = set()

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, extract_text
+from loopscope.formats._ext_common import CandidateReporter, extract_text, trim_section
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
@@ -93,15 +93,7 @@ def _split(text: str) -> tuple[dict[str, str], list[_Section]]:
         if body_lines and body_lines[0].startswith(">"):
             time_line = body_lines[0]
             body_lines = body_lines[1:]
-        # drop the trailing separator line and surrounding blank lines (never split on ---)
-        while body_lines and not body_lines[-1].strip():
-            body_lines.pop()
-        if body_lines and body_lines[-1].strip() == "---":
-            body_lines.pop()
-        while body_lines and not body_lines[-1].strip():
-            body_lines.pop()
-        while body_lines and not body_lines[0].strip():
-            body_lines.pop(0)
+        body_lines = trim_section(body_lines)  # (never split on ---)
         sections.append(_Section(_HEADERS[lines[start].rstrip()], start + 1, time_line,
                                  "\n".join(body_lines)))
     return fields, sections

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text
+from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text, json_objects
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
@@ -47,13 +47,8 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     duplicates = 0
     first_dup: int | None = None
 
-    for record in records:
+    for record in json_objects(records, skipped, report, "a line is not a JSON object; skipped"):
         origin = Origin(line=record.line)
-        if not isinstance(record.value, dict):
-            skipped["non-object"] += 1
-            report.aggregate("unknown_record_type", "a line is not a JSON object; skipped",
-                             line=record.line)
-            continue
         event, wrapped = _event(record.value)
         typ = event.get("type")
         if not isinstance(typ, str) and wrapped:

@@ -144,50 +144,57 @@ def is_ui_messages(value: Any, sample: int = 50) -> bool:
 # ------------------------------------------------------------------------ XML calls
 
 
+def _objects(values: list[Any], skipped: Counter[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The elements that are objects, with their positions (their origins); any other element
+    makes no event and is counted under ``non-object``, which the session's metadata shows."""
+    for i, value in enumerate(values):
+        if isinstance(value, dict):
+            yield i, value
+        else:
+            skipped["non-object"] += 1
+
+
 def parse_xml_calls(text: str) -> list[tuple[str, dict[str, str]]]:
     """The tool calls written as tags in assistant text, in order: each tag of a known tool,
     its parameters the tags inside it (a missing closing tag: the call runs to the end, as a
     cut stream). Tags inside a call's body are parameters, never calls."""
-    calls: list[tuple[str, dict[str, str]]] = []
-    position = 0
-    while True:
-        match = _OPEN_TAG.search(text, position)
-        if match is None:
-            return calls
-        name = match.group(1)
-        closing = f"</{name}>"
-        end = text.find(closing, match.end())
-        if name in ("write_to_file", "new_rule") and end >= 0:
-            end = text.rfind(closing, match.end())  # (file content may hold the tag)
-        body = text[match.end():] if end < 0 else text[match.end():end]
-        calls.append((name, _params(body)))
-        if end < 0:
-            return calls
-        position = end + len(closing)
+    return [(name, _params(body)) for name, body in _tags(text, _OPEN_TAG, _WHOLE_FILE_TOOLS)]
 
 
 def _params(body: str) -> dict[str, str]:
+    """A call's parameters; the first of a repeated name counts. File content and diffs keep
+    their inner whitespace but for one newline after the opening and before the closing tag;
+    other values are stripped."""
     params: dict[str, str] = {}
+    for key, value in _tags(body, _PARAM, _RAW_PARAMS):
+        raw = key in _RAW_PARAMS
+        params.setdefault(key, value.removeprefix("\n").removesuffix("\n") if raw
+                          else value.strip())
+    return params
+
+
+_WHOLE_FILE_TOOLS = frozenset({"write_to_file", "new_rule"})
+_RAW_PARAMS = frozenset({"content", "diff"})
+
+
+def _tags(text: str, opening: re.Pattern[str], to_last: frozenset[str]) -> Iterator[tuple[str, str]]:
+    """Each tag ``opening`` finds, in order, with its body: up to its closing tag (the last one
+    for a name in ``to_last``, whose body is a file that may hold the tag itself), or to the end
+    of the text when it is never closed (a cut stream), which ends the scan. Tags inside a body
+    are left to the caller."""
     position = 0
     while True:
-        match = _PARAM.search(body, position)
+        match = opening.search(text, position)
         if match is None:
-            return params
-        key = match.group(1)
-        closing = f"</{key}>"
-        end = body.rfind(closing, match.end()) if key in ("content", "diff") else \
-            body.find(closing, match.end())
+            return
+        name = match.group(1)
+        closing = f"</{name}>"
+        end = (text.rfind if name in to_last else text.find)(closing, match.end())
         if end < 0:
-            value = body[match.end():]
-            position = len(body)
-        else:
-            value = body[match.end():end]
-            position = end + len(closing)
-        if key in ("content", "diff"):
-            value = value.removeprefix("\n").removesuffix("\n")
-        else:
-            value = value.strip()
-        params.setdefault(key, value)
+            yield name, text[match.end():]
+            return
+        yield name, text[match.end():end]
+        position = end + len(closing)
 
 
 def _agent(texts: list[str]) -> AgentInfo:
@@ -238,11 +245,8 @@ def _api_session(messages: list[Any], ctx: ImportContext) -> Session:
     env_texts: list[str] = []
     models: list[str] = []
     numbered = [0]  # calls so far (the synthesized ids, ls-<index>)
-    for i, message in enumerate(messages):
+    for i, message in _objects(messages, skipped):
         origin = origins[i]
-        if not isinstance(message, dict):
-            skipped["non-object"] += 1
-            continue
         role = message.get("role")
         content = message.get("content")
         ts = iso_timestamp(message.get("ts"))
@@ -567,11 +571,8 @@ def _ui_session(records: list[Any], ctx: ImportContext) -> Iterator[Session | No
                 b.result(call.id, text, text, name=call.name, structure_call=call,
                          timestamp=ts, origin=origin)
 
-    for i, record in enumerate(records):
+    for i, record in _objects(records, skipped):
         origin = origins[i]
-        if not isinstance(record, dict):
-            skipped["non-object"] += 1
-            continue
         kind = record.get("type")
         what = record.get(kind) if kind in ("ask", "say") else None
         if not isinstance(what, str):

@@ -21,7 +21,7 @@ from loopscope.formats._ext_common import (
     CandidateReporter,
     as_str,
     extract_text,
-    gemini_injected,
+    gemini_user,
     json_pointer,
 )
 from loopscope.formats.base import ImportContext, Record
@@ -90,11 +90,7 @@ def _build(messages: list[tuple[Any, Origin]], header: dict[str, Any], ctx: Impo
         ts = as_str(message.get("timestamp"))
         content = message.get("content")
         if typ == "user":
-            text = extract_text(content, "\n")
-            if gemini_injected(text):
-                b.system(text, content, recorded_role="user", timestamp=ts, origin=origin)
-            else:
-                b.user(text, content, timestamp=ts, origin=origin)
+            gemini_user(b, extract_text(content, "\n"), content, timestamp=ts, origin=origin)
         elif typ == "gemini":
             model = as_str(message.get("model"))
             turn = b.assistant(extract_text(content, ""), content,
@@ -205,11 +201,7 @@ def _contents(contents: list[Any], prefix: str, ctx: ImportContext,
             elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
         if texts:
-            text = "\n".join(texts)
-            if gemini_injected(text):
-                b.system(text, parts, recorded_role="user", origin=origin)
-            else:
-                b.user(text, parts, origin=origin)
+            gemini_user(b, "\n".join(texts), parts, origin=origin)
     return b.build(id="", source=ctx.path, format=FORMAT_ID, agent=AGENT,
                    metadata={"layout": "checkpoint"}, report=report)
 

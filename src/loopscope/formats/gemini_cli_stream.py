@@ -10,7 +10,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str, extract_text, gemini_injected
+from loopscope.formats._ext_common import (
+    CandidateReporter,
+    as_str,
+    extract_text,
+    gemini_user,
+    json_objects,
+)
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, TurnDraft
 from loopscope.model import AgentInfo, Origin, Session
@@ -39,14 +45,10 @@ def _build_run(records: list[Record], ctx: ImportContext, candidate: int | None)
     skipped: Counter[str] = Counter()
     metadata: dict[str, Any] = {}
 
-    for record in records:
+    for record in json_objects(records, skipped, report,
+                               "a line is not a JSON object; it made no event"):
         value = record.value
         origin = Origin(line=record.line)
-        if not isinstance(value, dict):
-            skipped["non-object"] += 1
-            report.aggregate("unknown_record_type", "a line is not a JSON object; it made no event",
-                             line=record.line)
-            continue
         typ = value.get("type")
         ts = _timestamp(value)
         if typ == "message":
@@ -60,11 +62,7 @@ def _build_run(records: list[Record], ctx: ImportContext, candidate: int | None)
                 continue
             turn = None
             if role == "user":
-                text = extract_text(content, "\n")
-                if gemini_injected(text):
-                    b.system(text, content, recorded_role="user", timestamp=ts, origin=origin)
-                else:
-                    b.user(text, content, timestamp=ts, origin=origin)
+                gemini_user(b, extract_text(content, "\n"), content, timestamp=ts, origin=origin)
             else:
                 shown = role if isinstance(role, str) else None
                 report.once(str(role), "info", "unknown_role",

@@ -32,6 +32,7 @@ import orjson
 
 from loopscope.formats._construct import positional_constructor
 from loopscope.formats.base import ImportContext, ImportLimits, Record
+from loopscope.jsonrules.serde_json import serde_number_decoder
 from loopscope.words import plural
 
 __all__ = [
@@ -91,37 +92,9 @@ class _NumberRejected(ValueError):
     pass
 
 
-_U64_MAX = 18446744073709551615
-_I64_MIN = -9223372036854775808
-_INF = float("inf")
-
-
-def _parse_int(literal: str) -> int | float:
-    if literal == "-0":
-        return -0.0
-    if len(literal) <= 21:
-        value = int(literal)
-        if _I64_MIN <= value <= _U64_MAX:
-            return value
-    f = float(literal)
-    if f in (_INF, -_INF):
-        raise _NumberRejected(f"number out of range ({literal[:40]})")
-    return f
-
-
-def _parse_float(literal: str) -> float:
-    f = float(literal)
-    if f in (_INF, -_INF):
-        raise _NumberRejected(f"number out of range ({literal[:40]})")
-    return f
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NumberRejected(f"{name} is not a JSON number")
-
-
-_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float,
-                            parse_constant=_reject_constant, strict=True)
+_DECODER = serde_number_decoder(
+    lambda literal: _NumberRejected(f"number out of range ({literal[:40]})"),
+    lambda name: _NumberRejected(f"{name} is not a JSON number"))
 _JSON_WS = b" \t\n\r"
 
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble, task_text
+from loopscope.formats._traces import ModelCall, Step, as_text, assemble, read_steps, task_text
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
 from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
 
 FORMAT_ID = "langfuse_observations"
 
@@ -121,21 +120,10 @@ def observation_step(value: dict[str, Any], order: int, origin: Origin,
 
 def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext,
            trace_input: dict[str, Any]) -> list[Step]:
-    steps: list[Step] = []
-    skipped = 0
-    for order, (value, origin) in enumerate(values):
-        if not is_observation(value):
-            skipped += 1
-            continue
-        step = observation_step(value, order, origin, trace_input)
-        if step is not None:
-            steps.append(step)
-    if skipped:
-        ctx.problem("info", "unknown_record_type",
-                    f"{plural(skipped, 'record is', 'records are')} not Langfuse observations; they "
-                    "made no event",
-                    count=skipped)
-    return steps
+    return read_steps(values, ctx, is_record=is_observation,
+                      step_of=lambda value, order, origin: observation_step(
+                          value, order, origin, trace_input),
+                      what="Langfuse observations")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:

@@ -19,15 +19,11 @@ One session per trace (``path#n`` when a file holds several), see ``_traces``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble, task_text
-from loopscope.formats.base import ImportContext, Record
-from loopscope.formats.builder import new_origin
+from loopscope.formats._traces import ModelCall, RecordExport, Step, as_text, task_text
 from loopscope.formats.text import iso_timestamp
-from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
+from loopscope.model import AgentInfo, Origin
 
 FORMAT_ID = "langsmith_runs"
 
@@ -176,35 +172,7 @@ def _root_of(dotted: Any) -> str | None:
     return dotted.split(".", 1)[0].split("Z", 1)[1] or None
 
 
-def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> list[Step]:
-    steps: list[Step] = []
-    skipped = 0
-    for order, (value, origin) in enumerate(values):
-        if not is_run(value):
-            skipped += 1
-            continue
-        step = _step(value, order, origin)
-        if step is not None:
-            steps.append(step)
-    if skipped:
-        ctx.problem("info", "unknown_record_type",
-                    f"{plural(skipped, 'record is', 'records are')} not LangSmith runs; they made no "
-                    "event",
-                    count=skipped)
-    return steps
-
-
-def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    values = ((r.value, new_origin(r.line, None)) for r in records)
-    yield from assemble(_steps(values, ctx), ctx, format_id=FORMAT_ID, agent=AGENT)
-
-
-def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
-    runs = value if isinstance(value, list) else value.get("runs") \
-        if isinstance(value, dict) else None
-    if not isinstance(runs, list):
-        ctx.problem("error", "session_failed", "a LangSmith run export is a JSON array of runs")
-        return
-    prefix = "" if isinstance(value, list) else "/runs"
-    values = ((v, new_origin(None, f"{prefix}/{i}")) for i, v in enumerate(runs))
-    yield from assemble(_steps(values, ctx), ctx, format_id=FORMAT_ID, agent=AGENT)
+_EXPORT = RecordExport(FORMAT_ID, AGENT, is_run, _step, "LangSmith runs", "runs",
+                       "a LangSmith run export is a JSON array of runs")
+import_records = _EXPORT.import_records
+import_document = _EXPORT.import_document

@@ -6,6 +6,9 @@ and ``path#n`` sources, candidate problems, ``empty_session``,
 ``session_truncated``, ``too_many_sessions``, aggregation of infos and the warning cap, and
 catching every exception (``internal_error``) so that nothing escapes and earlier sessions are
 kept.
+
+The public API is listed once, in the ``__all__`` of :mod:`loopscope.formats`, which
+re-exports it from here.
 """
 
 from __future__ import annotations
@@ -52,21 +55,6 @@ from loopscope.formats.tally import (
     lost_calls,
 )
 from loopscope.model import Problem, Session, Severity, escape_for_display
-
-__all__ = [
-    "FORMAT_IDS",
-    "SCAN_EXTENSIONS",
-    "SERDE_FORMATS",
-    "detect_format",
-    "expand_paths",
-    "iter_file_imports",
-    "limits_from_specs",
-    "load_file",
-    "load_paths",
-    "parse_import_limits",
-    "parse_limit",
-    "parse_size",
-]
 
 FORMAT_IDS = tuple(FORMAT_NAMES)
 UNRECOGNISED_CODES = frozenset({"unknown_format", "not_a_recording"})
@@ -335,37 +323,37 @@ def _recorded_work(session: Session) -> bool:
     return any(e.kind in ("user", "assistant", "tool_result") for e in session.events)
 
 
+_READERS = {
+    "zip": ("import_zip",
+            "recognised as {} (zip archive); .eval zip archives are not supported yet"),
+    "parquet": ("import_parquet", "{} cannot read Parquet"),
+    "sqlite": ("import_sqlite", "{} cannot read SQLite"),
+    "markdown": ("import_text", "{} cannot read a Markdown file"),
+    "document": ("import_document", "{} cannot read a single JSON document"),
+    "jsonl": ("import_records", "{} cannot read JSON Lines"),
+}
+"""Each file layout's importer function, and the error when a format module has none (``{}``
+is the format id). A format reads only the layouts it is recorded in; a file in another one is
+refused with the reason rather than handed to the wrong reader."""
+
+
 def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportContext,
            path: str) -> Iterator[Session | None] | None:
     format_id = detection.format
     limits = ctx.limits
     layout = detection.layout
-    if layout == "zip":
-        importer = getattr(module, "import_zip", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant",
-                        f"recognised as {format_id} (zip archive); .eval zip archives are not "
-                        "supported yet")
-            return None
-        return importer(path, ctx)
-    if layout == "parquet":
-        importer = getattr(module, "import_parquet", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read Parquet")
-            return None
-        return importer(path, ctx)
-    if layout == "sqlite":
-        importer = getattr(module, "import_sqlite", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read SQLite")
-            return None
+    if layout not in _READERS or (layout == "document" and not found.has_value):
+        ctx.problem("error", "unsupported_variant",
+                    f"{format_id} cannot read this file ({detection.layout})")
+        return None
+    name, missing = _READERS[layout]
+    importer = getattr(module, name, None)
+    if importer is None:
+        ctx.problem("error", "unsupported_variant", missing.format(format_id))
+        return None
+    if layout in ("zip", "parquet", "sqlite"):
         return importer(path, ctx)
     if layout == "markdown":
-        importer = getattr(module, "import_text", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant",
-                        f"{format_id} cannot read a Markdown file")
-            return None
         if found.size > limits.max_document_bytes:
             ctx.problem("error", "too_large",
                         f"file is over the {limits.max_document_bytes} byte limit "
@@ -379,33 +367,20 @@ def _items(module: ModuleType, found: Probe, detection: Detection, ctx: ImportCo
         decoded = text.data.decode("utf-8", "surrogatepass")
         count_text(str(format_id), decoded, ctx.tally)
         return importer(decoded, ctx)
-    if layout == "document" and found.has_value:
-        importer = getattr(module, "import_document", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant",
-                        f"{format_id} cannot read a single JSON document")
-            return None
+    if layout == "document":
         count_document(str(format_id), found.value, ctx.tally)
         return importer(found.value, ctx)
-    if layout == "jsonl":
-        importer = getattr(module, "import_records", None)
-        if importer is None:
-            ctx.problem("error", "unsupported_variant", f"{format_id} cannot read JSON Lines")
-            return None
-        number_errors: list[tuple[int, str]] = []
-        records = jsonio.iter_records(
-            path, limits, ctx, encoding=found.encoding,
-            on_number_error=lambda line, detail: number_errors.append((line, detail)),
-            data=found.data, parsed=found.parsed,
-            recover=getattr(module, "recover_line", None))
-        items: Iterator[Session | None] = importer(
-            count_records(str(format_id), records, ctx.tally), ctx)
-        if format_id in SERDE_FORMATS:
-            return _serde_guard(items, number_errors, ctx)
-        return items
-    ctx.problem("error", "unsupported_variant",
-                f"{format_id} cannot read this file ({detection.layout})")
-    return None
+    number_errors: list[tuple[int, str]] = []  # layout "jsonl"
+    records = jsonio.iter_records(
+        path, limits, ctx, encoding=found.encoding,
+        on_number_error=lambda line, detail: number_errors.append((line, detail)),
+        data=found.data, parsed=found.parsed,
+        recover=getattr(module, "recover_line", None))
+    items: Iterator[Session | None] = importer(
+        count_records(str(format_id), records, ctx.tally), ctx)
+    if format_id in SERDE_FORMATS:
+        return _serde_guard(items, number_errors, ctx)
+    return items
 
 
 class _NumberRule(Exception):

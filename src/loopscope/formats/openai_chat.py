@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from loopscope.formats._chat import chat_document, chat_records
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
     MAX_EVENTS,
@@ -26,7 +28,6 @@ from loopscope.formats.builder import (
     SessionBuilder,
     TurnDraft,
     call_origin,
-    line_origin,
     pointer_origin,
     pointer_origins,
 )
@@ -34,6 +35,7 @@ from loopscope.formats.text import (
     TEXT_JOINER,
     extract_text,
     iso_timestamp,
+    json_type,
     openai_assistant_text,
     openai_tool_result_text,
 )
@@ -106,10 +108,7 @@ def session_from_messages(
             return Origin()
         return pointer_origin(pointer_prefix, None, i)
 
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     cap = MAX_EVENTS.get()
     if cap is not None and len(messages) > cap:
@@ -140,7 +139,7 @@ def session_from_messages(
             if key not in unknown_roles:
                 unknown_roles.add(key)
                 report("info", "unknown_role",
-                       f"message is not an object (a JSON {_json_type(message)}); "
+                       f"message is not an object (a JSON {json_type(message)}); "
                        "it was kept as an 'other' event",
                        line=origin.line, pointer=origin.pointer)
             builder.other(None, "", message, timestamp=timestamp, origin=origin)
@@ -185,12 +184,12 @@ def session_from_messages(
             builder.other("function", extract_text(content, TEXT_JOINER), content,
                           timestamp=timestamp, origin=origin)
         else:
-            key = role if isinstance(role, str) else f"<{_json_type(role)}>"
+            key = role if isinstance(role, str) else f"<{json_type(role)}>"
             if key not in unknown_roles:
                 unknown_roles.add(key)
                 shown = (f'"{escape_for_display(role, 60)}"' if isinstance(role, str)
                          else "missing" if "role" not in message
-                         else f"a JSON {_json_type(role)}")
+                         else f"a JSON {json_type(role)}")
                 report("info", "unknown_role",
                        f"message role {shown} is not an OpenAI-chat role; "
                        "it was kept as an 'other' event",
@@ -281,29 +280,13 @@ def _assistant(builder: SessionBuilder, message: dict[str, Any], origin: Origin,
                          origin=origin, element=("tool_calls", position))
     elif tool_calls is not None:
         report("info", "malformed_tool_calls",
-               f"'tool_calls' is a JSON {_json_type(tool_calls)}, not a list; the turn has "
+               f"'tool_calls' is a JSON {json_type(tool_calls)}, not a list; the turn has "
                "no tool calls", line=origin.line, pointer=origin.pointer)
     if message.get("function_call") is not None:
         report("info", "legacy_function_call",
                "assistant message uses the legacy 'function_call'; it is not read as a tool "
                "call (the turn is prose)", line=origin.line, pointer=origin.pointer)
     return turn
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 def is_conversation(value: Any) -> bool:
@@ -368,50 +351,25 @@ def _body_session(body: dict[str, Any], ctx: ImportContext, *, candidate: int | 
 
 def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
     """A request body, a litellm log, a bare list of messages, or a list of conversations."""
-    if isinstance(value, dict):
-        if isinstance(value.get("messages"), list):
-            yield _body_session(value, ctx, candidate=None, prefix="")
-        else:
-            ctx.problem("error", "session_failed",
-                        "JSON object has no 'messages' list; nothing was imported")
-        return
-    if not isinstance(value, list):
-        ctx.problem("error", "session_failed",
-                    f"expected a list of messages, found a JSON {_json_type(value)}")
-        return
-    if value and all(isinstance(e, list) or (isinstance(e, dict) and isinstance(
-            e.get("messages"), list)) for e in value):
-        for n, element in enumerate(value):
-            if isinstance(element, list):
-                yield session_from_messages(element, ctx, candidate=n,
-                                            pointer_prefix=f"/{n}")
-            else:
-                yield _body_session(element, ctx, candidate=n, prefix=f"/{n}")
-        return
-    yield session_from_messages(value, ctx, pointer_prefix="")
+    yield from chat_document(
+        value, ctx,
+        body=lambda body, n, prefix: _body_session(body, ctx, candidate=n, prefix=prefix),
+        messages=lambda messages, n, prefix: session_from_messages(
+            messages, ctx, candidate=n, pointer_prefix=prefix),
+        no_messages="JSON object has no 'messages' list; nothing was imported",
+        not_a_list=lambda value: f"expected a list of messages, found a JSON {json_type(value)}")
 
 
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
     """Messages JSONL (one session) or conversation-per-line JSONL (one session per line)."""
-    iterator = iter(records)
-    first = next(iterator, None)
-    if first is None:
-        return
-    if isinstance(first.value, dict) and isinstance(first.value.get("messages"), list) \
-            and "role" not in first.value:
-        yield from _conversations(first, iterator, ctx)
-        return
-    messages: list[Any] = [first.value]
-    origins: list[Origin] = [line_origin(first.line)]
-    for record in iterator:
-        messages.append(record.value)
-        origins.append(line_origin(record.line))
-    yield session_from_messages(messages, ctx, origins=origins)
+    yield from chat_records(
+        records,
+        conversations=lambda lines: _conversations(lines, ctx),
+        messages=lambda messages, origins: session_from_messages(messages, ctx, origins=origins))
 
 
-def _conversations(first: Record, rest: Iterator[Record],
-                   ctx: ImportContext) -> Iterator[Session | None]:
-    for n, record in ctx.one_candidate_per_line(_chain(first, rest)):
+def _conversations(lines: Iterator[Record], ctx: ImportContext) -> Iterator[Session | None]:
+    for n, record in ctx.one_candidate_per_line(lines):
         if record is None:
             yield None
             continue
@@ -431,7 +389,3 @@ def _conversations(first: Record, rest: Iterator[Record],
                         line=record.line, candidate=n)
             yield None
 
-
-def _chain(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
-    yield first
-    yield from rest

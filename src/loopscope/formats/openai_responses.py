@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import CallDraft, SessionBuilder, TurnDraft
 from loopscope.formats.detect import RESPONSES_ITEM_TYPES
@@ -204,10 +205,7 @@ def session_from_items(items: Sequence[tuple[Any, Origin]], ctx: ImportContext, 
                        id: str = "", candidate: int | None = None, instructions: Any = None,
                        model: str | None = None,
                        metadata: dict[str, Any] | None = None) -> Session:
-    def report(severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=candidate,
-                    count=count)
+    report = CandidateReporter(ctx, candidate)
 
     builder = SessionBuilder()
     if isinstance(instructions, str):

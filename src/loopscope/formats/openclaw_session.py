@@ -18,9 +18,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder, line_origin
-from loopscope.formats.text import ASSISTANT_JOINER, TEXT_JOINER, extract_text, iso_timestamp
+from loopscope.formats.text import (
+    ASSISTANT_JOINER,
+    TEXT_JOINER,
+    extract_text,
+    iso_timestamp,
+    json_type,
+)
 from loopscope.model import AgentInfo, Origin, Session, escape_for_display
 
 FORMAT_ID = "openclaw_session"
@@ -63,6 +70,7 @@ class _Importer:
 
     def __init__(self, ctx: ImportContext) -> None:
         self.ctx = ctx
+        self.report = CandidateReporter(ctx, 0)
         self.builder = SessionBuilder()
         self.skipped: Counter[str] = Counter()
         self.models: list[str] = []
@@ -70,11 +78,6 @@ class _Importer:
         self.title: str | None = None
         self.unknown_roles: set[str] = set()
         self.pending_compaction: tuple[Record, dict[str, Any]] | None = None
-
-    def report(self, severity: Any, code: str, message: str, *, line: int | None = None,
-               pointer: str | None = None, count: int = 1) -> None:
-        self.ctx.problem(severity, code, message, line=line, pointer=pointer, candidate=0,
-                         count=count)
 
     # ------------------------------------------------------------------ the branch
 
@@ -131,7 +134,7 @@ class _Importer:
                 if position[id(current)] == 0:
                     break
                 shown = "missing" if "parentId" not in current.value else \
-                    f"a JSON {_json_type(parent)}, not an entry id"
+                    f"a JSON {json_type(parent)}, not an entry id"
                 self.report("warning", "broken_parent_link",
                             f"the parent link (parentId) is {shown}; the branch continues with "
                             "the preceding entry", line=current.line)
@@ -200,7 +203,7 @@ class _Importer:
         if not isinstance(kind, str):
             # A type that is no string (a writer bug): an entry that carries a message is read
             # as a message entry, as its content says; anything else is skipped.
-            shown = "missing" if "type" not in value else f"a JSON {_json_type(kind)}"
+            shown = "missing" if "type" not in value else f"a JSON {json_type(kind)}"
             if isinstance(value.get("message"), dict):
                 self.report("info", "unknown_record_type",
                             f"entry type is {shown}; the entry holds a message and was read as "
@@ -410,18 +413,6 @@ class _Importer:
             source=self.ctx.path, format=FORMAT_ID, title=self.title, agent=AGENT,
             models=self.models, metadata=self.metadata, report=self.report,
         )
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _summary_of(message: Mapping[str, Any]) -> str:

@@ -52,7 +52,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter
+from loopscope.formats._ext_common import CandidateReporter, trim_section, trim_section_end
 from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import SessionBuilder, line_origin
 from loopscope.model import AgentInfo, Session
@@ -133,9 +133,9 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
         heading = lines[i]
         start = i
         end = _section_end(lines, i + 1)
-        body = _trim_end(lines[i + 1:end])
+        body = trim_section_end(lines[i + 1:end])
         if _USER.match(heading):
-            b.user("\n".join(_trim(body)).strip(), None, origin=line_origin(start + 1))
+            b.user("\n".join(trim_section(body)).strip(), None, origin=line_origin(start + 1))
             i = end
             continue
         match = _ASSISTANT.match(heading)
@@ -201,8 +201,8 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
             if output is not None:
                 results.append((draft, output, error, j + 1))
             j = k
-        turn.text = "\n".join(_trim(texts)).strip()
-        turn.thinking = "\n".join(_trim(thinking)).strip()
+        turn.text = "\n".join(trim_section(texts)).strip()
+        turn.thinking = "\n".join(trim_section(thinking)).strip()
         # Results after the turn, in call order (a call without a block stays unanswered).
         for draft, output, error, line_number in results:
             b.result(draft.id, output, output or "", is_error=error, structure_call=draft,
@@ -219,24 +219,3 @@ def import_text(text: str, ctx: ImportContext) -> Iterator[Session | None]:
                count=bad_input)
     yield b.build(id=sid, source=ctx.path, format=FORMAT_ID, title=title,
                   agent=AgentInfo("opencode", None), models=models, report=report)
-
-
-def _trim_end(lines: list[str]) -> list[str]:
-    """``lines`` without the ``---`` rule and the blank lines that end a section."""
-    out = list(lines)
-    while out and not out[-1].strip():
-        out.pop()
-    if out and out[-1].strip() == "---":
-        out.pop()
-    while out and not out[-1].strip():
-        out.pop()
-    return out
-
-
-def _trim(lines: list[str]) -> list[str]:
-    """``lines`` without the blank lines and rule around them."""
-    out = _trim_end(lines)
-    start = 0
-    while start < len(out) and not out[start].strip():
-        start += 1
-    return out[start:]

@@ -23,15 +23,14 @@ One session per trace (``path#n`` when a file holds several), see ``_traces``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from loopscope.formats._traces import ModelCall, Step, as_text, assemble
-from loopscope.formats.base import ImportContext, Record
+from loopscope.formats._traces import ModelCall, RecordExport, Step, as_text
+from loopscope.formats.base import ImportContext
 from loopscope.formats.builder import new_origin
-from loopscope.formats.text import iso_timestamp
+from loopscope.formats.text import iso_timestamp, parse_json_text
 from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
 
 FORMAT_ID = "openinference_spans"
 
@@ -94,8 +93,6 @@ def _span_fields(value: dict[str, Any]) -> dict[str, Any]:
     nested = unflatten({k: v for k, v in value.items() if k != "attributes"})
     attributes = value.get("attributes")
     if isinstance(attributes, str):
-        from loopscope.formats._traces import parse_json_text
-
         attributes = parse_json_text(attributes)
     merged = unflatten(attributes) if isinstance(attributes, dict) else {}
     extra = nested.get("attributes")
@@ -219,37 +216,10 @@ def _as_id(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _steps(values: Iterable[tuple[Any, Origin]], ctx: ImportContext) -> Iterator[Step]:
-    skipped = 0
-    for order, (value, origin) in enumerate(values):
-        if not is_span(value):
-            skipped += 1
-            continue
-        step = _step(value, order, origin)
-        if step is not None:
-            yield step
-    if skipped:
-        ctx.problem("info", "unknown_record_type",
-                    f"{plural(skipped, 'record is', 'records are')} not OpenInference spans; they made "
-                    "no event",
-                    count=skipped)
-
-
-def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    values = ((r.value, new_origin(r.line, None)) for r in records)
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
-
-
-def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
-    spans = value if isinstance(value, list) else value.get("spans") \
-        if isinstance(value, dict) else None
-    if not isinstance(spans, list):
-        ctx.problem("error", "session_failed", "an OpenInference span export is a JSON array "
-                                               "of spans")
-        return
-    prefix = "" if isinstance(value, list) else "/spans"
-    values = ((v, new_origin(None, f"{prefix}/{i}")) for i, v in enumerate(spans))
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
+_EXPORT = RecordExport(FORMAT_ID, AGENT, is_span, _step, "OpenInference spans", "spans",
+                       "an OpenInference span export is a JSON array of spans")
+import_records = _EXPORT.import_records
+import_document = _EXPORT.import_document
 
 
 PARQUET_HINT = "reading Parquet needs pyarrow: pip install 'loopscope[parquet]'"
@@ -281,7 +251,7 @@ def import_parquet(path: str, ctx: ImportContext) -> Iterator[Session | None]:
                     "OpenInference spans)")
         return
     values = ((v, new_origin(None, f"/{i}")) for i, v in enumerate(rows))
-    yield from assemble(list(_steps(values, ctx)), ctx, format_id=FORMAT_ID, agent=AGENT)
+    yield from _EXPORT.sessions(values, ctx)
 
 
 def _plain(value: Any, depth: int = 0) -> Any:

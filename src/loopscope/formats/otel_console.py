@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from loopscope.formats._spans import SpanRecord, span_step
-from loopscope.formats._traces import Step, assemble
+from loopscope.formats._traces import Step, assemble, tell_not_records
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.formats.text import iso_timestamp
@@ -123,10 +123,8 @@ class _Reader:
             self.ctx.problem("info", "duplicates_skipped",
                              f"{plural(self.repeats, 'span was', 'spans were')} printed more than once (the same "
                              "trace id and span id); each is read once", count=self.repeats)
-        if self.skipped:
-            self.ctx.problem("info", "unknown_record_type",
-                             f"{plural(self.skipped, 'value is', 'values are')} not console-exporter spans; they "
-                             "made no event", count=self.skipped)
+        tell_not_records(self.ctx, self.skipped, "console-exporter spans", one="value is",
+                         many="values are")
         yield from assemble(self.steps, self.ctx, format_id=FORMAT_ID, agent=AGENT,
                             tally_steps=False)
 

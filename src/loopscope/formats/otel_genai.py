@@ -20,11 +20,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from loopscope.formats._spans import SpanRecord, span_step
-from loopscope.formats._traces import Step, assemble
+from loopscope.formats._traces import Step, assemble, tell_not_records
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import new_origin
 from loopscope.model import AgentInfo, Origin, Session
-from loopscope.words import plural
 
 FORMAT_ID = "otel_genai"
 
@@ -139,10 +138,7 @@ class _Reader:
             self.steps.append(step)
 
     def sessions(self) -> Iterator[Session | None]:
-        if self.skipped:
-            self.ctx.problem("info", "unknown_record_type",
-                             f"{plural(self.skipped, 'record is', 'records are')} not OTLP span "
-                             "exports; they made no event", count=self.skipped)
+        tell_not_records(self.ctx, self.skipped, "OTLP span exports")
         yield from assemble(self.steps, self.ctx, format_id=FORMAT_ID, agent=AGENT,
                             tally_steps=False)
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from loopscope.formats._ext_common import CandidateReporter, as_str
+from loopscope.formats._ext_common import CandidateReporter, as_str, json_objects
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import SessionBuilder
 from loopscope.formats.text import gemini_response_text
@@ -75,14 +75,9 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     skipped: Counter[str] = Counter()
     header: dict[str, Any] = {}
     session_id: str | None = None
-    for record in records:
+    for record in json_objects(records, skipped, report, "a line is not a JSON object; skipped"):
         value = record.value
         origin = Origin(line=record.line)
-        if not isinstance(value, dict):
-            skipped["non-object"] += 1
-            report.aggregate("unknown_record_type", "a line is not a JSON object; skipped",
-                             line=record.line)
-            continue
         if session_id is None and isinstance(value.get("sessionId"), str):
             session_id = value["sessionId"]
         for key in _META_KEYS:

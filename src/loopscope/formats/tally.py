@@ -16,13 +16,13 @@ that an importer that fails to recognise a variant is caught rather than excused
 from __future__ import annotations
 
 import contextvars
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopscope.formats.text import parse_json_text
 from loopscope.model import escape_for_display
 
 __all__ = [
@@ -483,15 +483,6 @@ _LANGFUSE_TYPES = frozenset({"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "CH
 _GENAI_MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 
 
-def _json_text(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
-
-
 def _any_value(value: Any, depth: int = 0) -> Any:
     """An OTLP ``AnyValue`` as a plain value (only what a call's name or output needs)."""
     if type(value) is not dict or depth > 64:
@@ -570,7 +561,7 @@ def _span_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str, Any]]],
             return
         for key in ("langfuse.observation.output", "gen_ai.completion", "output.value"):
             if attrs.get(key) is not None:
-                _openai_output(_json_text(attrs[key]), anchor, saw)
+                _openai_output(parse_json_text(attrs[key]), anchor, saw)
                 return
         _genai_output_calls(attrs, events, anchor, saw)
         return
@@ -589,7 +580,7 @@ def _genai_output_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str,
     details = [a for n, a in events if n == "gen_ai.client.inference.operation.details"]
     for source in [attrs, *details]:
         if "gen_ai.output.messages" in source:
-            messages = _json_text(source["gen_ai.output.messages"])
+            messages = parse_json_text(source["gen_ai.output.messages"])
             for message in messages if type(messages) is list else []:
                 parts = message.get("parts") if type(message) is dict else None
                 for part in parts if type(parts) is list else []:
@@ -599,7 +590,7 @@ def _genai_output_calls(attrs: dict[str, Any], events: list[tuple[Any, dict[str,
     completions = [a for n, a in events if n == "gen_ai.content.completion"]
     for source in [attrs, *completions]:
         if "gen_ai.completion" in source:
-            _openai_output(_json_text(source["gen_ai.completion"]), anchor, saw)
+            _openai_output(parse_json_text(source["gen_ai.completion"]), anchor, saw)
             return
     for i, j in _indexed_pairs(attrs, _INDEXED_COMPLETION_CALL):
         saw((anchor, attrs.get(f"gen_ai.completion.{i}.tool_calls.{j}.name")))

@@ -25,8 +25,10 @@ __all__ = [
     "extract_text",
     "gemini_response_text",
     "iso_timestamp",
+    "json_type",
     "openai_assistant_text",
     "openai_tool_result_text",
+    "parse_json_text",
     "str_or_none",
     "type_of",
 ]
@@ -56,6 +58,37 @@ def compact_json(value: Any) -> str:
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
         except (TypeError, ValueError, RecursionError):
             return repr(value)
+
+
+def parse_json_text(value: Any) -> Any:
+    """A JSON text recorded inside a field (a span attribute, a completion), parsed; any other
+    value, or a text that is no JSON, as it is: such fields hold JSON by convention only, so
+    a text that is not JSON is still the recorded value."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a parsed value (``null``, ``boolean``, ``number``, ``string``,
+    ``array``, ``object``), for messages that say what was found where something else was
+    expected: a person reads the file as JSON, not as Python types."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def _scalar_text(value: Any) -> str:

@@ -165,6 +165,21 @@ def js_string(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
+def js_literal(value: Any) -> str | None:
+    """A string, ``null``, ``true`` or ``false`` as JavaScript's JSON writers write it; ``None``
+    for any other value. ``stableStringify`` and ``JSON.stringify`` agree on these and differ
+    on numbers and containers, so each printer starts here and goes its own way after."""
+    if isinstance(value, str):
+        return js_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return None
+
+
 def utf16_sort_key(key: str) -> bytes:
     """Sort key giving JS's default string order (UTF-16 code units)."""
     return key.encode("utf-16-be", "surrogatepass")
@@ -195,14 +210,9 @@ def stable_stringify(value: Any) -> str:
 
 
 def _stringify(value: Any, ancestors: set[int]) -> str:
-    if isinstance(value, str):
-        return js_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
+    literal = js_literal(value)
+    if literal is not None:
+        return literal
     if isinstance(value, int):
         return _stringify_int(value)
     if isinstance(value, float):

@@ -30,6 +30,7 @@ from loopscope.jsonrules.javascript import (
     JS_WHITESPACE,
     JS_WHITESPACE_CLASS,
     js_json_parse,
+    js_literal,
     js_number,
     js_string,
     js_trim,
@@ -134,14 +135,9 @@ def _number(value: int | float) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, str):
-        return js_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
+    literal = js_literal(value)
+    if literal is not None:
+        return literal
     if isinstance(value, int | float):
         return _number(value)
     raise TypeError(f"JSON.stringify: unsupported value of type {type(value).__name__}")

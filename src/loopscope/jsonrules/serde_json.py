@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -32,6 +33,7 @@ __all__ = [
     "loads_file_level",
     "parse_json_serde",
     "parse_serde_json",
+    "serde_number_decoder",
 ]
 
 MAX_NESTING = 128
@@ -51,37 +53,42 @@ class SerdeJsonError(ValueError):
     """serde_json would reject this text. The message says why."""
 
 
-def _parse_int(literal: str) -> int | float:
-    if literal == "-0":
-        return -0.0
-    # More than 20 digits can never fit u64/i64; float() has no digit limit, int() has.
-    if len(literal) <= 21:
-        value = int(literal)
-        if _I64_MIN <= value <= _U64_MAX:
-            return value
-    f = float(literal)
-    if f == _INF or f == -_INF:
-        raise SerdeJsonError("number out of range")
-    return f
+def serde_number_decoder(out_of_range: Callable[[str], Exception],
+                         not_a_number: Callable[[str], Exception]) -> json.JSONDecoder:
+    """A strict ``json`` decoder that classifies numbers as serde_json does.
+
+    ``-0`` is the float ``-0.0`` and an integer beyond i64 / u64 a float, because serde_json
+    reads them as ``f64``; a number that overflows to infinity raises
+    ``out_of_range(literal)`` and ``NaN`` / ``Infinity`` raise ``not_a_number(name)``, because
+    serde_json rejects both. The caller chooses the exceptions so each reader keeps its own
+    message while the number rules stay in one place.
+    """
+
+    def parse_int(literal: str) -> int | float:
+        if literal == "-0":
+            return -0.0
+        # More than 20 digits can never fit u64/i64; float() has no digit limit, int() has.
+        if len(literal) <= 21:
+            value = int(literal)
+            if _I64_MIN <= value <= _U64_MAX:
+                return value
+        return parse_float(literal)
+
+    def parse_float(literal: str) -> float:
+        f = float(literal)
+        if f == _INF or f == -_INF:
+            raise out_of_range(literal)
+        return f
+
+    def reject_constant(name: str) -> Any:
+        raise not_a_number(name)
+
+    return json.JSONDecoder(parse_int=parse_int, parse_float=parse_float,
+                            parse_constant=reject_constant, strict=True)
 
 
-def _parse_float(literal: str) -> float:
-    f = float(literal)
-    if f == _INF or f == -_INF:
-        raise SerdeJsonError("number out of range")
-    return f
-
-
-def _reject_constant(name: str) -> Any:
-    raise SerdeJsonError(f"invalid value: {name}")
-
-
-_DECODER = json.JSONDecoder(
-    parse_int=_parse_int,
-    parse_float=_parse_float,
-    parse_constant=_reject_constant,
-    strict=True,
-)
+_DECODER = serde_number_decoder(lambda literal: SerdeJsonError("number out of range"),
+                                lambda name: SerdeJsonError(f"invalid value: {name}"))
 
 
 def _check_depth_and_surrogates(value: Any) -> None:
