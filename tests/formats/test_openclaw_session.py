@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -295,8 +294,9 @@ def test_never_raises_on_random_records() -> None:
 
 
 def test_parity_jsonl_files_import_cleanly() -> None:
-    parity = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "parity" / \
-        "openclaw" / "sessions"
+    from tests.conftest import SHARED
+
+    parity = SHARED / "reference" / "parity" / "openclaw" / "sessions"
     if not parity.is_dir():
         pytest.skip("parity set absent")
     for path in sorted(parity.glob("*.jsonl")):
