@@ -359,8 +359,8 @@ class KeptCorpus:
     the file when asked (:meth:`read`), each member's CRC-32 checked as it is read.
 
     Why not all at once: a reopened corpus draws its first chart from the index and the
-    re-runs kept beside the tables, and at 20,000 sessions the tables are 540 MB of the
-    snapshot's 545 (a cold disk read of seconds); each is read when its engine is first used
+    re-runs kept beside the tables, and the tables are nearly all of the snapshot (a cold
+    disk read of seconds on a large corpus); each is read when its engine is first used
     (the dashboard's first idle moment, or a re-run). The file stays open until every reader
     is done with it, so a snapshot deleted or replaced meanwhile (``loopscope cache clear``,
     :func:`prune`, another process) is still read whole."""

@@ -243,7 +243,7 @@ def gather(schema: Schema, columns: Mapping[str, Any], sessions: Any) -> dict[st
 def unique_codes(values: Any, size: int) -> tuple[Any, Any]:
     """``np.unique(values, return_inverse=True)`` for codes known to lie in ``0 .. size-1``
     (string-pool references of a validated table): a pass over a presence map instead of a
-    sort — at a million steps, 5 ms instead of 100 ms on the first re-run of a large corpus."""
+    sort, linear instead of n log n in the steps of a large corpus's first re-run."""
     values = np.asarray(values)
     present = np.zeros(size, dtype=np.bool_)
     present[values] = True

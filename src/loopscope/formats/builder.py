@@ -569,7 +569,7 @@ def seed_views(session: Session, turns: tuple[AssistantTurn, ...],
 
 _NOTHING: dict[str, Any] = {}
 """The ``details`` and ``meta`` of every result without any: sessions are read-only, and a
-dict of its own for each result held 13 MB of a 100,000-call corpus."""
+dict of its own for each result would cost memory in proportion to the corpus's calls."""
 
 
 def call_origin(call: CallDraft) -> Origin:

@@ -67,7 +67,8 @@ def main() -> None:
 
 
 PAGE_LIBRARIES = ("pandas", "plotly.graph_objects")
-"""What the pages import and the loading does not: pandas alone takes 0.4–0.9 s to import."""
+"""What the pages import and the loading does not: importing pandas alone is a noticeable
+wait, which a background import hides behind the loading."""
 _preloading: list[threading.Thread] = []
 _importing = threading.Lock()
 """Held while the preload imports: plotly.py reads a half-imported pandas from
@@ -99,10 +100,10 @@ CHARTS_PRIMED_KEY = "_loopscope_charts_primed"
 
 def _prime_browser_charts() -> DeltaGenerator | None:
     """On a browser session's first run, an empty chart one pixel tall while the corpus loads
-    (then removed): the browser fetches, compiles and starts Plotly's code (a 4.7 MB script)
-    only when the page first holds a Plotly chart, and a large folder's first chart waited
-    2.3–3.7 s from leaving the server to being drawn, where a slider move's chart takes 0.4
-    s. Loaded meanwhile, Plotly is ready when the first chart arrives. Returns the slot to
+    (then removed): the browser fetches, compiles and starts Plotly's code (a script of
+    megabytes) only when the page first holds a Plotly chart, so a large folder's first chart
+    waited several times as long as a slider move's to be drawn. Loaded meanwhile, Plotly is
+    ready when the first chart arrives. Returns the slot to
     empty after the load (None after the first run, the browser keeping Plotly loaded, or
     while another browser session's preload imports pandas: the primer is only a head start)."""
     if st.session_state.get(CHARTS_PRIMED_KEY) or not _importing.acquire(blocking=False):

@@ -233,7 +233,7 @@ _SCAN_TTL_SECONDS = 10.0
 first interaction after this."""
 _BACKGROUND_RESCAN_FROM = 2_000
 """From this many files, an expired scan is served once more while a thread scans again
-(a rescan of 20,000 files took ~0.4 s, inside a slider move): changes then show up at the
+(a rescan of a large folder is a noticeable part of a slider move): changes then show up at the
 first interaction after that scan."""
 _recent_scans: dict[tuple[str, str, tuple[Path, ...]], tuple[float, Any]] = {}
 _rescanning: set[tuple[str, str, tuple[Path, ...]]] = set()

@@ -2,8 +2,8 @@
 
 A large corpus is millions of long-lived objects, and every slider move adds thousands more
 (each configuration's replays stay cached so that moving a slider back is instant). Left to its
-defaults, Python runs a full collection during a re-run every so often; at 2,000 sessions that
-was a 130-190 ms pause inside most slider moves. So, once a large corpus is loaded:
+defaults, Python runs a full collection during a re-run every so often, a pause of the order
+of a whole re-run inside most slider moves. So, once a large corpus is loaded:
 
 - the corpus is frozen (``gc.freeze``): the collector never walks it again;
 - the young-generation threshold is raised (a re-run allocates ~10^5 short-lived objects) and

@@ -4,12 +4,11 @@ guard version, a sweep), drawn so that the browser takes as little of those core
 On a machine that serves the dashboard and runs its browser (a laptop; the benchmark's two
 cores), every redraw of a bar is browser work taken from the workers importing the files:
 - Streamlit's bar glides to each new value (a CSS transition on its transform), and a
-  software-drawn page paints every frame of that glide. During a 20,000-file load Chromium
-  took 0.14 of a core and the two import workers had 1.68-1.73 cores between them; without
-  the glide, and with the bar redrawn at most twice a second, Chromium took 0.04 and the
-  workers 1.87-1.89 (``benchmarks/README.md``, round 10).
-- Each redraw is also a message and a React render: one per part of 16 files was 1,250 for
-  20,000 files, and ~9 s of a cold start, hence :func:`throttled`.
+  software-drawn page paints every frame of that glide: the glide is switched off and the
+  bar redrawn at most twice a second, which gives the import workers most of the core the
+  browser took (the measurements are in ``benchmarks/README.md``).
+- Each redraw is also a message and a React render: one per part of files is thousands on
+  a large folder, a noticeable share of a cold start, hence :func:`throttled`.
 """
 
 from __future__ import annotations
