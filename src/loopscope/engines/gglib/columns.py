@@ -3,7 +3,7 @@ and the corpus-wide re-run over it (:func:`run_columns`).
 
 :func:`table_columns` writes prepared sessions as columns (one entry per session, per step and
 per recorded prose step, plus a string pool); :func:`decode_row` gives one session's
-:class:`~loopscope.engines.gglib.engine.PreparedSession` back (a property test: its JSON codec
+:class:`~loopscope.engines.gglib.fast.PreparedSession` back (a property test: its JSON codec
 writing is the original's). :class:`Pack` lays a table out for :func:`run_columns`: a
 threshold change is a few vectorised passes over every step, never Python work per session;
 observation flags are worked out once per distinct set of tool names and pattern list, and the
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import WINDOW_FACTOR, is_observation_name
-from loopscope.engines.gglib.fast import _OUTCOMES, NO_REFUSAL, PreparedMessages
+from loopscope.engines.gglib.fast import _OUTCOMES, NO_REFUSAL, PreparedMessages, PreparedSession
+from loopscope.engines.gglib.upstream import WINDOW_FACTOR, is_observation_name
 from loopscope.engines.table import (
     SESSION,
     STRINGS,
@@ -77,7 +77,7 @@ SCHEMA: dict[str, Column] = {
 
 
 def table_columns(prepared: Sequence[Any]) -> dict[str, Any]:
-    """The columns of ``prepared`` (the engine's ``PreparedSession`` objects), in order."""
+    """The columns of ``prepared`` (:class:`~.fast.PreparedSession` objects), in order."""
     pool = StringPool()
     code = pool.code
     set_codes: dict[tuple[str, ...], int] = {}
@@ -197,9 +197,7 @@ def check(table: PreparedTable) -> None:
 
 
 def decode_row(table: PreparedTable, i: int) -> Any:
-    """Session ``i`` of a gglib table, as the engine's ``PreparedSession``."""
-    from loopscope.engines.gglib.engine import PreparedSession
-
+    """Session ``i`` of a gglib table, as a :class:`~.fast.PreparedSession`."""
     c = table.columns
     a, b = table.span("step_start", i)
     pa, pb = table.span("prose_start", i)

@@ -4,7 +4,6 @@ mode, behind :class:`loopscope.engines.contract.Engine`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
@@ -21,7 +20,7 @@ from loopscope.engines.gglib import fast
 from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
 from loopscope.engines.gglib.fast import (
-    PreparedMessages,
+    PreparedSession,
     prepare_events,
     prepare_messages,
     run_lazy,
@@ -32,20 +31,13 @@ from loopscope.model import Session
 if TYPE_CHECKING:
     from loopscope.engines.table import TableSpec
 
+# ``columns`` (and numpy with it) is imported where a table is first used, so that listing or
+# configuring engines does not load numpy; it imports nothing of this module.
+
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
 VERSION = "latest"
 """gglib has no releases loopscope tells apart: the engine models its newest guard."""
-
-
-@dataclass(slots=True)
-class PreparedSession:
-    """A session's identity plus its threshold-independent data."""
-
-    session: str
-    source: str
-    format: str
-    messages: PreparedMessages
 
 
 def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:

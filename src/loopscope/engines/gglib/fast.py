@@ -33,18 +33,19 @@ from loopscope.engines.base import (
     new_step,
 )
 from loopscope.engines.codec import CodecError, ints_at
-from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import (
+from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.reference import _batch_extra, _prose_extra
+from loopscope.engines.gglib.upstream import (
     WINDOW_FACTOR,
     batch_class_of,
     extract_text,
     is_costly_name,
     is_observation_name,
     read_arguments,
+    stable_repr,
 )
-from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.engines.gglib.reference import _batch_extra, _prose_extra
+from loopscope.jsonrules.serde_json import compact_json
 from loopscope.model import (
     AssistantTurn,
     Compaction,
@@ -54,8 +55,8 @@ from loopscope.model import (
     UserMessage,
 )
 
-__all__ = ["NO_REFUSAL", "PreparedMessages", "prepare_events", "prepare_messages", "run_lazy",
-           "run_prepared"]
+__all__ = ["NO_REFUSAL", "PreparedMessages", "PreparedSession", "prepare_events",
+           "prepare_messages", "run_lazy", "run_prepared"]
 
 # --------------------------------------------------------------------------------------------
 # Prepared data and the fast path
@@ -297,6 +298,17 @@ _SHARED_ARGS: dict[str, tuple[str, str]] = {}
 """Argument text → (``"\\0"`` + canonical rendering, ``":"`` + its hex FNV), shared by every
 session: agents repeat the same short arguments across sessions (``{"path": "src/app.py"}``,
 ``{"command": "git status"}``), and the rendering is a pure function of the text."""
+@dataclass(slots=True)
+class PreparedSession:
+    """A session's identity plus its threshold-independent data: what the engine's ``prepare``
+    returns, the cache stores and :mod:`.columns` lays out as a table."""
+
+    session: str
+    source: str
+    format: str
+    messages: PreparedMessages
+
+
 _SHARED_ARGS_MAX = 50_000
 _SHARED_ARGS_MAX_TEXT = 512
 _SHARED_VALUES: dict[bytes, tuple[Any, tuple[str, str]]] = {}

@@ -2,7 +2,7 @@
 
 :func:`replay_messages` follows gglib's own request handling literally: for every assistant
 turn, the batch goes through ``LoopDetector`` and a reply without tools through
-``StagnationDetector`` (the detector classes of :mod:`loopscope.engines.gglib.core`), and the
+``StagnationDetector`` (the detector classes of :mod:`loopscope.engines.gglib.upstream`), and the
 result is one step per turn. It is slow and obviously right; :mod:`.fast` is proven equal to
 it by property tests. The step field builders here are shared with the fast path.
 """
@@ -17,7 +17,8 @@ from loopscope.engines.base import (
     Step,
 )
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import (
+from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.upstream import (
     WINDOW_FACTOR,
     LoopDetected,
     LoopDetector,
@@ -31,7 +32,6 @@ from loopscope.engines.gglib.core import (
     is_observation_batch,
     turn_results_hash,
 )
-from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 
 __all__ = ["STEP_FIELDS", "replay_messages"]
 

@@ -1,8 +1,9 @@
-"""The gglib loop guard, ported exactly.
+"""The gglib loop guard, ported exactly: the upstream rules and nothing of loopscope's replay.
 
-This module is the plain, readable port: signatures, results hashes, classifiers, the two
-detectors and the upstream proxy walk ``scan_history``. The shadow-mode replay built on it is
-in :mod:`loopscope.engines.gglib.reference` and :mod:`loopscope.engines.gglib.fast`.
+The plain, readable port: ``stable_repr`` (the canonical argument text), signatures, results
+hashes, classifiers, the two detectors and the upstream proxy walk ``scan_history``. It is kept
+literal so that it can be read side by side with gglib's source; the shadow-mode replay built on
+it is :mod:`loopscope.engines.gglib.reference` (and its fast twin :mod:`.fast`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.jsonrules.serde_json import SerdeJsonError, parse_json_serde
+from loopscope.jsonrules.serde_json import (
+    SerdeJsonError,
+    compact_json,
+    json_string,
+    parse_json_serde,
+    write_scalar,
+)
 
 __all__ = [
     "COSTLY_OBSERVATION_TOOLS",
+    "DEPTH_SENTINEL",
+    "MAX_REPR_DEPTH",
     "WINDOW_FACTOR",
     "BatchRecord",
     "LoopDetected",
@@ -44,6 +52,7 @@ __all__ = [
     "is_observation_name",
     "read_arguments",
     "scan_history",
+    "stable_repr",
     "tool_signature",
     "turn_results_hash",
 ]
@@ -56,6 +65,40 @@ Answer = tuple[int, str]
 ResultsHash = tuple[tuple[str, Answer], ...]
 """An opaque, injective results hash: the sorted ``(key, answer)`` pairs. Upstream only ever
 compares these for equality, so any injective encoding keeps its verdicts."""
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical argument text
+
+MAX_REPR_DEPTH = 16
+DEPTH_SENTINEL = '"..."'
+
+
+def stable_repr(value: Any, depth: int = 0) -> str:
+    """gglib's canonical rendering: no whitespace, object keys sorted by code point, strings and
+    numbers as serde_json writes them, and every value at depth :data:`MAX_REPR_DEPTH` or deeper
+    (scalars too) replaced by the ``"..."`` sentinel, so all nests of 16 or more levels collide
+    upstream. Signatures and results keys hash this text, so two arguments are the same call
+    exactly when their renderings are equal."""
+    if depth >= MAX_REPR_DEPTH:
+        return DEPTH_SENTINEL
+    text = write_scalar(value)
+    if text is not None:
+        return text
+    d = depth + 1
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return (
+            "{"
+            + ",".join(
+                json_string(k) + ":" + stable_repr(value[k], d) for k in sorted(value)
+            )
+            + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(stable_repr(v, d) for v in value) + "]"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
 # --------------------------------------------------------------------------------------------
