@@ -34,8 +34,8 @@ from typing import Any, Final
 import numpy as np
 
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.fast import ContentHit, walk_stretch
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.table import (
     SESSION,
     Column,

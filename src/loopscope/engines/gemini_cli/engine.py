@@ -35,10 +35,10 @@ from loopscope.engines.gemini_cli.config import (
     check_values,
     resolve,
 )
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.explain import EXPLAINER
 from loopscope.engines.gemini_cli.fast import PreparedSession, prepare, remember, run
 from loopscope.engines.gemini_cli.reference import ENGINE_NAME, replay_session
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.model import Session
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ from loopscope.engines.gemini_cli.config import (
     LLM_NOTE,
     GeminiConfig,
 )
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.events import split_pieces
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
 from loopscope.model import (
     AssistantTurn,
     Session,

@@ -1,5 +1,5 @@
 """Prepare once, run many times: a session's events with every tool call already reduced to
-its name, key and inspection flag (:func:`~.detector.prepare_call`), so a run under another
+its name, key and inspection flag (:func:`~.upstream.prepare_call`), so a run under another
 configuration only feeds the service; and the prepared data as JSON (the on-disk cache and
 worker processes carry it)."""
 
@@ -11,15 +11,15 @@ from typing import Any
 
 from loopscope.engines.base import SessionReplay
 from loopscope.engines.qwen_code.config import QwenConfig
-from loopscope.engines.qwen_code.detector import PreparedCall
-from loopscope.engines.qwen_code.reference import (
+from loopscope.engines.qwen_code.events import (
     CallItem,
     ContentItem,
     Item,
     PromptItem,
-    replay_items,
     session_items,
 )
+from loopscope.engines.qwen_code.reference import replay_items
+from loopscope.engines.qwen_code.upstream import PreparedCall
 from loopscope.model import Session
 
 __all__ = ["PreparedSession", "decode", "encode", "prepare", "run"]
