@@ -25,7 +25,7 @@ import numpy as np
 
 from loopscope.engines.openhands.config import OpenHandsConfig
 from loopscope.engines.openhands.fast import _evaluate
-from loopscope.engines.openhands.reference import (
+from loopscope.engines.openhands.upstream import (
     ACTION_ERROR,
     ACTION_OBSERVATION,
     ALTERNATING_PATTERN,
