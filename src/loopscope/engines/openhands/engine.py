@@ -37,7 +37,7 @@ from loopscope.engines.openhands.config import (
 )
 from loopscope.engines.openhands.explain import EXPLAINER
 from loopscope.engines.openhands.fast import PreparedSession, counters, prepare, run
-from loopscope.engines.openhands.upstream import replay_session
+from loopscope.engines.openhands.reference import replay_session
 from loopscope.model import Session
 
 if TYPE_CHECKING:

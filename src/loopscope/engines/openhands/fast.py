@@ -51,14 +51,13 @@ from loopscope.engines.openhands.events import (
     parse_arguments,
 )
 from loopscope.engines.openhands.python_equality import canonical
+from loopscope.engines.openhands.reference import ENGINE_NAME, step_extra
 from loopscope.engines.openhands.upstream import (
     ACTION_ERROR,
     ACTION_OBSERVATION,
     ALTERNATING_PATTERN,
-    ENGINE_NAME,
     MONOLOGUE,
     nudge_text,
-    step_extra,
 )
 from loopscope.model import (
     AssistantTurn,

@@ -1,52 +1,50 @@
-"""The plain reference replay: OpenHands' ``StuckDetector`` ported literally, run in shadow mode.
+"""OpenHands' ``StuckDetector``, ported literally: the upstream rules and nothing of loopscope's
+replay.
 
 :class:`StuckDetector` follows ``openhands/sdk/conversation/stuck_detector.py`` line by line
 (the window, the collection, the four patterns in order, the action-error nudge and its "already
-nudged" memory), over a log of :mod:`.events` values. :func:`check_stuck_or_nudge` is
+nudged" memory), over a log of :mod:`.events` values (OpenHands' event model; ``event_eq`` there
+is ``StuckDetector._event_eq``). :func:`check_stuck_or_nudge` is
 ``LocalConversation._check_stuck_or_nudge``
 (``openhands/sdk/conversation/impl/local_conversation.py``): a nudge is appended to the log and
-the step goes on; otherwise ``is_stuck()`` decides.
-
-:func:`replay_session` writes the session's events into the log and makes that check after every
-assistant turn (OpenHands makes it before its next step). A stop does not end the replay (shadow
-mode): nothing is added to the log for it and every later step is ``after_divergence``.
+the step goes on; otherwise ``is_stuck()`` decides. It is kept literal so that it can be read
+side by side with the SDK; the shadow replay built on it is :mod:`.reference`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from loopscope.engines.base import SessionReplay, Step, first_refusal_of
-from loopscope.engines.openhands.config import OpenHandsConfig
+# Each pattern is named after its threshold (the fields of ``StuckDetectionThresholds``).
+from loopscope.engines.openhands.config import (
+    ACTION_ERROR,
+    ACTION_OBSERVATION,
+    ALTERNATING_PATTERN,
+    MONOLOGUE,
+    OpenHandsConfig,
+)
 from loopscope.engines.openhands.events import (
     ActionEvent,
     AgentErrorEvent,
-    Check,
     Event,
     MessageEvent,
     ObservationEvent,
-    build_items,
     event_eq,
 )
-from loopscope.model import Session
 
 __all__ = [
-    "ENGINE_NAME",
+    "ACTION_ERROR",
+    "ACTION_OBSERVATION",
+    "ALTERNATING_PATTERN",
+    "MONOLOGUE",
+    "PASS",
     "CheckOutcome",
     "StuckDetector",
     "check_stuck_or_nudge",
     "nudge_text",
-    "replay_session",
-    "step_extra",
 ]
 
-ENGINE_NAME: Final = "openhands"
-
-ACTION_OBSERVATION: Final = "action_observation"
-ACTION_ERROR: Final = "action_error"
-MONOLOGUE: Final = "monologue"
-ALTERNATING_PATTERN: Final = "alternating_pattern"
 
 
 def nudge_text(tool_name: str, threshold: int, error: str) -> str:
@@ -207,7 +205,8 @@ class CheckOutcome:
     message: str | None = None
 
 
-_PASS: Final = CheckOutcome("pass")
+PASS: Final = CheckOutcome("pass")
+"""The outcome of a check that finds nothing (and of every check with stuck detection off)."""
 
 
 def check_stuck_or_nudge(detector: StuckDetector) -> CheckOutcome:
@@ -220,35 +219,4 @@ def check_stuck_or_nudge(detector: StuckDetector) -> CheckOutcome:
     stuck = detector.is_stuck()
     if stuck is not None:
         return CheckOutcome("refuse", stuck[0], stuck[1])
-    return _PASS
-
-
-def step_extra(enabled: bool, scan: int, message: str | None) -> dict[str, Any]:
-    """The engine's step fields: ``scan`` (events in the window after the check), and
-    ``message`` on a warn step; nothing when stuck detection is off."""
-    if not enabled:
-        return {}
-    if message is None:
-        return {"scan": scan}
-    return {"scan": scan, "message": message}
-
-
-def replay_session(session: Session, config: OpenHandsConfig) -> SessionReplay:
-    """The plain shadow-mode replay: one step per assistant turn."""
-    log: list[Event] = []
-    detector = StuckDetector(log, config)
-    steps: list[Step] = []
-    diverged = False
-    for item in build_items(session):
-        if not isinstance(item, Check):
-            log.append(item)
-            continue
-        outcome = check_stuck_or_nudge(detector) if config.enabled else _PASS
-        scan = len(detector.events_since_last_user_message())
-        steps.append(Step(item.turn, item.call, item.tools, None,
-                          outcome.verdict,  # type: ignore[arg-type]
-                          outcome.detector, outcome.count, diverged,
-                          step_extra(config.enabled, scan, outcome.message)))
-        diverged = diverged or outcome.verdict == "refuse"
-    return SessionReplay(session.id, session.source, session.format, ENGINE_NAME, tuple(steps),
-                         first_refusal_of(steps))
+    return PASS
