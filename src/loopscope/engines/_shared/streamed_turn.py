@@ -20,12 +20,17 @@ What each fork does with a call's name and with thinking text differs, and stays
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from loopscope.jsonrules.node_json import js_truthy, json_parse
+from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
 
-__all__ = ["PromptItem", "args_of", "split_pieces"]
+__all__ = ["PromptItem", "args_of", "split_pieces", "stream_items"]
+
+ContentT = TypeVar("ContentT")
+CallT = TypeVar("CallT")
 
 _AFTER_LINE_FEED: Final = re.compile(r"(?<=\n)")
 
@@ -54,3 +59,24 @@ class PromptItem:
     """A user message: prompt number ``prompt`` starts (the detector is reset)."""
 
     prompt: int
+
+
+def stream_items(session: Session, content: Callable[[AssistantTurn], ContentT | None],
+                 call: Callable[[AssistantTurn, ToolCall], CallT],
+                 ) -> Iterator[PromptItem | ContentT | CallT]:
+    """The session as the detector's stream, in transcript order: a :class:`PromptItem` per
+    user message, and per assistant turn its content step (``content(turn)``, when that is not
+    None) before one step per tool call (``call(turn, tool_call)``), since a streamed turn
+    yields a chunk's text before its function calls. Tool results, system messages and
+    compactions change nothing."""
+    prompt = 0
+    for event in session.events:
+        if isinstance(event, UserMessage):
+            prompt += 1
+            yield PromptItem(prompt)
+        elif isinstance(event, AssistantTurn):
+            step = content(event)
+            if step is not None:
+                yield step
+            for tool_call in event.tool_calls:
+                yield call(event, tool_call)

@@ -18,9 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces
+from loopscope.engines._shared.streamed_turn import (
+    PromptItem,
+    args_of,
+    split_pieces,
+    stream_items,
+)
 from loopscope.jsonrules.node_json import js_trim
-from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
+from loopscope.model import AssistantTurn, Session, ToolCall
 
 __all__ = [
     "GENERIC_TOOL",
@@ -74,15 +79,17 @@ class CallItem:
 Item = PromptItem | ContentItem | CallItem
 
 
+def _content_item(turn: AssistantTurn) -> ContentItem | None:
+    """A content step for a turn with text, or with no tool call at all."""
+    if turn.text or not turn.tool_calls:
+        return ContentItem(turn.turn, tuple(split_pieces(turn.text)))
+    return None
+
+
+def _call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
+    return CallItem(turn.turn, call.index, call_name(call), call)
+
+
 def session_items(session: Session) -> Iterator[Item]:
     """The session's steps and prompt starts, in transcript order."""
-    prompt = 0
-    for event in session.events:
-        if isinstance(event, UserMessage):
-            prompt += 1
-            yield PromptItem(prompt)
-        elif isinstance(event, AssistantTurn):
-            if event.text or not event.tool_calls:
-                yield ContentItem(event.turn, tuple(split_pieces(event.text)))
-            for call in event.tool_calls:
-                yield CallItem(event.turn, call.index, call_name(call), call)
+    return stream_items(session, _content_item, _call_item)

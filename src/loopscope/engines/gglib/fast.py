@@ -42,6 +42,7 @@ from loopscope.engines.gglib.upstream import (
     extract_text,
     is_costly_name,
     is_observation_name,
+    message_role,
     read_arguments,
     stable_repr,
 )
@@ -446,9 +447,7 @@ def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     while i < n:
         m = messages[i]
         i += 1
-        role = m.get("role") if isinstance(m, dict) else None
-        if not isinstance(role, str):
-            role = None
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":

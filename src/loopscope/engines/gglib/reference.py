@@ -30,6 +30,8 @@ from loopscope.engines.gglib.upstream import (
     extract_text,
     is_costly_batch,
     is_observation_batch,
+    message_role,
+    previous_reading,
     turn_results_hash,
 )
 
@@ -60,14 +62,6 @@ STEP_FIELDS: tuple[str, ...] = (
     "text_hash",
 )
 """All 22 step keys, in output order; every key is present on every step."""
-
-
-def _role(m: Any) -> str | None:
-    if isinstance(m, dict):
-        r = m.get("role")
-        if isinstance(r, str):
-            return r
-    return None
 
 
 def _batch_extra(
@@ -143,7 +137,7 @@ def replay_messages(
     steps: list[Step] = []
     n_messages = len(messages)
     for i, m in enumerate(messages):
-        role = _role(m)
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":
@@ -157,11 +151,7 @@ def replay_messages(
         if calls:
             results = turn_results_hash(calls, (messages[j] for j in range(i + 1, n_messages)))
             sig = batch_signature(calls)
-            had = sig in previous
-            seen = previous.get(sig)
-            previous[sig] = results
-            identical = had and seen is not None and results is not None and seen == results
-            not_evaluated = had and (seen is None or results is None)
+            identical, not_evaluated = previous_reading(previous, sig, results)
             observation = is_observation_batch(calls, patterns)
             costly = is_costly_batch(calls)
             try:

@@ -50,6 +50,8 @@ __all__ = [
     "is_costly_name",
     "is_observation_batch",
     "is_observation_name",
+    "message_role",
+    "previous_reading",
     "read_arguments",
     "scan_history",
     "stable_repr",
@@ -464,6 +466,29 @@ def extract_text(content: Any) -> str:
     return ""
 
 
+def message_role(m: Any) -> str | None:
+    """A message's ``role`` when it is a string, else None: the proxy reads roles this way, so a
+    message with no usable role breaks a run like any message that is neither the assistant's
+    nor a tool's."""
+    role = m.get("role") if isinstance(m, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def previous_reading(previous: dict[str, ResultsHash | None], signature: str,
+                     results: ResultsHash | None) -> tuple[bool, bool]:
+    """The proxy's ``previous`` readings for a batch: ``(identical, not_evaluated)``. The batch's
+    answers are compared with those last recorded for the same signature (anywhere earlier in
+    the history, not only the turn before), then recorded in their place. Answers that cannot
+    be joined to their calls cannot be compared, which the proxy reports as not evaluated
+    rather than as a change."""
+    had = signature in previous
+    seen = previous.get(signature)
+    previous[signature] = results
+    identical = had and seen is not None and results is not None and seen == results
+    not_evaluated = had and (seen is None or results is None)
+    return identical, not_evaluated
+
+
 @dataclass(frozen=True, slots=True)
 class ScanOutcome:
     """What upstream's ``scan_history`` returns: a verdict plus the three readings."""
@@ -496,9 +521,7 @@ def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
     previous: dict[str, Any] = {}
     identical = not_evaluated = rescued = False
     for i, m in enumerate(messages):
-        role = m.get("role") if isinstance(m, dict) else None
-        if not isinstance(role, str):
-            role = None
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":
@@ -513,12 +536,7 @@ def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
             identical = not_evaluated = rescued = False
         else:
             results = turn_results_hash(calls, (messages[j] for j in range(i + 1, len(messages))))
-            sig = batch_signature(calls)
-            had = sig in previous
-            seen = previous.get(sig)
-            previous[sig] = results
-            identical = had and seen is not None and results is not None and seen == results
-            not_evaluated = had and (seen is None or results is None)
+            identical, not_evaluated = previous_reading(previous, batch_signature(calls), results)
         try:
             stag.record(extract_text(m.get("content")), len(calls) > 0, stag_max)
         except StagnationDetected as e:

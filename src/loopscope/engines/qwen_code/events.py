@@ -20,9 +20,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces
+from loopscope.engines._shared.streamed_turn import (
+    PromptItem,
+    args_of,
+    split_pieces,
+    stream_items,
+)
 from loopscope.engines.qwen_code.upstream import PreparedCall, prepare_call, tool_call_key
-from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
+from loopscope.model import AssistantTurn, Session, ToolCall
 
 __all__ = [
     "UNDEFINED_TOOL",
@@ -62,21 +67,20 @@ class CallItem:
 Item = PromptItem | ContentItem | CallItem
 
 
-def _call_item(turn: int, call: ToolCall) -> CallItem:
+def _content_item(turn: AssistantTurn) -> ContentItem | None:
+    """A content step for a turn with text or thinking, or with no tool call at all."""
+    if turn.text or turn.thinking or not turn.tool_calls:
+        return ContentItem(turn.turn, turn.thinking, tuple(split_pieces(turn.text)))
+    return None
+
+
+def _call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
     name = call.name or UNDEFINED_TOOL
     args = args_of(call.arguments_kind, call.raw_arguments)
-    return CallItem(turn, call.index, name, tool_call_key(name, args), prepare_call(name, args))
+    return CallItem(turn.turn, call.index, name, tool_call_key(name, args),
+                    prepare_call(name, args))
 
 
 def session_items(session: Session) -> Iterator[Item]:
     """The session's steps and prompt starts, in transcript order."""
-    prompt = 0
-    for event in session.events:
-        if isinstance(event, UserMessage):
-            prompt += 1
-            yield PromptItem(prompt)
-        elif isinstance(event, AssistantTurn):
-            if event.text or event.thinking or not event.tool_calls:
-                yield ContentItem(event.turn, event.thinking, tuple(split_pieces(event.text)))
-            for call in event.tool_calls:
-                yield _call_item(event.turn, call)
+    return stream_items(session, _content_item, _call_item)
