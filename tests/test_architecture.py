@@ -260,6 +260,20 @@ def test_every_engine_package_has_the_shape(engine: str) -> None:
     assert not problems, "\n".join(problems)
 
 
+def _readme_engine_modules(readme: str) -> tuple[str, ...]:
+    """The modules the README's "An engine" section lists, in its order."""
+    section = readme[readme.index("### An engine"):readme.index("### Adding a guard")]
+    return tuple(re.findall(r"^- `(\w+)\.py` —", section, re.M))
+
+
+def test_the_readme_states_the_shape_this_test_checks() -> None:
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert _readme_engine_modules(readme) == ENGINE_MODULES
+    assert _readme_engine_modules(
+        "### An engine\n- `config.py` — a\n- `fast.py` — b\n### Adding a guard\n") == (
+        "config", "fast")
+
+
 def test_the_shape_check_can_fail(tmp_path: Path) -> None:
     """A package missing a module, a release missing one, a vaguely named helper, and a release
     layout without ``engine.py`` at its top are each found; the two good layouts pass."""
