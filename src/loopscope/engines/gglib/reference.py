@@ -156,53 +156,38 @@ def replay_messages(
             costly = is_costly_batch(calls)
             try:
                 rec = loops.check(calls, S, patterns, O)
-            except LoopDetected as e:
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "refuse",
-                    "loop",
-                    e.count,
-                    after,
-                    _batch_extra(
-                        total=e.total,
-                        effective_max=e.effective_max,
-                        ceiling=e.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=e.rule,
-                        outcome=None,
-                        rescued=False,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
+            except LoopDetected as e:  # a refusal records nothing
+                refused: LoopDetected | None = e
+                repeats, total, effective_max, ceiling = (e.count, e.total, e.effective_max,
+                                                          e.ceiling)
+                outcome, rescued = None, False
             else:
-                outcome = loops.record_results(rec, results)
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "pass",
-                    None,
-                    rec.count,
-                    after,
-                    _batch_extra(
-                        total=rec.total,
-                        effective_max=rec.effective_max,
-                        ceiling=rec.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=None,
-                        outcome=outcome.value,
-                        rescued=rec.rescued,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
+                refused = None
+                repeats, total, effective_max, ceiling = (rec.count, rec.total,
+                                                          rec.effective_max, rec.ceiling)
+                outcome, rescued = loops.record_results(rec, results).value, rec.rescued
+            step = Step(
+                turn,
+                next_call,
+                tuple(c.name for c in calls),
+                sig,
+                "pass" if refused is None else "refuse",
+                None if refused is None else "loop",
+                repeats,
+                after,
+                _batch_extra(
+                    total=total,
+                    effective_max=effective_max,
+                    ceiling=ceiling,
+                    batch_class=batch_class_of(observation, costly),
+                    rule=None if refused is None else refused.rule,
+                    outcome=outcome,
+                    rescued=rescued,
+                    identical=identical,
+                    not_evaluated=not_evaluated,
+                    answers_joined=results is not None,
+                ),
+            )
         else:
             text = extract_text(m.get("content"))
             text_hash = hex16(fnv1a_64(text)) if text else None
