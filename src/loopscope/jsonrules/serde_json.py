@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -34,6 +35,7 @@ import orjson
 
 __all__ = [
     "MAX_NESTING",
+    "SCALAR_WRITERS",
     "SerdeJsonError",
     "compact_json",
     "json_string",
@@ -216,13 +218,26 @@ def render_float(x: float) -> str:
     return sign + body
 
 
+SCALAR_WRITERS: dict[type, Callable[[Any], str]] = {
+    str: json_string,
+    int: str,
+    float: render_float,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
+"""serde_json's writer for each exact JSON scalar type (what the loaders produce): a writer
+looked up by type before :func:`write_scalar`'s ``isinstance`` chain, which is only needed
+for subclasses."""
+
+
 def write_scalar(value: Any) -> str | None:
     """serde_json's text of a string, null, boolean or number; None for a container (the
     caller writes those, with or without a depth cap)."""
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
     if isinstance(value, str):
         return json_string(value)
-    if value is None:
-        return "null"
     if value is True:
         return "true"
     if value is False:
@@ -237,11 +252,14 @@ def write_scalar(value: Any) -> str | None:
 def compact_json(value: Any) -> str:
     """serde_json compact serialisation: keys sorted, numbers as :func:`write_scalar`, no depth
     cap (gglib hashes structured tool results this way)."""
-    text = write_scalar(value)
-    if text is not None:
-        return text
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
     if isinstance(value, dict):
         return "{" + ",".join(json_string(k) + ":" + compact_json(value[k]) for k in sorted(value)) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(compact_json(v) for v in value) + "]"
+    text = write_scalar(value)
+    if text is not None:
+        return text
     raise TypeError(f"not a JSON value: {type(value).__name__}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 from loopscope.jsonrules.serde_json import (
+    SCALAR_WRITERS,
     SerdeJsonError,
     compact_json,
     json_string,
@@ -84,9 +85,9 @@ def stable_repr(value: Any, depth: int = 0) -> str:
     exactly when their renderings are equal."""
     if depth >= MAX_REPR_DEPTH:
         return DEPTH_SENTINEL
-    text = write_scalar(value)
-    if text is not None:
-        return text
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
     d = depth + 1
     if isinstance(value, dict):
         if not value:
@@ -100,6 +101,9 @@ def stable_repr(value: Any, depth: int = 0) -> str:
         )
     if isinstance(value, list | tuple):
         return "[" + ",".join(stable_repr(v, d) for v in value) + "]"
+    text = write_scalar(value)  # (a subclass of a scalar type)
+    if text is not None:
+        return text
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
