@@ -36,13 +36,7 @@ import numpy as np
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.fast import ContentHit, walk_stretch
 from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
-from loopscope.engines.table import (
-    SESSION,
-    Column,
-    PreparedTable,
-    TableError,
-    session_of,
-)
+from loopscope.engines.table import SESSION, Column, PreparedTable, TableError, session_of
 
 __all__ = ["DETECTORS", "SCHEMA", "Steps", "check", "content_flags", "run_columns",
            "step_columns"]

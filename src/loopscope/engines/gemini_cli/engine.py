@@ -7,13 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import (
-    ConfigResolution,
-    RunColumns,
-    SessionReplay,
-    columns_of,
-    packed,
-)
+from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay, columns_of, packed
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,

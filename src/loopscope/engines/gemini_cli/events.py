@@ -18,12 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines._shared.streamed_turn import (
-    PromptItem,
-    args_of,
-    split_pieces,
-    stream_items,
-)
+from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces, stream_items
 from loopscope.jsonrules.node_json import js_trim
 from loopscope.model import AssistantTurn, Session, ToolCall
 

@@ -30,13 +30,7 @@ from loopscope.engines.gemini_cli.config import (
 )
 from loopscope.engines.gemini_cli.events import split_pieces
 from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
-from loopscope.model import (
-    AssistantTurn,
-    Session,
-    UserMessage,
-    escape_for_display,
-    markdown_code,
-)
+from loopscope.model import AssistantTurn, Session, UserMessage, escape_for_display, markdown_code
 from loopscope.words import plural
 
 __all__ = [

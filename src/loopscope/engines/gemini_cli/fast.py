@@ -34,14 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from loopscope.bulk import keep_shared, memoised_by_json
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, int_list, require_strings
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.events import args_of, call_name, split_pieces

@@ -11,11 +11,7 @@ serde_json's parsing and writing rules are the neutral :mod:`loopscope.jsonrules
 
 from __future__ import annotations
 
-from loopscope.engines.gglib.config import (
-    DEFAULT_OBSERVATION_TOOLS,
-    GglibConfig,
-    resolve_config,
-)
+from loopscope.engines.gglib.config import DEFAULT_OBSERVATION_TOOLS, GglibConfig, resolve_config
 from loopscope.engines.gglib.engine import ENGINE, GglibEngine
 from loopscope.engines.gglib.fast import (
     PreparedMessages,

@@ -19,12 +19,7 @@ from loopscope.engines.contract import (
 from loopscope.engines.gglib import fast
 from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
-from loopscope.engines.gglib.fast import (
-    PreparedSession,
-    prepare_events,
-    prepare_messages,
-    run_lazy,
-)
+from loopscope.engines.gglib.fast import PreparedSession, prepare_events, prepare_messages, run_lazy
 from loopscope.engines.gglib.reference import replay_messages
 from loopscope.model import Session
 

@@ -24,14 +24,7 @@ from typing import Any
 import orjson
 
 from loopscope.bulk import keep_shared, memoised_by_json
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, ints_at
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16

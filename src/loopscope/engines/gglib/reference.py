@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loopscope.engines.base import (
-    FirstRefusal,
-    Step,
-)
+from loopscope.engines.base import FirstRefusal, Step
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 from loopscope.engines.gglib.upstream import (

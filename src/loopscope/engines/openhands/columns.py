@@ -31,14 +31,7 @@ from loopscope.engines.openhands.upstream import (
     ALTERNATING_PATTERN,
     MONOLOGUE,
 )
-from loopscope.engines.table import (
-    SESSION,
-    Column,
-    PreparedTable,
-    TableError,
-    ranges,
-    session_of,
-)
+from loopscope.engines.table import SESSION, Column, PreparedTable, TableError, ranges, session_of
 
 __all__ = ["DETECTORS", "SCHEMA", "Checks", "check", "check_columns", "run_columns"]
 

@@ -8,13 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import (
-    ConfigError,
-    RunColumns,
-    SessionReplay,
-    columns_of,
-    packed,
-)
+from loopscope.engines.base import ConfigError, RunColumns, SessionReplay, columns_of, packed
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,

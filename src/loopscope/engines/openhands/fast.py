@@ -34,22 +34,11 @@ from operator import attrgetter
 from typing import Any, Final
 
 from loopscope.bulk import keep_shared
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.contract import CounterSeries
 from loopscope.engines.openhands.config import OpenHandsConfig
-from loopscope.engines.openhands.events import (
-    argument_text,
-    malformed_error,
-    parse_arguments,
-)
+from loopscope.engines.openhands.events import argument_text, malformed_error, parse_arguments
 from loopscope.engines.openhands.python_equality import canonical
 from loopscope.engines.openhands.reference import ENGINE_NAME, step_extra
 from loopscope.engines.openhands.upstream import (

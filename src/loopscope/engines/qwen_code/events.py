@@ -20,12 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from loopscope.engines._shared.streamed_turn import (
-    PromptItem,
-    args_of,
-    split_pieces,
-    stream_items,
-)
+from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces, stream_items
 from loopscope.engines.qwen_code.upstream import PreparedCall, prepare_call, tool_call_key
 from loopscope.model import AssistantTurn, Session, ToolCall
 

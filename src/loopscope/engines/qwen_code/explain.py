@@ -26,9 +26,7 @@ from loopscope.engines.qwen_code.upstream import (
     STAGNATION,
     THOUGHTS,
 )
-from loopscope.engines.qwen_code.upstream import (
-    CAP as CAP_LOOP,
-)
+from loopscope.engines.qwen_code.upstream import CAP as CAP_LOOP
 from loopscope.model import Session
 
 __all__ = ["EXPLAINER", "LABELS", "QwenExplainer", "guide_examples", "reason"]
