@@ -17,7 +17,7 @@ from loopscope.engines.contract import (
     SettingSpec,
 )
 from loopscope.engines.gglib import fast
-from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
+from loopscope.engines.gglib.config import SETTINGS, GglibConfig, pattern_notes, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
 from loopscope.engines.gglib.fast import PreparedSession, prepare_events, prepare_messages, run_lazy
 from loopscope.engines.gglib.reference import replay_messages
@@ -33,21 +33,6 @@ __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
 VERSION = "latest"
 """gglib has no releases loopscope tells apart: the engine models its newest guard."""
-
-
-def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:
-    """What an unusual read-only pattern list does: the empty pattern matches every tool and
-    short patterns catch more than expected (``read`` also matches ``thread_create``)."""
-    notes = []
-    if "" in patterns:
-        notes.append('The empty pattern "" matches every tool: every set of tool calls counts as read-only.')
-    short = [p for p in patterns if 0 < len(p) < 4]
-    if short:
-        notes.append("Short read-only patterns catch more than you may expect ("
-                     + ", ".join(short) + "; read would also match thread_create).")
-    if not patterns:
-        notes.append("No read-only patterns: every set of tool calls is treated as changing things.")
-    return tuple(notes)
 
 
 class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
