@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from loopscope.engines.base import RunColumns, columns_of, packed
 from loopscope.engines.gglib.config import GglibConfig
 from loopscope.engines.gglib.fast import _OUTCOMES, NO_REFUSAL, PreparedMessages, PreparedSession
 from loopscope.engines.gglib.upstream import WINDOW_FACTOR, is_observation_name
@@ -28,13 +29,17 @@ from loopscope.engines.table import (
     PreparedTable,
     StringPool,
     TableError,
+    TableSpec,
     pool_schema,
     session_of,
     unique_codes,
 )
 
+if TYPE_CHECKING:
+    from loopscope.engines.contract import BaseEngine
+
 __all__ = ["DETECTORS", "SCHEMA", "STAGNATION_WINDOW", "Pack", "decode_row", "run_columns",
-           "stagnation_counts", "table_columns"]
+           "run_many", "stagnation_counts", "table_columns", "table_spec"]
 
 STAGNATION_WINDOW = GglibConfig().max_stagnation_steps
 """The ``max_stagnation_steps`` whose counts a table carries (the default one): a cached start
@@ -405,3 +410,29 @@ def _merged(parts: list[Any]) -> Any:
 
 DETECTORS = ("loop", "stagnation")
 """Detector names by the codes of :func:`run_columns`."""
+
+
+def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
+    """The table of gglib's prepared sessions: these columns, one row a session
+    (:func:`table_columns` writes them, :func:`decode_row` reads one back)."""
+    return TableSpec(engine.name, engine.prepare_key(version), SCHEMA, table_columns, decode_row,
+                     check)
+
+
+def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GglibConfig
+             ) -> RunColumns | None:
+    """A vectorised pass over the corpus's steps (:func:`run_columns`), the pack kept with a
+    table or a list that keeps derived data; None when ``prepared`` holds another engine's
+    data (the engine then runs it session by session)."""
+    def pack_of(prepared: Sequence[Any]) -> Pack | None:
+        if isinstance(prepared, PreparedTable):
+            return Pack(prepared) if prepared.engine == engine.name else None
+        if not all(type(p) is PreparedSession for p in prepared):
+            return None
+        return Pack(table_spec(engine).table(prepared))
+
+    pack = packed(prepared, (engine.name, "pack"), pack_of)
+    if pack is None:
+        return None
+    return columns_of(run_columns(pack, config), lambda i: engine.run(prepared[i], config),
+                      DETECTORS)

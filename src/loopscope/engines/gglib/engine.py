@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay, columns_of, packed
+from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -141,21 +141,16 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
                         source=prepared.source, format=prepared.format, engine=self.name)
 
     def run_many(self, prepared: Sequence[Any], config: GglibConfig) -> RunColumns:
-        """A vectorised pass over the corpus's steps (:func:`columns.run_columns`)."""
+        """A vectorised pass over the corpus's steps (:func:`columns.run_many`)."""
         from loopscope.engines.gglib import columns
 
-        pack = packed(prepared, (self.name, "pack"), _pack)
-        if pack is None:
-            return super().run_many(prepared, config)
-        return columns_of(columns.run_columns(pack, config),
-                          lambda i: self.run(prepared[i], config), columns.DETECTORS)
+        found = columns.run_many(self, prepared, config)
+        return super().run_many(prepared, config) if found is None else found
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         from loopscope.engines.gglib import columns
-        from loopscope.engines.table import TableSpec
 
-        return TableSpec(self.name, self.prepare_key(version), columns.SCHEMA,
-                         columns.table_columns, columns.decode_row, columns.check)
+        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         if type(prepared) is not PreparedSession:
@@ -241,17 +236,3 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
 
 ENGINE = GglibEngine()
 
-
-def _pack(prepared: Sequence[Any]) -> Any:
-    """The arrays of ``prepared`` (a table of this engine's, or this module's prepared
-    objects), or None."""
-    from loopscope.engines.gglib import columns
-    from loopscope.engines.table import PreparedTable
-
-    if isinstance(prepared, PreparedTable):
-        return columns.Pack(prepared) if prepared.engine == ENGINE.name else None
-    if not all(type(p) is PreparedSession for p in prepared):
-        return None
-    spec = ENGINE.table_spec()
-    assert spec is not None
-    return columns.Pack(spec.table(prepared))

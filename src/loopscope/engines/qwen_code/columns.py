@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import BaseEngine
     from loopscope.engines.table import TableSpec
 
 __all__ = ["table_spec"]
 
 
-def table_spec(engine: Any, version: str | None = None) -> TableSpec:
+def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
     """The table of ``engine``'s prepared sessions: its JSON codec (``encode_prepared`` /
     ``decode_prepared``, :func:`.fast.encode` / :func:`.fast.decode`) per session, no columns."""
     from loopscope.engines.table import json_table_spec
