@@ -338,7 +338,7 @@ def _value_args_entry(value: Any) -> tuple[str, str]:
 
 
 def _encode_answer(content: Any) -> Any:
-    """An injective encoding of a tool answer, for equality only (not :func:`core.hash_result_
+    """An injective encoding of a tool answer, for equality only (not :func:`.upstream.hash_result_
     content`'s): a string as ``(0, text)``; another value as ``(1, orjson with sorted keys)``
     when orjson can write it, else ``(2, compact_json)``. Equal values take the same branch, and
     orjson's and ``compact_json``'s writings agree on what is equal (key order ignored;
@@ -393,7 +393,7 @@ def _as_text_block(encoded: tuple[int, Any]) -> tuple[int, str] | None:
 
 
 def _join(ids: list[str], keys: list[tuple[str, str]], answers: list[tuple[str, Any]]) -> Any:
-    """:func:`core.turn_results_hash` with the results keys already computed. ``answers``:
+    """:func:`.upstream.turn_results_hash` with the results keys already computed. ``answers``:
     ``(tool_call_id, content)`` of the contiguous tool messages after the batch that carry a
     string id, in order. Each key is ``(name, "\\0" + canonical arguments)``: the name and the
     canonical rendering (which holds no NUL), kept apart so that a repeated rendering is hashed
