@@ -6,15 +6,23 @@
 * The registry is the one place outside the engines that names the built-in engines.
 * The core (everything but ``loopscope.ui``) imports no UI library.
 * No engine imports another engine, and the importers (``loopscope.formats``) import no
-  engine: rules both need (JSON and JavaScript value rules) live in ``loopscope.jsonrules``.
+  engine: rules both need (JSON and JavaScript value rules) live in ``loopscope.jsonrules``,
+  rules two engines port from one upstream family in ``loopscope.engines._shared``.
+* Every built-in engine package has one shape (README, "An engine"): ``config``, ``upstream``,
+  ``reference``, ``fast``, ``columns``, ``explain`` and ``engine``, or ``engine`` at the top and
+  those six in each release subpackage (``v20*``); no helper with a name that does not say its
+  role.
+* No circle among loopscope's module-level imports.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+import pytest
 
 from loopscope.engines import registry
 
@@ -134,10 +142,11 @@ def _imports(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _engine_of(module: str) -> str | None:
-    """The engine package a module belongs to (``loopscope.engines.gglib.fast`` → gglib)."""
+    """The engine package a module belongs to (``loopscope.engines.gglib.fast`` → gglib).
+    A package whose name starts with ``_`` (``_shared``) is no engine: engines may import it."""
     parts = module.split(".")
     if len(parts) >= 3 and parts[:2] == ["loopscope", "engines"] \
-            and (SRC / "engines" / parts[2]).is_dir():
+            and not parts[2].startswith("_") and (SRC / "engines" / parts[2]).is_dir():
         return parts[2]
     return None
 
@@ -153,6 +162,8 @@ def _import_violations(root: Path) -> list[str]:
                 continue
             if rel.parts[0] == "formats":
                 found[f"{rel}:{lineno}: an importer imports the engine {other}"] = None
+            elif own is not None and own.startswith("_"):
+                found[f"{rel}:{lineno}: the shared package {own} imports the engine {other}"] = None
             elif own is not None:
                 found[f"{rel}:{lineno}: the engine {own} imports the engine {other}"] = None
     return list(found)
@@ -174,13 +185,19 @@ def test_the_import_check_can_fail(tmp_path: Path) -> None:
     (fake / "engines" / "gglib" / "fast.py").write_text(
         "from loopscope.engines.openclaw import jsvalue\nfrom ..openclaw.hashing import h\n")
     (fake / "formats" / "builder.py").write_text("from loopscope.engines.gglib.fast import x\n")
+    (fake / "engines" / "_shared").mkdir()
+    (fake / "engines" / "_shared" / "rules.py").write_text(
+        "from loopscope.engines.gglib.fast import x\n")
+    (fake / "engines" / "openclaw" / "fast.py").write_text(
+        "from loopscope.engines._shared.rules import x\n")  # (allowed)
     real, SRC = SRC, fake
     try:
         found = _import_violations(fake)
     finally:
         SRC = real
-    assert len(found) == 3 and sum("the engine gglib imports the engine openclaw" in f
+    assert len(found) == 4 and sum("the engine gglib imports the engine openclaw" in f
                                    for f in found) == 2, found
+    assert any("the shared package _shared imports the engine gglib" in f for f in found), found
 
 
 def test_the_checks_can_fail(tmp_path: Path) -> None:
@@ -392,3 +409,258 @@ def test_a_plug_in_with_the_documented_minimum_is_a_whole_engine() -> None:
         assert "run_many" in str(exc) and "table_spec" in str(exc) and "run," not in str(exc)
     else:
         raise AssertionError("a plug-in without run_many was accepted")
+
+
+# ------------------------------------------------------------------------------ engine shape
+
+ENGINE_MODULES = ("config", "upstream", "reference", "fast", "columns", "explain", "engine")
+"""The modules of every engine package (README, "An engine")."""
+RELEASE_MODULES = tuple(m for m in ENGINE_MODULES if m != "engine")
+"""What each release subpackage holds when an engine models releases as sibling packages."""
+VAGUE_NAMES = ("core", "canon", "detector", "detection", "common", "misc", "util", "utils",
+               "helpers")
+"""Helper module names that do not say their role (a helper is named for what it holds:
+``fnv.py``, ``events.py``, ``python_equality.py``)."""
+
+
+def _modules_in(folder: Path) -> set[str]:
+    return {p.stem for p in folder.glob("*.py")}
+
+
+def _shape_problems(package: Path) -> list[str]:
+    """How ``package`` departs from the engine package shape (empty: it has the shape).
+
+    Either the seven modules at its top, or ``engine.py`` at its top and the six others in each
+    release subpackage (a subpackage named ``v20*``); nowhere a module named in
+    :data:`VAGUE_NAMES`."""
+    found: list[str] = []
+    releases = sorted(p for p in package.iterdir()
+                      if p.is_dir() and p.name.startswith("v20") and (p / "__init__.py").exists())
+    top = _modules_in(package)
+    wanted = ("engine",) if releases else ENGINE_MODULES
+    found += [f"{package.name}/{m}.py is missing" for m in wanted if m not in top]
+    for release in releases:
+        have = _modules_in(release)
+        found += [f"{package.name}/{release.name}/{m}.py is missing"
+                  for m in RELEASE_MODULES if m not in have]
+    for path in sorted(package.rglob("*.py")):
+        if path.stem in VAGUE_NAMES:
+            found.append(f"{path.relative_to(package.parent)}: a name that does not say its role")
+    return found
+
+
+def _engine_package(engine: str) -> Path:
+    return SRC / "engines" / _package_of(engine)
+
+
+@pytest.mark.parametrize("engine", list(registry.BUILTIN_ENGINES))
+def test_every_engine_package_has_the_shape(engine: str) -> None:
+    problems = _shape_problems(_engine_package(engine))
+    assert not problems, "\n".join(problems)
+
+
+def _readme_engine_modules(readme: str) -> tuple[str, ...]:
+    """The modules the README's "An engine" section lists, in its order."""
+    section = readme[readme.index("### An engine"):readme.index("### Adding a guard")]
+    return tuple(re.findall(r"^- `(\w+)\.py` —", section, re.M))
+
+
+def test_the_readme_states_the_shape_this_test_checks() -> None:
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert _readme_engine_modules(readme) == ENGINE_MODULES
+    assert _readme_engine_modules(
+        "### An engine\n- `config.py` — a\n- `fast.py` — b\n### Adding a guard\n") == (
+        "config", "fast")
+
+
+def test_the_shape_check_can_fail(tmp_path: Path) -> None:
+    """A package missing a module, a release missing one, a vaguely named helper, and a release
+    layout without ``engine.py`` at its top are each found; the two good layouts pass."""
+    def package(name: str, modules: tuple[str, ...], releases: Mapping[str, tuple[str, ...]] = {}
+                ) -> Path:
+        root = tmp_path / name
+        root.mkdir()
+        for m in ("__init__", *modules):
+            (root / f"{m}.py").write_text("")
+        for release, inside in releases.items():
+            (root / release).mkdir()
+            for m in ("__init__", *inside):
+                (root / release / f"{m}.py").write_text("")
+        return root
+
+    assert _shape_problems(package("flat", (*ENGINE_MODULES, "fnv", "events"))) == []
+    assert _shape_problems(package("released", ("engine", "hashing"), {
+        "v2026_3": RELEASE_MODULES, "v2026_9": RELEASE_MODULES})) == []
+    assert _shape_problems(package("no_upstream", tuple(
+        m for m in ENGINE_MODULES if m != "upstream"))) == ["no_upstream/upstream.py is missing"]
+    assert _shape_problems(package("vague", (*ENGINE_MODULES, "core"))) == [
+        "vague/core.py: a name that does not say its role"]
+    half = tuple(m for m in RELEASE_MODULES if m != "columns")
+    assert _shape_problems(package("half", ("engine",), {
+        "v2026_3": RELEASE_MODULES, "v2026_9": half})) == ["half/v2026_9/columns.py is missing"]
+    assert _shape_problems(package("no_engine", (), {"v2026_3": RELEASE_MODULES})) == [
+        "no_engine/engine.py is missing"]
+
+
+# ------------------------------------------------------------------------------ import circles
+
+ALLOWED_CYCLES: tuple[frozenset[str], ...] = ()
+"""Circles among module-level imports that are known and accepted, each with the reason.
+None today: the importers' circle (``formats.base`` and ``formats.builder`` and the format
+modules) and every engine's ``engine.py`` → ``columns.py`` go through imports inside
+functions, which this check leaves out on purpose (they run after every module is loaded)."""
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_imports(tree: ast.AST, *, deferred: bool = False
+                     ) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports that run when the module is loaded: at its top level, also inside ``if``,
+    ``try``, ``with`` and class bodies; with ``deferred``, also those inside functions (they run
+    when called). Never those under ``if TYPE_CHECKING``, which never run."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not deferred:
+            continue
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for branch in node.orelse:
+                yield from _runtime_imports(ast.Module([branch], []), deferred=deferred)
+        elif isinstance(node, ast.stmt | ast.excepthandler):
+            yield from _runtime_imports(node, deferred=deferred)
+
+
+def _import_graph(root: Path, *, deferred: bool = False) -> dict[str, set[str]]:
+    """Module → the loopscope modules it imports at module level (with ``deferred``, also those
+    imported inside functions), from the source under ``root`` (a package folder named
+    ``loopscope``). ``from package import name`` points at the submodule ``package.name`` when
+    there is one, else at the package. A submodule's implicit import of its parent package is
+    not an edge: Python runs the parent's ``__init__`` first, so a package re-exporting its
+    submodules is no circle."""
+    modules: dict[str, Path] = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _runtime_imports(tree, deferred=deferred):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in modules)
+                continue
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            for alias in node.names:
+                if f"{module}.{alias.name}" in modules:
+                    edges.add(f"{module}.{alias.name}")
+                elif module in modules:
+                    edges.add(module)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: Mapping[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, with an
+    explicit stack): every circle lies inside one of them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            child = next((e for e in edges if e in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return found
+
+
+def test_no_import_circles() -> None:
+    cycles = [c for c in _cycles(_import_graph(SRC)) if c not in ALLOWED_CYCLES]
+    assert not cycles, "\n".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_no_circle_inside_an_engine_even_through_deferred_imports() -> None:
+    """Inside one engine package the modules form layers (``engine`` over ``columns`` over
+    ``fast`` over ``reference`` over ``upstream``), so not even an import inside a function
+    closes a circle: ``columns`` gets the prepared type from ``fast``, never from ``engine``."""
+    def engine_of(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[:2] == ["loopscope", "engines"] else None
+
+    cycles = [c for c in _cycles(_import_graph(SRC, deferred=True))
+              if len({engine_of(m) for m in c}) == 1 and engine_of(next(iter(c)))]
+    assert not cycles, "\n".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+def test_the_circle_check_can_fail(tmp_path: Path) -> None:
+    """A circle of module-level imports (absolute, relative, through ``from package import
+    module``) is found; the same imports inside a function or under ``if TYPE_CHECKING`` are
+    not circles, nor is a package importing its own submodules."""
+    fake = tmp_path / "loopscope"
+    (fake / "engines" / "toy").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "engines/__init__.py": "",
+        "engines/toy/__init__.py": "from loopscope.engines.toy.engine import ENGINE\n",
+        "engines/toy/engine.py": "from loopscope.engines.toy import columns\nENGINE = 1\n",
+        "engines/toy/columns.py": "from .fast import P\n",
+        "engines/toy/fast.py": ("try:\n    from loopscope.engines.toy.engine import ENGINE\n"
+                                "except ImportError:\n    pass\nP = 1\n"),
+        "engines/toy/explain.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from loopscope.engines.toy.config import C\n"),
+        "engines/toy/config.py": ("from loopscope.engines.toy.explain import E\n"
+                                  "def later():\n    from loopscope.engines.toy import engine\n"),
+    }
+    for rel, text in files.items():
+        (fake / rel).write_text(text)
+    graph = _import_graph(fake)
+    assert graph["loopscope.engines.toy.columns"] == {"loopscope.engines.toy.fast"}
+    assert _cycles(graph) == [frozenset({"loopscope.engines.toy.engine",
+                                         "loopscope.engines.toy.columns",
+                                         "loopscope.engines.toy.fast"})]
+    # With the imports inside functions, config -> engine is an edge too (explain -> config,
+    # under TYPE_CHECKING, still is not).
+    deferred = _import_graph(fake, deferred=True)
+    assert "loopscope.engines.toy.engine" in deferred["loopscope.engines.toy.config"]
+    assert "loopscope.engines.toy.config" not in deferred["loopscope.engines.toy.explain"]
+    (fake / "engines/toy/explain.py").write_text(
+        "def later():\n    from loopscope.engines.toy.config import C\n")
+    assert frozenset({"loopscope.engines.toy.config", "loopscope.engines.toy.explain"}) in \
+        _cycles(_import_graph(fake, deferred=True))
+    assert len(_cycles(_import_graph(fake))) == 1

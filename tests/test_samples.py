@@ -20,7 +20,7 @@ from tests.conftest import SAMPLES
 
 try:
     from loopscope.engines import SessionReplay, get_engine
-    from loopscope.engines.gglib.core import scan_history
+    from loopscope.engines.gglib.upstream import scan_history
     from loopscope.formats import load_file, load_paths
     from loopscope.model import Session
 except ImportError as exc:  # the loader and the engines are written alongside these samples

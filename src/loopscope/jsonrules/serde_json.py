@@ -1,7 +1,8 @@
-"""JSON parsing as Rust's ``serde_json`` does it (gglib parses with serde_json, and Python's
-``json`` accepts more and classifies numbers differently).
+"""JSON parsing and writing as Rust's ``serde_json`` does it (gglib parses and writes with
+serde_json, and Python's ``json`` accepts more, classifies numbers differently and prints floats
+another way).
 
-Two entry points:
+Two parsing entry points:
 
 * :func:`parse_json_serde` / :func:`parse_serde_json`: the loader for argument strings. Strict
   JSON, serde number classification, nesting below 128, no lone surrogates.
@@ -16,6 +17,10 @@ beyond u64/i64 as floats and rounds floats correctly) and fall back to a ``json`
 with hooks otherwise. The differences that force the fallback are: an integer literal ``-0``
 (orjson gives the int ``0``, serde gives ``-0.0``), nesting of 128 or more (argument strings
 only) and every text orjson rejects (so the answer and the message come from one place).
+
+Writing: :func:`compact_json` is serde_json's compact serialisation with sorted keys
+(:func:`write_scalar` for strings and numbers, :func:`render_float` for ryu's float layout);
+gglib hashes these texts, so a float printed any other way would change a verdict.
 """
 
 from __future__ import annotations
@@ -23,17 +28,23 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from json.encoder import encode_basestring
 from typing import Any
 
 import orjson
 
 __all__ = [
     "MAX_NESTING",
+    "SCALAR_WRITERS",
     "SerdeJsonError",
+    "compact_json",
+    "json_string",
     "loads_file_level",
     "parse_json_serde",
     "parse_serde_json",
+    "render_float",
     "serde_number_decoder",
+    "write_scalar",
 ]
 
 MAX_NESTING = 128
@@ -174,3 +185,87 @@ def loads_file_level(text: str | bytes) -> Any:
     if "-0" in text and _NEG_ZERO_TOKEN.search(text):
         return _slow_loads(text)
     return value
+
+
+json_string = encode_basestring
+"""serde_json string escaping (= ``json.dumps(s, ensure_ascii=False)``): short escapes for
+``\\b \\f \\n \\r \\t``, ``\\u00xx`` (lower-case) for other controls, everything else raw."""
+
+
+def render_float(x: float) -> str:
+    """serde_json (ryu) layout of the shortest round-trip digits of ``x``: plain decimals up to
+    16 integer digits (always with a ``.0`` or a fraction), ``0.000ddd`` down to 5 leading zeros,
+    exponent form (``1e20``, ``1.5e-7``) beyond."""
+    if x == 0.0:
+        return "-0.0" if str(x)[0] == "-" else "0.0"
+    if x != x or x in (float("inf"), float("-inf")):
+        # Cannot come out of the serde loader; serde_json writes null for these.
+        return "null"
+    sign = "-" if x < 0 else ""
+    r = repr(abs(x))
+    mantissa, _, exp = r.partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = int_part + frac_part
+    point = len(int_part) + (int(exp) if exp else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    n = len(digits)
+    if n <= point <= 16:
+        body = digits + "0" * (point - n) + ".0"
+    elif 0 < point <= 16:
+        body = digits[:point] + "." + digits[point:]
+    elif -5 < point <= 0:
+        body = "0." + "0" * (-point) + digits
+    elif n == 1:
+        body = digits + "e" + str(point - 1)
+    else:
+        body = digits[0] + "." + digits[1:] + "e" + str(point - 1)
+    return sign + body
+
+
+SCALAR_WRITERS: dict[type, Callable[[Any], str]] = {
+    str: json_string,
+    int: str,
+    float: render_float,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
+"""serde_json's writer for each exact JSON scalar type (what the loaders produce): a writer
+looked up by type before :func:`write_scalar`'s ``isinstance`` chain, which is only needed
+for subclasses."""
+
+
+def write_scalar(value: Any) -> str | None:
+    """serde_json's text of a string, null, boolean or number; None for a container (the
+    caller writes those, with or without a depth cap)."""
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
+    if isinstance(value, str):
+        return json_string(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return render_float(value)
+    return None
+
+
+def compact_json(value: Any) -> str:
+    """serde_json compact serialisation: keys sorted, numbers as :func:`write_scalar`, no depth
+    cap (gglib hashes structured tool results this way)."""
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(json_string(k) + ":" + compact_json(value[k]) for k in sorted(value)) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(compact_json(v) for v in value) + "]"
+    text = write_scalar(value)
+    if text is not None:
+        return text
+    raise TypeError(f"not a JSON value: {type(value).__name__}")

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from loopscope.engines.base import SessionReplay
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import (
+from loopscope.engines.gemini_cli.engine import ENGINE
+from loopscope.engines.gemini_cli.events import split_pieces
+from loopscope.engines.gemini_cli.upstream import (
     Constants,
     Content,
     LoopDetectionService,
@@ -21,8 +23,6 @@ from loopscope.engines.gemini_cli.detector import (
     structure,
     tool_call_key,
 )
-from loopscope.engines.gemini_cli.engine import ENGINE
-from loopscope.engines.gemini_cli.events import split_pieces
 from loopscope.formats.builder import SessionBuilder
 from loopscope.jsonrules.node_json import (
     _fast_stringify,

@@ -19,8 +19,8 @@ from tests.engines.gemini_cli._gemini_gen import random_config, random_session
 from loopscope.engines.base import PreparedSessions, SessionReplay
 from loopscope.engines.gemini_cli import columns as gemini_columns
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP
 from loopscope.engines.gemini_cli.engine import ENGINE
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP
 
 
 def _views(replay: SessionReplay) -> tuple[Any, ...]:

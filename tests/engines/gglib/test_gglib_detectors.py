@@ -30,7 +30,7 @@ from loopscope.engines.gglib import (
     stable_repr,
     tool_signature,
 )
-from loopscope.engines.gglib.core import domain_calls
+from loopscope.engines.gglib.upstream import domain_calls
 
 DEF_PATS = DEFAULT_OBSERVATION_TOOLS
 

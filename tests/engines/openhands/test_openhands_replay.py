@@ -23,7 +23,7 @@ from loopscope.engines.openhands.events import (
     event_eq,
     sanitize_json_control_chars,
 )
-from loopscope.engines.openhands.reference import nudge_text
+from loopscope.engines.openhands.upstream import nudge_text
 from loopscope.model import Session
 
 

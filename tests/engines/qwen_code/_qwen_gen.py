@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from loopscope.engines.qwen_code.config import ADAPTIVE, EXPLICIT, QwenConfig
-from loopscope.engines.qwen_code.detector import Constants
+from loopscope.engines.qwen_code.upstream import Constants
 from loopscope.formats.builder import SessionBuilder
 from loopscope.model import Session
 

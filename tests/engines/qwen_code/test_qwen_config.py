@@ -15,8 +15,8 @@ import pytest
 from loopscope.config_io import engine_settings, loopscope_config_document
 from loopscope.engines.base import ConfigError
 from loopscope.engines.qwen_code.config import QwenConfig
-from loopscope.engines.qwen_code.detector import Constants
 from loopscope.engines.qwen_code.engine import ENGINE
+from loopscope.engines.qwen_code.upstream import Constants
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PARITY = REPO_ROOT / "tests" / "data" / "parity" / "qwen-code"

@@ -29,23 +29,30 @@ the sessions that are read (a drawn row, an opened session), beside these column
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from loopscope.engines.base import RunColumns, columns_of, packed
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, TOOL_CALL_LOOP
-from loopscope.engines.gemini_cli.fast import ContentHit, walk_stretch
+from loopscope.engines.gemini_cli.fast import ContentHit, PreparedSession, walk_stretch
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.table import (
     SESSION,
     Column,
     PreparedTable,
     TableError,
+    TableSpec,
+    json_table_spec,
+    laid_out,
     session_of,
 )
 
-__all__ = ["DETECTORS", "SCHEMA", "Steps", "check", "content_flags", "run_columns",
-           "step_columns"]
+if TYPE_CHECKING:
+    from loopscope.engines.contract import BaseEngine
+
+__all__ = ["DETECTORS", "SCHEMA", "Steps", "check", "content_flags", "run_columns", "run_many",
+           "step_columns", "table_spec"]
 
 _STEP: Final = "step"
 _PIECE: Final = "piece"
@@ -377,3 +384,25 @@ def run_columns(steps: Steps, config: GeminiConfig) -> dict[str, Any]:
     return {"refusals": np.bincount(owners, minlength=n).astype(np.int64),
             "warnings": np.zeros(n, dtype=np.int64), "first": first,
             "detector": steps.detector, "turn": steps.turn, "call": steps.call}
+
+
+def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
+    """The table of the engine's prepared sessions: each session's JSON (what a drawn row or an
+    opened session reads) beside these columns (what :func:`run_columns` reads)."""
+    engine.check_version(version)
+    return json_table_spec(engine, version, columns=SCHEMA, encode_columns=step_columns, check=check)
+
+
+def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GeminiConfig
+             ) -> RunColumns | None:
+    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
+    that keeps derived data (the layout kept with it); None for anything else (a plain list is
+    run session by session)."""
+    def layout_of(prepared: Sequence[Any]) -> Steps | None:
+        return laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
+
+    steps = packed(prepared, (engine.name, "steps"), layout_of)
+    if steps is None:
+        return None
+    return columns_of(run_columns(steps, config), lambda i: engine.run(prepared[i], config),
+                      DETECTORS)

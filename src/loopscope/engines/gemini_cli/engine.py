@@ -7,13 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import (
-    ConfigResolution,
-    RunColumns,
-    SessionReplay,
-    columns_of,
-    packed,
-)
+from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -35,10 +29,10 @@ from loopscope.engines.gemini_cli.config import (
     check_values,
     resolve,
 )
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.explain import EXPLAINER
 from loopscope.engines.gemini_cli.fast import PreparedSession, prepare, remember, run
 from loopscope.engines.gemini_cli.reference import ENGINE_NAME, replay_session
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.model import Session
 
 if TYPE_CHECKING:
@@ -166,19 +160,13 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
         session."""
         from loopscope.engines.gemini_cli import columns
 
-        steps = packed(prepared, (self.name, "steps"), _steps)
-        if steps is not None:
-            return columns_of(columns.run_columns(steps, config),
-                              lambda i: self.run(prepared[i], config), columns.DETECTORS)
-        return super().run_many(prepared, config)
+        found = columns.run_many(self, prepared, config)
+        return super().run_many(prepared, config) if found is None else found
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         from loopscope.engines.gemini_cli import columns
-        from loopscope.engines.table import json_table_spec
 
-        self.check_version(version)
-        return json_table_spec(self, version, columns=columns.SCHEMA,
-                               encode_columns=columns.step_columns, check=columns.check)
+        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
@@ -227,11 +215,3 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
 
 ENGINE: Final = GeminiCliEngine()
 
-
-def _steps(prepared: Sequence[Any]) -> Any:
-    """The step columns of ``prepared`` laid out for :func:`columns.run_columns` (or None:
-    :func:`~loopscope.engines.table.laid_out`)."""
-    from loopscope.engines.gemini_cli import columns
-    from loopscope.engines.table import laid_out
-
-    return laid_out(prepared, ENGINE.name, PreparedSession, columns.Steps, columns.step_columns)

@@ -1,31 +1,26 @@
 """A normalized session as the stream of events Gemini CLI's loop detector would have seen.
 
+The rules Gemini CLI shares with its fork Qwen Code (prompt starts, text cut after every line
+feed, ``fnCall.args || {}``) are :mod:`loopscope.engines._shared.streamed_turn`. Gemini CLI's own:
+
 * A user message starts a new prompt (Gemini CLI calls ``reset`` when the prompt id changes;
-  tool results, the loop-recovery feedback and "Please continue." keep the prompt id). Before
-  the first user message the detector is in its initial state ("prompt 0").
+  tool results, the loop-recovery feedback and "Please continue." keep the prompt id).
 * An assistant turn streams its text first, then its tool calls in recorded order
   (``dist/src/core/turn.js`` yields a chunk's text before its function calls). Thinking text
   is never sent: Gemini CLI keeps thoughts out of ``Content`` events.
-* The stream's chunk boundaries are not recorded, so the text is cut after every line feed
-  (U+000A only; each piece keeps its line feed; empty pieces are not sent). The structure
-  checks are written per line, so fences, list items, headings and table rows then act at their
-  own line, as in a streamed reply.
-* A tool call's name is JavaScript-trimmed (``generic_tool`` when that leaves nothing); its
-  arguments are ``JSON.parse``d when recorded as JSON text (the raw string when that fails),
-  and falsy arguments (``null``, ``false``, ``0``, ``""``, none recorded) become ``{}``
-  (``fnCall.args || {}``).
+* A tool call's name is JavaScript-trimmed (``generic_tool`` when that leaves nothing).
 * Tool results, system messages and compactions change nothing.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.jsonrules.node_json import js_trim, js_truthy, json_parse
-from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
+from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces, stream_items
+from loopscope.jsonrules.node_json import js_trim
+from loopscope.model import AssistantTurn, Session, ToolCall
 
 __all__ = [
     "GENERIC_TOOL",
@@ -40,14 +35,6 @@ __all__ = [
 ]
 
 GENERIC_TOOL: Final = "generic_tool"
-_AFTER_LINE_FEED: Final = re.compile(r"(?<=\n)")
-
-
-def split_pieces(text: str) -> list[str]:
-    """The reply text as streamed pieces: cut after every U+000A, empty pieces dropped."""
-    if not text:
-        return []
-    return [piece for piece in _AFTER_LINE_FEED.split(text) if piece]
 
 
 def call_name(call: ToolCall) -> str:
@@ -58,25 +45,6 @@ def call_name(call: ToolCall) -> str:
 def call_args(call: ToolCall) -> Any:
     """``fnCall.args || {}`` for the recorded arguments."""
     return args_of(call.arguments_kind, call.raw_arguments)
-
-
-def args_of(arguments_kind: str, raw: Any) -> Any:
-    """``fnCall.args || {}`` for arguments recorded as ``raw`` (:attr:`ToolCall.arguments_kind`
-    says how)."""
-    if raw is None:
-        return {}
-    value = raw
-    if arguments_kind == "json_text" and isinstance(raw, str):
-        ok, parsed = json_parse(raw)
-        value = parsed if ok else raw
-    return value if js_truthy(value) else {}
-
-
-@dataclass(frozen=True, slots=True)
-class PromptItem:
-    """A user message: prompt number ``prompt`` starts."""
-
-    prompt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +74,17 @@ class CallItem:
 Item = PromptItem | ContentItem | CallItem
 
 
+def _content_item(turn: AssistantTurn) -> ContentItem | None:
+    """A content step for a turn with text, or with no tool call at all."""
+    if turn.text or not turn.tool_calls:
+        return ContentItem(turn.turn, tuple(split_pieces(turn.text)))
+    return None
+
+
+def _call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
+    return CallItem(turn.turn, call.index, call_name(call), call)
+
+
 def session_items(session: Session) -> Iterator[Item]:
     """The session's steps and prompt starts, in transcript order."""
-    prompt = 0
-    for event in session.events:
-        if isinstance(event, UserMessage):
-            prompt += 1
-            yield PromptItem(prompt)
-        elif isinstance(event, AssistantTurn):
-            if event.text or not event.tool_calls:
-                yield ContentItem(event.turn, tuple(split_pieces(event.text)))
-            for call in event.tool_calls:
-                yield CallItem(event.turn, call.index, call_name(call), call)
+    return stream_items(session, _content_item, _call_item)

@@ -28,15 +28,9 @@ from loopscope.engines.gemini_cli.config import (
     LLM_NOTE,
     GeminiConfig,
 )
-from loopscope.engines.gemini_cli.detector import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
 from loopscope.engines.gemini_cli.events import split_pieces
-from loopscope.model import (
-    AssistantTurn,
-    Session,
-    UserMessage,
-    escape_for_display,
-    markdown_code,
-)
+from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, MAX_CYCLE, TOOL_CALL_LOOP
+from loopscope.model import AssistantTurn, Session, UserMessage, escape_for_display, markdown_code
 from loopscope.words import plural
 
 __all__ = [

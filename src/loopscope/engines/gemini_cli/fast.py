@@ -34,30 +34,23 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from loopscope.bulk import keep_shared, memoised_by_json
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, int_list, require_strings
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import (
-    CONTENT_LOOP,
-    DETAIL_CONTEXT,
-    MAX_CYCLE,
-    TOOL_CALL_LOOP,
-    structure,
-    tool_call_detail_text,
-)
 from loopscope.engines.gemini_cli.events import args_of, call_name, split_pieces
 from loopscope.engines.gemini_cli.reference import (
     CONTENT_KIND,
     ENGINE_NAME,
     TOOL_CALL_KIND,
     intervention,
+)
+from loopscope.engines.gemini_cli.upstream import (
+    CONTENT_LOOP,
+    DETAIL_CONTEXT,
+    MAX_CYCLE,
+    TOOL_CALL_LOOP,
+    structure,
+    tool_call_detail_text,
 )
 from loopscope.jsonrules.node_json import (
     from_units,

@@ -17,14 +17,14 @@ from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.detector import (
+from loopscope.engines.gemini_cli.events import CallItem, ContentItem, PromptItem, session_items
+from loopscope.engines.gemini_cli.upstream import (
     Constants,
     Content,
     LoopDetectionService,
     ToolCallRequest,
     tool_call_key,
 )
-from loopscope.engines.gemini_cli.events import CallItem, ContentItem, PromptItem, session_items
 from loopscope.model import Session
 
 __all__ = ["ENGINE_NAME", "constants_of", "intervention", "replay_session", "step_extra"]

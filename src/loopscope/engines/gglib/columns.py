@@ -3,7 +3,7 @@ and the corpus-wide re-run over it (:func:`run_columns`).
 
 :func:`table_columns` writes prepared sessions as columns (one entry per session, per step and
 per recorded prose step, plus a string pool); :func:`decode_row` gives one session's
-:class:`~loopscope.engines.gglib.engine.PreparedSession` back (a property test: its JSON codec
+:class:`~loopscope.engines.gglib.fast.PreparedSession` back (a property test: its JSON codec
 writing is the original's). :class:`Pack` lays a table out for :func:`run_columns`: a
 threshold change is a few vectorised passes over every step, never Python work per session;
 observation flags are worked out once per distinct set of tool names and pattern list, and the
@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from loopscope.engines.base import RunColumns, columns_of, packed
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import WINDOW_FACTOR, is_observation_name
-from loopscope.engines.gglib.fast import _OUTCOMES, NO_REFUSAL, PreparedMessages
+from loopscope.engines.gglib.fast import _OUTCOMES, NO_REFUSAL, PreparedMessages, PreparedSession
+from loopscope.engines.gglib.upstream import WINDOW_FACTOR, is_observation_name
 from loopscope.engines.table import (
     SESSION,
     STRINGS,
@@ -28,13 +29,17 @@ from loopscope.engines.table import (
     PreparedTable,
     StringPool,
     TableError,
+    TableSpec,
     pool_schema,
     session_of,
     unique_codes,
 )
 
+if TYPE_CHECKING:
+    from loopscope.engines.contract import BaseEngine
+
 __all__ = ["DETECTORS", "SCHEMA", "STAGNATION_WINDOW", "Pack", "decode_row", "run_columns",
-           "stagnation_counts", "table_columns"]
+           "run_many", "stagnation_counts", "table_columns", "table_spec"]
 
 STAGNATION_WINDOW = GglibConfig().max_stagnation_steps
 """The ``max_stagnation_steps`` whose counts a table carries (the default one): a cached start
@@ -77,7 +82,7 @@ SCHEMA: dict[str, Column] = {
 
 
 def table_columns(prepared: Sequence[Any]) -> dict[str, Any]:
-    """The columns of ``prepared`` (the engine's ``PreparedSession`` objects), in order."""
+    """The columns of ``prepared`` (:class:`~.fast.PreparedSession` objects), in order."""
     pool = StringPool()
     code = pool.code
     set_codes: dict[tuple[str, ...], int] = {}
@@ -197,9 +202,7 @@ def check(table: PreparedTable) -> None:
 
 
 def decode_row(table: PreparedTable, i: int) -> Any:
-    """Session ``i`` of a gglib table, as the engine's ``PreparedSession``."""
-    from loopscope.engines.gglib.engine import PreparedSession
-
+    """Session ``i`` of a gglib table, as a :class:`~.fast.PreparedSession`."""
     c = table.columns
     a, b = table.span("step_start", i)
     pa, pb = table.span("prose_start", i)
@@ -407,3 +410,29 @@ def _merged(parts: list[Any]) -> Any:
 
 DETECTORS = ("loop", "stagnation")
 """Detector names by the codes of :func:`run_columns`."""
+
+
+def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
+    """The table of gglib's prepared sessions: these columns, one row a session
+    (:func:`table_columns` writes them, :func:`decode_row` reads one back)."""
+    return TableSpec(engine.name, engine.prepare_key(version), SCHEMA, table_columns, decode_row,
+                     check)
+
+
+def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GglibConfig
+             ) -> RunColumns | None:
+    """A vectorised pass over the corpus's steps (:func:`run_columns`), the pack kept with a
+    table or a list that keeps derived data; None when ``prepared`` holds another engine's
+    data (the engine then runs it session by session)."""
+    def pack_of(prepared: Sequence[Any]) -> Pack | None:
+        if isinstance(prepared, PreparedTable):
+            return Pack(prepared) if prepared.engine == engine.name else None
+        if not all(type(p) is PreparedSession for p in prepared):
+            return None
+        return Pack(table_spec(engine).table(prepared))
+
+    pack = packed(prepared, (engine.name, "pack"), pack_of)
+    if pack is None:
+        return None
+    return columns_of(run_columns(pack, config), lambda i: engine.run(prepared[i], config),
+                      DETECTORS)

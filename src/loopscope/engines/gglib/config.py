@@ -18,6 +18,7 @@ __all__ = [
     "SETTINGS",
     "GglibConfig",
     "parse_observation_tools",
+    "pattern_notes",
     "resolve_config",
 ]
 
@@ -235,3 +236,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
         group="Read-only tools"),
 )
 """gglib's settings schema: every setting is a real gglib setting (all deployable)."""
+
+
+def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:
+    """What an unusual read-only pattern list does: the empty pattern matches every tool and
+    short patterns catch more than expected (``read`` also matches ``thread_create``)."""
+    notes = []
+    if "" in patterns:
+        notes.append('The empty pattern "" matches every tool: every set of tool calls counts as read-only.')
+    short = [p for p in patterns if 0 < len(p) < 4]
+    if short:
+        notes.append("Short read-only patterns catch more than you may expect ("
+                     + ", ".join(short) + "; read would also match thread_create).")
+    if not patterns:
+        notes.append("No read-only patterns: every set of tool calls is treated as changing things.")
+    return tuple(notes)

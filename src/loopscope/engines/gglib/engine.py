@@ -4,11 +4,10 @@ mode, behind :class:`loopscope.engines.contract.Engine`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay, columns_of, packed
+from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -18,49 +17,22 @@ from loopscope.engines.contract import (
     SettingSpec,
 )
 from loopscope.engines.gglib import fast
-from loopscope.engines.gglib.config import SETTINGS, GglibConfig, resolve_config
+from loopscope.engines.gglib.config import SETTINGS, GglibConfig, pattern_notes, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
-from loopscope.engines.gglib.fast import (
-    PreparedMessages,
-    prepare_events,
-    prepare_messages,
-    run_lazy,
-)
+from loopscope.engines.gglib.fast import PreparedSession, prepare_events, prepare_messages, run_lazy
 from loopscope.engines.gglib.reference import replay_messages
 from loopscope.model import Session
 
 if TYPE_CHECKING:
     from loopscope.engines.table import TableSpec
 
+# ``columns`` (and numpy with it) is imported where a table is first used, so that listing or
+# configuring engines does not load numpy; it imports nothing of this module.
+
 __all__ = ["ENGINE", "GglibEngine", "PreparedSession"]
 
 VERSION = "latest"
 """gglib has no releases loopscope tells apart: the engine models its newest guard."""
-
-
-@dataclass(slots=True)
-class PreparedSession:
-    """A session's identity plus its threshold-independent data."""
-
-    session: str
-    source: str
-    format: str
-    messages: PreparedMessages
-
-
-def pattern_notes(patterns: Sequence[str]) -> tuple[str, ...]:
-    """What an unusual read-only pattern list does: the empty pattern matches every tool and
-    short patterns catch more than expected (``read`` also matches ``thread_create``)."""
-    notes = []
-    if "" in patterns:
-        notes.append('The empty pattern "" matches every tool: every set of tool calls counts as read-only.')
-    short = [p for p in patterns if 0 < len(p) < 4]
-    if short:
-        notes.append("Short read-only patterns catch more than you may expect ("
-                     + ", ".join(short) + "; read would also match thread_create).")
-    if not patterns:
-        notes.append("No read-only patterns: every set of tool calls is treated as changing things.")
-    return tuple(notes)
 
 
 class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
@@ -169,21 +141,16 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
                         source=prepared.source, format=prepared.format, engine=self.name)
 
     def run_many(self, prepared: Sequence[Any], config: GglibConfig) -> RunColumns:
-        """A vectorised pass over the corpus's steps (:func:`columns.run_columns`)."""
+        """A vectorised pass over the corpus's steps (:func:`columns.run_many`)."""
         from loopscope.engines.gglib import columns
 
-        pack = packed(prepared, (self.name, "pack"), _pack)
-        if pack is None:
-            return super().run_many(prepared, config)
-        return columns_of(columns.run_columns(pack, config),
-                          lambda i: self.run(prepared[i], config), columns.DETECTORS)
+        found = columns.run_many(self, prepared, config)
+        return super().run_many(prepared, config) if found is None else found
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         from loopscope.engines.gglib import columns
-        from loopscope.engines.table import TableSpec
 
-        return TableSpec(self.name, self.prepare_key(version), columns.SCHEMA,
-                         columns.table_columns, columns.decode_row, columns.check)
+        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         if type(prepared) is not PreparedSession:
@@ -269,17 +236,3 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
 
 ENGINE = GglibEngine()
 
-
-def _pack(prepared: Sequence[Any]) -> Any:
-    """The arrays of ``prepared`` (a table of this engine's, or this module's prepared
-    objects), or None."""
-    from loopscope.engines.gglib import columns
-    from loopscope.engines.table import PreparedTable
-
-    if isinstance(prepared, PreparedTable):
-        return columns.Pack(prepared) if prepared.engine == ENGINE.name else None
-    if not all(type(p) is PreparedSession for p in prepared):
-        return None
-    spec = ENGINE.table_spec()
-    assert spec is not None
-    return columns.Pack(spec.table(prepared))

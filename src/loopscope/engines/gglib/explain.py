@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopscope.engines.base import SessionReplay, Step
-from loopscope.engines.gglib.canon import MAX_REPR_DEPTH
 from loopscope.engines.gglib.config import CLAMP_MAX, GglibConfig
-from loopscope.engines.gglib.core import (
+from loopscope.engines.gglib.upstream import (
     COSTLY_OBSERVATION_TOOLS,
+    MAX_REPR_DEPTH,
     batch_signature,
     domain_calls,
     is_costly_name,

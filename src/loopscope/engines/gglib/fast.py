@@ -24,27 +24,22 @@ from typing import Any
 import orjson
 
 from loopscope.bulk import keep_shared, memoised_by_json
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, ints_at
-from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import (
+from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.reference import _batch_extra, _prose_extra
+from loopscope.engines.gglib.upstream import (
     WINDOW_FACTOR,
     batch_class_of,
     extract_text,
     is_costly_name,
     is_observation_name,
+    message_role,
     read_arguments,
+    stable_repr,
 )
-from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.engines.gglib.reference import _batch_extra, _prose_extra
+from loopscope.jsonrules.serde_json import compact_json
 from loopscope.model import (
     AssistantTurn,
     Compaction,
@@ -54,8 +49,8 @@ from loopscope.model import (
     UserMessage,
 )
 
-__all__ = ["NO_REFUSAL", "PreparedMessages", "prepare_events", "prepare_messages", "run_lazy",
-           "run_prepared"]
+__all__ = ["NO_REFUSAL", "PreparedMessages", "PreparedSession", "prepare_events",
+           "prepare_messages", "run_lazy", "run_prepared"]
 
 # --------------------------------------------------------------------------------------------
 # Prepared data and the fast path
@@ -297,6 +292,17 @@ _SHARED_ARGS: dict[str, tuple[str, str]] = {}
 """Argument text → (``"\\0"`` + canonical rendering, ``":"`` + its hex FNV), shared by every
 session: agents repeat the same short arguments across sessions (``{"path": "src/app.py"}``,
 ``{"command": "git status"}``), and the rendering is a pure function of the text."""
+@dataclass(slots=True)
+class PreparedSession:
+    """A session's identity plus its threshold-independent data: what the engine's ``prepare``
+    returns, the cache stores and :mod:`.columns` lays out as a table."""
+
+    session: str
+    source: str
+    format: str
+    messages: PreparedMessages
+
+
 _SHARED_ARGS_MAX = 50_000
 _SHARED_ARGS_MAX_TEXT = 512
 _SHARED_VALUES: dict[bytes, tuple[Any, tuple[str, str]]] = {}
@@ -332,7 +338,7 @@ def _value_args_entry(value: Any) -> tuple[str, str]:
 
 
 def _encode_answer(content: Any) -> Any:
-    """An injective encoding of a tool answer, for equality only (not :func:`core.hash_result_
+    """An injective encoding of a tool answer, for equality only (not :func:`.upstream.hash_result_
     content`'s): a string as ``(0, text)``; another value as ``(1, orjson with sorted keys)``
     when orjson can write it, else ``(2, compact_json)``. Equal values take the same branch, and
     orjson's and ``compact_json``'s writings agree on what is equal (key order ignored;
@@ -387,7 +393,7 @@ def _as_text_block(encoded: tuple[int, Any]) -> tuple[int, str] | None:
 
 
 def _join(ids: list[str], keys: list[tuple[str, str]], answers: list[tuple[str, Any]]) -> Any:
-    """:func:`core.turn_results_hash` with the results keys already computed. ``answers``:
+    """:func:`.upstream.turn_results_hash` with the results keys already computed. ``answers``:
     ``(tool_call_id, content)`` of the contiguous tool messages after the batch that carry a
     string id, in order. Each key is ``(name, "\\0" + canonical arguments)``: the name and the
     canonical rendering (which holds no NUL), kept apart so that a repeated rendering is hashed
@@ -434,9 +440,7 @@ def _message_items(messages: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     while i < n:
         m = messages[i]
         i += 1
-        role = m.get("role") if isinstance(m, dict) else None
-        if not isinstance(role, str):
-            role = None
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":

@@ -2,7 +2,7 @@
 
 :func:`replay_messages` follows gglib's own request handling literally: for every assistant
 turn, the batch goes through ``LoopDetector`` and a reply without tools through
-``StagnationDetector`` (the detector classes of :mod:`loopscope.engines.gglib.core`), and the
+``StagnationDetector`` (the detector classes of :mod:`loopscope.engines.gglib.upstream`), and the
 result is one step per turn. It is slow and obviously right; :mod:`.fast` is proven equal to
 it by property tests. The step field builders here are shared with the fast path.
 """
@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loopscope.engines.base import (
-    FirstRefusal,
-    Step,
-)
+from loopscope.engines.base import FirstRefusal, Step
 from loopscope.engines.gglib.config import GglibConfig
-from loopscope.engines.gglib.core import (
+from loopscope.engines.gglib.fnv import fnv1a_64, hex16
+from loopscope.engines.gglib.upstream import (
     WINDOW_FACTOR,
     LoopDetected,
     LoopDetector,
@@ -29,9 +27,10 @@ from loopscope.engines.gglib.core import (
     extract_text,
     is_costly_batch,
     is_observation_batch,
+    message_role,
+    previous_reading,
     turn_results_hash,
 )
-from loopscope.engines.gglib.fnv import fnv1a_64, hex16
 
 __all__ = ["STEP_FIELDS", "replay_messages"]
 
@@ -60,14 +59,6 @@ STEP_FIELDS: tuple[str, ...] = (
     "text_hash",
 )
 """All 22 step keys, in output order; every key is present on every step."""
-
-
-def _role(m: Any) -> str | None:
-    if isinstance(m, dict):
-        r = m.get("role")
-        if isinstance(r, str):
-            return r
-    return None
 
 
 def _batch_extra(
@@ -143,7 +134,7 @@ def replay_messages(
     steps: list[Step] = []
     n_messages = len(messages)
     for i, m in enumerate(messages):
-        role = _role(m)
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":
@@ -157,62 +148,43 @@ def replay_messages(
         if calls:
             results = turn_results_hash(calls, (messages[j] for j in range(i + 1, n_messages)))
             sig = batch_signature(calls)
-            had = sig in previous
-            seen = previous.get(sig)
-            previous[sig] = results
-            identical = had and seen is not None and results is not None and seen == results
-            not_evaluated = had and (seen is None or results is None)
+            identical, not_evaluated = previous_reading(previous, sig, results)
             observation = is_observation_batch(calls, patterns)
             costly = is_costly_batch(calls)
             try:
                 rec = loops.check(calls, S, patterns, O)
-            except LoopDetected as e:
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "refuse",
-                    "loop",
-                    e.count,
-                    after,
-                    _batch_extra(
-                        total=e.total,
-                        effective_max=e.effective_max,
-                        ceiling=e.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=e.rule,
-                        outcome=None,
-                        rescued=False,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
+            except LoopDetected as e:  # a refusal records nothing
+                refused: LoopDetected | None = e
+                repeats, total, effective_max, ceiling = (e.count, e.total, e.effective_max,
+                                                          e.ceiling)
+                outcome, rescued = None, False
             else:
-                outcome = loops.record_results(rec, results)
-                step = Step(
-                    turn,
-                    next_call,
-                    tuple(c.name for c in calls),
-                    sig,
-                    "pass",
-                    None,
-                    rec.count,
-                    after,
-                    _batch_extra(
-                        total=rec.total,
-                        effective_max=rec.effective_max,
-                        ceiling=rec.ceiling,
-                        batch_class=batch_class_of(observation, costly),
-                        rule=None,
-                        outcome=outcome.value,
-                        rescued=rec.rescued,
-                        identical=identical,
-                        not_evaluated=not_evaluated,
-                        answers_joined=results is not None,
-                    ),
-                )
+                refused = None
+                repeats, total, effective_max, ceiling = (rec.count, rec.total,
+                                                          rec.effective_max, rec.ceiling)
+                outcome, rescued = loops.record_results(rec, results).value, rec.rescued
+            step = Step(
+                turn,
+                next_call,
+                tuple(c.name for c in calls),
+                sig,
+                "pass" if refused is None else "refuse",
+                None if refused is None else "loop",
+                repeats,
+                after,
+                _batch_extra(
+                    total=total,
+                    effective_max=effective_max,
+                    ceiling=ceiling,
+                    batch_class=batch_class_of(observation, costly),
+                    rule=None if refused is None else refused.rule,
+                    outcome=outcome,
+                    rescued=rescued,
+                    identical=identical,
+                    not_evaluated=not_evaluated,
+                    answers_joined=results is not None,
+                ),
+            )
         else:
             text = extract_text(m.get("content"))
             text_hash = hex16(fnv1a_64(text)) if text else None

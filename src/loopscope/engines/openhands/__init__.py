@@ -1,15 +1,16 @@
 """The OpenHands engine: the V1 ``StuckDetector`` of ``openhands-sdk`` 1.58.2 in shadow mode.
 
-Modules: :mod:`.config` (``OpenHandsConfig``, the settings schema), :mod:`.events` (the event
-log a session becomes, OpenHands' argument parsing and event equality), :mod:`.canon` (equality
-classes of arguments), :mod:`.reference` (the literal ``StuckDetector`` port and the plain
-replay), :mod:`.fast` (prepare once, re-run cheaply), :mod:`.explain` and :mod:`.engine`
-(``ENGINE``).
+The engine package shape (README, "An engine"): :mod:`.config` (``OpenHandsConfig``, the
+settings schema), :mod:`.upstream` (the literal ``StuckDetector`` port), :mod:`.reference` (the
+plain shadow replay), :mod:`.fast` (prepare once, re-run cheaply; owns ``PreparedSession``),
+:mod:`.columns` (a corpus as columns, re-run in vectorised passes), :mod:`.explain` and
+:mod:`.engine` (``ENGINE``). Helpers: :mod:`.events` (OpenHands' event model and argument
+parsing, and the log a session becomes) and :mod:`.python_equality` (a text per equality class
+of parsed arguments under Python ``==``).
 """
 
 from __future__ import annotations
 
-from loopscope.engines.openhands.canon import canonical
 from loopscope.engines.openhands.config import SDK_VERSION, SETTINGS, OpenHandsConfig
 from loopscope.engines.openhands.engine import ENGINE, OpenHandsEngine, python_snippet
 from loopscope.engines.openhands.events import (
@@ -19,7 +20,9 @@ from loopscope.engines.openhands.events import (
     sanitize_json_control_chars,
 )
 from loopscope.engines.openhands.fast import PreparedSession, prepare, run
-from loopscope.engines.openhands.reference import StuckDetector, nudge_text, replay_session
+from loopscope.engines.openhands.python_equality import canonical
+from loopscope.engines.openhands.reference import replay_session
+from loopscope.engines.openhands.upstream import StuckDetector, nudge_text
 
 __all__ = [
     "ENGINE",

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from loopscope.engines.base import RunColumns, columns_of, packed
 from loopscope.engines.openhands.config import OpenHandsConfig
-from loopscope.engines.openhands.fast import _evaluate
-from loopscope.engines.openhands.reference import (
+from loopscope.engines.openhands.fast import PreparedSession, _evaluate
+from loopscope.engines.openhands.upstream import (
     ACTION_ERROR,
     ACTION_OBSERVATION,
     ALTERNATING_PATTERN,
@@ -36,11 +37,18 @@ from loopscope.engines.table import (
     Column,
     PreparedTable,
     TableError,
+    TableSpec,
+    json_table_spec,
+    laid_out,
     ranges,
     session_of,
 )
 
-__all__ = ["DETECTORS", "SCHEMA", "Checks", "check", "check_columns", "run_columns"]
+if TYPE_CHECKING:
+    from loopscope.engines.contract import BaseEngine
+
+__all__ = ["DETECTORS", "SCHEMA", "Checks", "check", "check_columns", "run_columns", "run_many",
+           "table_spec"]
 
 _CHECK: Final = "check"
 _PREFIX: Final = "prefix"
@@ -348,3 +356,25 @@ class _Candidates:
         self.ra, self.ro, self.re = pick(checks.ra), pick(checks.ro), pick(checks.re)
         self.ka, self.ko = pick(checks.ka), pick(checks.ko)
         self.newest_obs, self.owner = pick(checks.newest_obs), pick(checks.owner)
+
+
+def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
+    """The table of the engine's prepared sessions: each session's JSON (what a drawn row or an
+    opened session reads) beside these columns (what :func:`run_columns` reads)."""
+    engine.check_version(version)
+    return json_table_spec(engine, version, columns=SCHEMA, encode_columns=check_columns, check=check)
+
+
+def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: OpenHandsConfig
+             ) -> RunColumns | None:
+    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
+    that keeps derived data (the layout kept with it); None for anything else (a plain list is
+    run session by session)."""
+    def layout_of(prepared: Sequence[Any]) -> Checks | None:
+        return laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)
+
+    checks = packed(prepared, (engine.name, "checks"), layout_of)
+    if checks is None:
+        return None
+    return columns_of(run_columns(checks, config), lambda i: engine.run(prepared[i], config),
+                      DETECTORS)

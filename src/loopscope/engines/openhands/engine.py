@@ -8,13 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import (
-    ConfigError,
-    RunColumns,
-    SessionReplay,
-    columns_of,
-    packed,
-)
+from loopscope.engines.base import ConfigError, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -170,19 +164,13 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
         by one (:func:`columns.run_columns`)."""
         from loopscope.engines.openhands import columns
 
-        checks = packed(prepared, (self.name, "checks"), _checks)
-        if checks is None:
-            return super().run_many(prepared, config)
-        return columns_of(columns.run_columns(checks, config),
-                          lambda i: self.run(prepared[i], config), columns.DETECTORS)
+        found = columns.run_many(self, prepared, config)
+        return super().run_many(prepared, config) if found is None else found
 
     def table_spec(self, version: str | None = None) -> TableSpec | None:
         from loopscope.engines.openhands import columns
-        from loopscope.engines.table import json_table_spec
 
-        self.check_version(version)
-        return json_table_spec(self, version, columns=columns.SCHEMA,
-                               encode_columns=columns.check_columns, check=columns.check)
+        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
@@ -229,11 +217,3 @@ def python_snippet(config: OpenHandsConfig) -> str:
 
 ENGINE: Final = OpenHandsEngine()
 
-
-def _checks(prepared: Sequence[Any]) -> Any:
-    """The check columns of ``prepared`` laid out for :func:`columns.run_columns` (or None:
-    :func:`~loopscope.engines.table.laid_out`)."""
-    from loopscope.engines.openhands import columns
-    from loopscope.engines.table import laid_out
-
-    return laid_out(prepared, ENGINE.name, PreparedSession, columns.Checks, columns.check_columns)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loopscope.engines.openhands.canon import canonical
+from loopscope.engines.openhands.python_equality import canonical
 from loopscope.model import AssistantTurn, Compaction, Session, ToolCall, ToolResult, UserMessage
 
 __all__ = [

@@ -3,7 +3,7 @@
 ``prepare(session)`` does everything that does not depend on the thresholds: it walks the
 event log of :mod:`.events` once, gives every action and observation a key (two keys are equal
 exactly when OpenHands' ``_event_eq`` says the events are: the tool, thought and parsed
-arguments, nested ones by their :mod:`.canon` text), and records, for every check (after each
+arguments, nested ones by their :mod:`.python_equality` text), and records, for every check (after each
 assistant turn), what the four patterns read:
 
 * ``ra``: how many of the newest actions in a row equal the newest one;
@@ -34,31 +34,19 @@ from operator import attrgetter
 from typing import Any, Final
 
 from loopscope.bulk import keep_shared
-from loopscope.engines.base import (
-    FirstRefusal,
-    FlaggedStep,
-    Marker,
-    SessionReplay,
-    Step,
-    new_step,
-)
+from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
 from loopscope.engines.contract import CounterSeries
-from loopscope.engines.openhands.canon import canonical
 from loopscope.engines.openhands.config import OpenHandsConfig
-from loopscope.engines.openhands.events import (
-    argument_text,
-    malformed_error,
-    parse_arguments,
-)
-from loopscope.engines.openhands.reference import (
+from loopscope.engines.openhands.events import argument_text, malformed_error, parse_arguments
+from loopscope.engines.openhands.python_equality import canonical
+from loopscope.engines.openhands.reference import ENGINE_NAME, step_extra
+from loopscope.engines.openhands.upstream import (
     ACTION_ERROR,
     ACTION_OBSERVATION,
     ALTERNATING_PATTERN,
-    ENGINE_NAME,
     MONOLOGUE,
     nudge_text,
-    step_extra,
 )
 from loopscope.model import (
     AssistantTurn,
@@ -259,7 +247,7 @@ def _argument_key(text: str) -> _ArgumentKey:
         return _MALFORMED, parsed.error
     # OpenHands compares actions with ``==``, and so does the walk, on the parsed object itself
     # when it is flat (most arguments): cheaper than writing its canonical text. A nested one
-    # is compared by its canonical text (:mod:`.canon`): ``==`` of objects nested as deeply as
+    # is compared by its canonical text (:mod:`.python_equality`): ``==`` of objects nested as deeply as
     # the parser allows would exhaust the stack. An object never equals a text, and a flat
     # object never equals a nested one either.
     for value in data.values():

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loopscope.engines.contract import SettingSpec
-from loopscope.engines.qwen_code.detector import Constants
+from loopscope.engines.qwen_code.upstream import Constants
 
 __all__ = [
     "ADAPTIVE",

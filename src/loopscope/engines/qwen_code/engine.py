@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.engines.base import ConfigError, SessionReplay
 from loopscope.engines.contract import (
@@ -27,7 +27,10 @@ from loopscope.engines.qwen_code.config import (
     VERSION,
     QwenConfig,
 )
-from loopscope.engines.qwen_code.detector import (
+from loopscope.engines.qwen_code.explain import EXPLAINER, LABELS
+from loopscope.engines.qwen_code.fast import PreparedSession, prepare, run
+from loopscope.engines.qwen_code.reference import ENGINE_NAME, replay_session
+from loopscope.engines.qwen_code.upstream import (
     ALTERNATING,
     CHANTING,
     CONSECUTIVE,
@@ -37,11 +40,11 @@ from loopscope.engines.qwen_code.detector import (
     STAGNATION,
     THOUGHTS,
 )
-from loopscope.engines.qwen_code.detector import CAP as CAP_LOOP
-from loopscope.engines.qwen_code.explain import EXPLAINER, LABELS
-from loopscope.engines.qwen_code.fast import PreparedSession, prepare, run
-from loopscope.engines.qwen_code.reference import ENGINE_NAME, replay_session
+from loopscope.engines.qwen_code.upstream import CAP as CAP_LOOP
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "QwenCodeEngine"]
 
@@ -161,6 +164,11 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
 
     def decode_prepared(self, data: Any) -> PreparedSession:
         return fast.decode(data)
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        from loopscope.engines.qwen_code import columns
+
+        return columns.table_spec(self, version)
 
     def replay(self, session: Session, config: QwenConfig) -> SessionReplay:
         return replay_session(session, config)

@@ -15,7 +15,7 @@ from loopscope.engines.qwen_code.config import (
     SKIP,
     QwenConfig,
 )
-from loopscope.engines.qwen_code.detector import (
+from loopscope.engines.qwen_code.upstream import (
     ALTERNATING,
     CHANTING,
     CONSECUTIVE,
@@ -26,9 +26,7 @@ from loopscope.engines.qwen_code.detector import (
     STAGNATION,
     THOUGHTS,
 )
-from loopscope.engines.qwen_code.detector import (
-    CAP as CAP_LOOP,
-)
+from loopscope.engines.qwen_code.upstream import CAP as CAP_LOOP
 from loopscope.model import Session
 
 __all__ = ["EXPLAINER", "LABELS", "QwenExplainer", "guide_examples", "reason"]

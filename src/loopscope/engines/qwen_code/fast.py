@@ -1,7 +1,13 @@
 """Prepare once, run many times: a session's events with every tool call already reduced to
-its name, key and inspection flag (:func:`~.detector.prepare_call`), so a run under another
+its name, key and inspection flag (:func:`~.upstream.prepare_call`), so a run under another
 configuration only feeds the service; and the prepared data as JSON (the on-disk cache and
-worker processes carry it)."""
+worker processes carry it).
+
+The run is the reference loop itself (:func:`~.reference.replay_items`) over the prepared
+events: what preparing saves is the per-call parsing and hashing, which no setting changes. The
+detectors' state (histories, windows, per-prompt counts) is not summarised ahead of a run, so
+``run(prepare(s), c) == replay(s, c)`` holds by construction (the oracle test checks it on
+random sessions) and there is no columnar re-run (:mod:`.columns`)."""
 
 from __future__ import annotations
 
@@ -11,15 +17,15 @@ from typing import Any
 
 from loopscope.engines.base import SessionReplay
 from loopscope.engines.qwen_code.config import QwenConfig
-from loopscope.engines.qwen_code.detector import PreparedCall
-from loopscope.engines.qwen_code.reference import (
+from loopscope.engines.qwen_code.events import (
     CallItem,
     ContentItem,
     Item,
     PromptItem,
-    replay_items,
     session_items,
 )
+from loopscope.engines.qwen_code.reference import replay_items
+from loopscope.engines.qwen_code.upstream import PreparedCall
 from loopscope.model import Session
 
 __all__ = ["PreparedSession", "decode", "encode", "prepare", "run"]

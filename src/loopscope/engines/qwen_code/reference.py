@@ -1,131 +1,35 @@
-"""The reference replay: a session as the events Qwen Code's client feeds its
-``LoopDetectionService``, fed to one literal :class:`~.detector.LoopDetectionService` in shadow
-mode.
+"""The reference replay: a session's events (:mod:`.events`) fed to one literal
+:class:`~.upstream.LoopDetectionService` in shadow mode, and nothing else.
 
-* A user message starts a new prompt: ``reset`` (``LlmClient.sendMessageStream`` resets only when
-  an interaction starts; tool-result continuations keep the state). Before the first user
-  message the service is in its initial state ("prompt 0").
-* An assistant turn streams, as ``turn.ts`` yields them: its thinking as one ``Thought``
-  (``subject`` empty, as OpenAI-compatible providers deliver reasoning), its text cut after every
-  line feed (one ``Content`` per piece; the structure checks are per line), then one
-  ``tool_call_request`` per call with ``name || "undefined_tool_name"`` and ``args || {}``
-  (arguments recorded as JSON text are ``JSON.parse``d; the raw string when that fails).
-* Each tool call is reduced once to what the guards read (:func:`~.detector.prepare_call`: the
-  resolved name, its key, whether it is a git inspection command).
 * Each event goes through the always-on tier, then, when that did not fire and
   ``skipLoopDetection`` is false, through the heuristics (``client.ts``).
 * Qwen Code halts the prompt at a detection; the replay clears ``loopDetected`` and goes on with
-  every other state kept (shadow mode). ``count`` numbers the detections of the prompt.
+  every other state kept (shadow mode), so every later detection is seen too. ``count``
+  numbers the detections of the prompt.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Final
 
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
 from loopscope.engines.qwen_code.config import QwenConfig
-from loopscope.engines.qwen_code.detector import (
-    Content,
-    LoopDetectionService,
-    PreparedCall,
-    Thought,
-    prepare_call,
-    tool_call_key,
+from loopscope.engines.qwen_code.events import (
+    CallItem,
+    ContentItem,
+    Item,
+    PromptItem,
+    session_items,
 )
-from loopscope.jsonrules.node_json import js_truthy, json_parse
-from loopscope.model import AssistantTurn, Session, ToolCall, UserMessage
+from loopscope.engines.qwen_code.upstream import Content, LoopDetectionService, Thought
+from loopscope.model import Session
 
-__all__ = [
-    "ENGINE_NAME",
-    "UNDEFINED_TOOL",
-    "CallItem",
-    "ContentItem",
-    "Item",
-    "PromptItem",
-    "args_of",
-    "replay_items",
-    "replay_session",
-    "session_items",
-    "split_pieces",
-]
+__all__ = ["ENGINE_NAME", "replay_items", "replay_session", "service_for"]
 
 ENGINE_NAME: Final = "qwen-code"
-UNDEFINED_TOOL: Final = "undefined_tool_name"
 ALWAYS_ON: Final = "always-on"
 HEURISTIC: Final = "heuristic"
-_AFTER_LINE_FEED: Final = re.compile(r"(?<=\n)")
-
-
-def split_pieces(text: str) -> tuple[str, ...]:
-    """The reply text as streamed pieces: cut after every U+000A, empty pieces dropped."""
-    if not text:
-        return ()
-    return tuple(piece for piece in _AFTER_LINE_FEED.split(text) if piece)
-
-
-def args_of(arguments_kind: str, raw: Any) -> Any:
-    """``fnCall.args || {}`` for arguments recorded as ``raw``."""
-    if raw is None:
-        return {}
-    value = raw
-    if arguments_kind == "json_text" and isinstance(raw, str):
-        ok, parsed = json_parse(raw)
-        value = parsed if ok else raw
-    return value if js_truthy(value) else {}
-
-
-@dataclass(frozen=True, slots=True)
-class PromptItem:
-    """A user message: prompt number ``prompt`` starts."""
-
-    prompt: int
-
-
-@dataclass(frozen=True, slots=True)
-class ContentItem:
-    """The content step of an assistant turn: its thinking and its text pieces."""
-
-    turn: int
-    thinking: str
-    pieces: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class CallItem:
-    """One tool call: its recorded-name key (``getToolCallRepeatKey`` of ``name`` and args, the
-    step's signature) and what the guards read of it (:func:`~.detector.prepare_call`)."""
-
-    turn: int
-    call: int
-    name: str
-    key: str
-    prepared: PreparedCall
-
-
-Item = PromptItem | ContentItem | CallItem
-
-
-def _call_item(turn: int, call: ToolCall) -> CallItem:
-    name = call.name or UNDEFINED_TOOL
-    args = args_of(call.arguments_kind, call.raw_arguments)
-    return CallItem(turn, call.index, name, tool_call_key(name, args), prepare_call(name, args))
-
-
-def session_items(session: Session) -> Iterator[Item]:
-    """The session's steps and prompt starts, in transcript order."""
-    prompt = 0
-    for event in session.events:
-        if isinstance(event, UserMessage):
-            prompt += 1
-            yield PromptItem(prompt)
-        elif isinstance(event, AssistantTurn):
-            if event.text or event.thinking or not event.tool_calls:
-                yield ContentItem(event.turn, event.thinking, split_pieces(event.text))
-            for call in event.tool_calls:
-                yield _call_item(event.turn, call)
 
 
 def service_for(config: QwenConfig) -> LoopDetectionService:

@@ -1,8 +1,9 @@
-"""The gglib loop guard, ported exactly.
+"""The gglib loop guard, ported exactly: the upstream rules and nothing of loopscope's replay.
 
-This module is the plain, readable port: signatures, results hashes, classifiers, the two
-detectors and the upstream proxy walk ``scan_history``. The shadow-mode replay built on it is
-in :mod:`loopscope.engines.gglib.reference` and :mod:`loopscope.engines.gglib.fast`.
+The plain, readable port: ``stable_repr`` (the canonical argument text), signatures, results
+hashes, classifiers, the two detectors and the upstream proxy walk ``scan_history``. It is kept
+literal so that it can be read side by side with gglib's source; the shadow-mode replay built on
+it is :mod:`loopscope.engines.gglib.reference` (and its fast twin :mod:`.fast`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loopscope.engines.gglib.canon import compact_json, stable_repr
 from loopscope.engines.gglib.fnv import fnv1a_64, hex16
-from loopscope.jsonrules.serde_json import SerdeJsonError, parse_json_serde
+from loopscope.jsonrules.serde_json import (
+    SCALAR_WRITERS,
+    SerdeJsonError,
+    compact_json,
+    json_string,
+    parse_json_serde,
+    write_scalar,
+)
 
 __all__ = [
     "COSTLY_OBSERVATION_TOOLS",
+    "DEPTH_SENTINEL",
+    "MAX_REPR_DEPTH",
     "WINDOW_FACTOR",
     "BatchRecord",
     "LoopDetected",
@@ -42,8 +51,11 @@ __all__ = [
     "is_costly_name",
     "is_observation_batch",
     "is_observation_name",
+    "message_role",
+    "previous_reading",
     "read_arguments",
     "scan_history",
+    "stable_repr",
     "tool_signature",
     "turn_results_hash",
 ]
@@ -56,6 +68,43 @@ Answer = tuple[int, str]
 ResultsHash = tuple[tuple[str, Answer], ...]
 """An opaque, injective results hash: the sorted ``(key, answer)`` pairs. Upstream only ever
 compares these for equality, so any injective encoding keeps its verdicts."""
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical argument text
+
+MAX_REPR_DEPTH = 16
+DEPTH_SENTINEL = '"..."'
+
+
+def stable_repr(value: Any, depth: int = 0) -> str:
+    """gglib's canonical rendering: no whitespace, object keys sorted by code point, strings and
+    numbers as serde_json writes them, and every value at depth :data:`MAX_REPR_DEPTH` or deeper
+    (scalars too) replaced by the ``"..."`` sentinel, so all nests of 16 or more levels collide
+    upstream. Signatures and results keys hash this text, so two arguments are the same call
+    exactly when their renderings are equal."""
+    if depth >= MAX_REPR_DEPTH:
+        return DEPTH_SENTINEL
+    write = SCALAR_WRITERS.get(type(value))
+    if write is not None:
+        return write(value)
+    d = depth + 1
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return (
+            "{"
+            + ",".join(
+                json_string(k) + ":" + stable_repr(value[k], d) for k in sorted(value)
+            )
+            + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(stable_repr(v, d) for v in value) + "]"
+    text = write_scalar(value)  # (a subclass of a scalar type)
+    if text is not None:
+        return text
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,6 +470,29 @@ def extract_text(content: Any) -> str:
     return ""
 
 
+def message_role(m: Any) -> str | None:
+    """A message's ``role`` when it is a string, else None: the proxy reads roles this way, so a
+    message with no usable role breaks a run like any message that is neither the assistant's
+    nor a tool's."""
+    role = m.get("role") if isinstance(m, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def previous_reading(previous: dict[str, ResultsHash | None], signature: str,
+                     results: ResultsHash | None) -> tuple[bool, bool]:
+    """The proxy's ``previous`` readings for a batch: ``(identical, not_evaluated)``. The batch's
+    answers are compared with those last recorded for the same signature (anywhere earlier in
+    the history, not only the turn before), then recorded in their place. Answers that cannot
+    be joined to their calls cannot be compared, which the proxy reports as not evaluated
+    rather than as a change."""
+    had = signature in previous
+    seen = previous.get(signature)
+    previous[signature] = results
+    identical = had and seen is not None and results is not None and seen == results
+    not_evaluated = had and (seen is None or results is None)
+    return identical, not_evaluated
+
+
 @dataclass(frozen=True, slots=True)
 class ScanOutcome:
     """What upstream's ``scan_history`` returns: a verdict plus the three readings."""
@@ -453,9 +525,7 @@ def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
     previous: dict[str, Any] = {}
     identical = not_evaluated = rescued = False
     for i, m in enumerate(messages):
-        role = m.get("role") if isinstance(m, dict) else None
-        if not isinstance(role, str):
-            role = None
+        role = message_role(m)
         if role == "tool":
             continue
         if role != "assistant":
@@ -470,12 +540,7 @@ def scan_history(messages: Sequence[Any], config: Any) -> ScanOutcome:
             identical = not_evaluated = rescued = False
         else:
             results = turn_results_hash(calls, (messages[j] for j in range(i + 1, len(messages))))
-            sig = batch_signature(calls)
-            had = sig in previous
-            seen = previous.get(sig)
-            previous[sig] = results
-            identical = had and seen is not None and results is not None and seen == results
-            not_evaluated = had and (seen is None or results is None)
+            identical, not_evaluated = previous_reading(previous, batch_signature(calls), results)
         try:
             stag.record(extract_text(m.get("content")), len(calls) > 0, stag_max)
         except StagnationDetected as e:

@@ -1,0 +1,81 @@
+"""A normalized session as the events Qwen Code's client feeds its ``LoopDetectionService``.
+
+The rules Qwen Code shares with Gemini CLI, which it forked (prompt starts, text cut after every
+line feed, ``fnCall.args || {}``), are :mod:`loopscope.engines._shared.streamed_turn`. Qwen
+Code's own:
+
+* A user message starts a new prompt: ``reset`` (``LlmClient.sendMessageStream`` resets only when
+  an interaction starts; tool-result continuations keep the state).
+* An assistant turn streams, as ``turn.ts`` yields them: its thinking as one ``Thought``
+  (``subject`` empty, as OpenAI-compatible providers deliver reasoning), its text pieces (one
+  ``Content`` per piece), then one ``tool_call_request`` per call with
+  ``name || "undefined_tool_name"`` and ``args || {}``.
+* Each tool call is reduced once to what the guards read (:func:`~.upstream.prepare_call`: the
+  resolved name, its key, whether it is a git inspection command).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces, stream_items
+from loopscope.engines.qwen_code.upstream import PreparedCall, prepare_call, tool_call_key
+from loopscope.model import AssistantTurn, Session, ToolCall
+
+__all__ = [
+    "UNDEFINED_TOOL",
+    "CallItem",
+    "ContentItem",
+    "Item",
+    "PromptItem",
+    "args_of",
+    "session_items",
+    "split_pieces",
+]
+
+UNDEFINED_TOOL: Final = "undefined_tool_name"
+
+
+@dataclass(frozen=True, slots=True)
+class ContentItem:
+    """The content step of an assistant turn: its thinking and its text pieces."""
+
+    turn: int
+    thinking: str
+    pieces: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CallItem:
+    """One tool call: its recorded-name key (``getToolCallRepeatKey`` of ``name`` and args, the
+    step's signature) and what the guards read of it (:func:`~.upstream.prepare_call`)."""
+
+    turn: int
+    call: int
+    name: str
+    key: str
+    prepared: PreparedCall
+
+
+Item = PromptItem | ContentItem | CallItem
+
+
+def _content_item(turn: AssistantTurn) -> ContentItem | None:
+    """A content step for a turn with text or thinking, or with no tool call at all."""
+    if turn.text or turn.thinking or not turn.tool_calls:
+        return ContentItem(turn.turn, turn.thinking, tuple(split_pieces(turn.text)))
+    return None
+
+
+def _call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
+    name = call.name or UNDEFINED_TOOL
+    args = args_of(call.arguments_kind, call.raw_arguments)
+    return CallItem(turn.turn, call.index, name, tool_call_key(name, args),
+                    prepare_call(name, args))
+
+
+def session_items(session: Session) -> Iterator[Item]:
+    """The session's steps and prompt starts, in transcript order."""
+    return stream_items(session, _content_item, _call_item)
