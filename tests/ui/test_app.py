@@ -767,9 +767,9 @@ def test_no_chart_is_primed_while_another_session_imports_pandas(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """plotly.py serialising a figure reads a half-imported pandas (and fails): while the
     preload imports, a new session starts without the primer, and without an error."""
-    from loopscope.ui import app, charts
-
     import threading
+
+    from loopscope.ui import app, charts
 
     calls: list[int] = []
     primer = charts.primer_figure
