@@ -445,3 +445,12 @@ def test_the_pages_read_sizes_from_the_heads_not_every_session(
     ok(compare_b_repeats_4(open_page(COMPARE)))
     ok(open_page("src/loopscope/ui/pages/export.py"))
     assert walked == []
+
+
+def test_the_label_editor_shows_an_empty_cell_not_none(corpus: Path) -> None:
+    """An unlabelled session's loop start (a missing value) is an empty cell: the grid writes
+    "None" in a missing cell unless the editor is given a placeholder."""
+    at = open_page(SWEEP)
+    (editor,) = [d for d in at.get("dataframe") if d.proto.editing_mode]
+    assert editor.proto.HasField("placeholder") and editor.proto.placeholder == ""
+    assert editor.value["loop_start_turn"].isna().any()  # (there are empty cells to show)
