@@ -82,6 +82,14 @@ def sized_page(request: pytest.FixtureRequest, browser: Any, server: Any) -> Ite
     context.close()
 
 
+def wait_styled(page: Any) -> None:
+    """Until the page's style sheet (``layout.PAGE_STYLE``) is in the page. A run that follows
+    the first one (the overview's idle warm-up) removes it and adds it again about 200 ms
+    later; a check in that gap saw no focus ring and would see Streamlit's own layout."""
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('style')).some(
+        s => s.textContent.includes("[data-testid='stSidebarNavLink']:focus-visible"))""")
+
+
 def _overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return not (a["right"] <= b["left"] or b["right"] <= a["left"]
                 or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
@@ -93,6 +101,7 @@ def check_layout(page: Any, name: str) -> None:
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullLayout)")
     wait_idle(page)
+    wait_styled(page)
     no_exception(page)
     titles = page.evaluate(TITLES_JS)
     for i, a in enumerate(titles):
@@ -186,6 +195,7 @@ def test_keyboard_focus_on_the_menu_is_visible(sized_page: Any, server: Any) -> 
     open_app(page, server.url)
     page.get_by_test_id("stSidebarNavLink").nth(1).wait_for()
     wait_idle(page)
+    wait_styled(page)
     page.get_by_test_id("stSidebarNavLink").first.focus()
     page.keyboard.press("Tab")  # to the next link, from the keyboard (:focus-visible)
     ring = page.evaluate("""() => { const s = getComputedStyle(document.activeElement);
