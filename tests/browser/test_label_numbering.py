@@ -20,7 +20,7 @@ import pytest
 from loopscope.engines import get_engine
 from loopscope.experiments.metrics import compute_metrics
 from loopscope.formats import load_paths
-from loopscope.labels import labels_for_sessions
+from loopscope.labels import Label, labels_for_sessions
 
 pytestmark = pytest.mark.browser
 
@@ -47,6 +47,25 @@ def stored_index(folder: Path, source: str) -> str | None:
     return None
 
 
+METRIC_ROWS = {"Loops caught": "loops_caught", "Turns wasted before a catch": "wasted_turns",
+               "Loops refused too early": "refused_early", "Loops missed": "loops_missed"}
+
+
+def dashboard_metrics(page: Any, engine: str) -> dict[str, int]:
+    """``engine``'s column of the metrics table on "Labels & sweep" (a data grid: read from
+    the table it keeps for screen readers), by metric name."""
+    title = get_engine(engine).title
+    find = """() => { const t = Array.from(document.querySelectorAll('table[role=grid]')).find(
+        g => g.rows.length > 1 && g.rows[0].cells[0].textContent.trim() === 'Metric');
+        return t ? Array.from(t.rows).map(r => Array.from(r.cells).map(
+            c => c.textContent.trim())) : null; }"""
+    page.wait_for_function(find)
+    wait_idle(page)
+    rows = page.evaluate(find)
+    column = rows[0].index(title)
+    return {METRIC_ROWS[r[0]]: int(r[column]) for r in rows[1:] if r[0] in METRIC_ROWS}
+
+
 def main_text(page: Any) -> str:
     return str(page.get_by_test_id("stMain").inner_text())
 
@@ -54,12 +73,8 @@ def main_text(page: Any) -> str:
 def test_the_turn_the_page_shows_typed_into_the_label_box_is_stored_as_its_index(
         own_samples_page: Any, own_samples_server: Any, own_samples: Path) -> None:
     page = own_samples_page
-    # The overview first: the server imports pandas on a thread when it starts, and a session
-    # page opened as the very first page can race that import (a plotly error, seen on main
-    # too); that race is not what this test is about.
-    page.goto(own_samples_server.url)
-    page.wait_for_selector("[class*=st-key-overview_chart] .js-plotly-plot .main-svg")
-    wait_idle(page)
+    # The session page as the fresh server's very first page: it used to race the server's
+    # background import of pandas (a plotly error, 2 starts in 3); pages now wait for it.
     page.goto(f"{own_samples_server.url}/session?session={quote(WRITE_LOOP)}&engines=gglib")
     page.wait_for_selector("[data-testid='stAppViewContainer']")
     page.get_by_text("Label this session", exact=True).wait_for()
@@ -104,3 +119,20 @@ def test_the_turn_the_page_shows_typed_into_the_label_box_is_stored_as_its_index
     labels = labels_for_sessions([str(own_samples / WRITE_LOOP)]).labels
     m = compute_metrics([engine.replay(s, config) for s in sessions], labels, sessions)
     assert (m.loops_caught, m.wasted_turns, m.refused_early) == (1, 0, 0)
+
+    # And so do the dashboard's: the metrics table of "Labels & sweep" scores every sample
+    # with the stored labels, as the metrics computed here from the file do …
+    everything = load_paths([str(own_samples)]).sessions
+    replays = [engine.replay(s, config) for s in everything]
+    stored = labels_for_sessions([str(own_samples)]).labels
+    expected = compute_metrics(replays, stored, everything)
+    page.goto(f"{own_samples_server.url}/sweep?engines=gglib")
+    shown_metrics = dashboard_metrics(page, "gglib")
+    for metric in ("loops_caught", "wasted_turns", "refused_early", "loops_missed"):
+        assert shown_metrics[metric] == getattr(expected, metric), (metric, shown_metrics)
+    # … and differ from what the turn stored a turn later (the old numbering) would give.
+    source = next(s.source for s in everything if Path(s.source).name == WRITE_LOOP)
+    late = compute_metrics(replays, dict(stored) | {source: Label.loop(source, shown)},
+                           everything)
+    assert (late.loops_caught, late.refused_early) == (
+        expected.loops_caught - 1, expected.refused_early + 1)

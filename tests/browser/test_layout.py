@@ -17,10 +17,15 @@ from typing import Any
 import pytest
 from tests.browser.test_e2e import no_exception, open_app, wait_idle
 
+from loopscope.engines import engine_names, get_engine
+
 pytestmark = pytest.mark.browser
 
 SHOTS = os.environ.get("LOOPSCOPE_SCREENSHOT_DIR")
 WIDTHS = {1000: 800, 1400: 900}
+GUARDS = {name: get_engine(name).title for name in engine_names()}
+"""Every guard the dashboard shows by default (five: gglib, OpenClaw, OpenHands, Gemini CLI,
+Qwen Code)."""
 
 # Every title Plotly draws on the page (a figure's title, a subplot's title annotation): its
 # box, and the box of the chart it belongs to.
@@ -77,6 +82,14 @@ def sized_page(request: pytest.FixtureRequest, browser: Any, server: Any) -> Ite
     context.close()
 
 
+def wait_styled(page: Any) -> None:
+    """Until the page's style sheet (``layout.PAGE_STYLE``) is in the page. A run that follows
+    the first one (the overview's idle warm-up) removes it and adds it again about 200 ms
+    later; a check in that gap saw no focus ring and would see Streamlit's own layout."""
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('style')).some(
+        s => s.textContent.includes("[data-testid='stSidebarNavLink']:focus-visible"))""")
+
+
 def _overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return not (a["right"] <= b["left"] or b["right"] <= a["left"]
                 or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
@@ -88,6 +101,7 @@ def check_layout(page: Any, name: str) -> None:
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.js-plotly-plot')).every(g => g._fullLayout)")
     wait_idle(page)
+    wait_styled(page)
     no_exception(page)
     titles = page.evaluate(TITLES_JS)
     for i, a in enumerate(titles):
@@ -115,27 +129,55 @@ def test_the_overview_shows_its_timeline_first_and_fits(sized_page: Any, server:
     top = chart.bounding_box()["y"]
     if page.loopscope_width == 1400:
         assert top < 900 - 150, f"the timeline starts {top:.0f} px down a 900 px window"
-    # A guard's panel keeps a readable width (four guards at 1000 px were ~30 px each).
+    # Every guard has a panel, each of a readable width (four guards at 1000 px were ~30 px
+    # each; five must not shrink them either).
     widths = page.evaluate("""() => Array.from(document.querySelectorAll(
         '[class*=st-key-overview_chart] .js-plotly-plot')).map(g => g.getBoundingClientRect().width)""")
-    assert len(widths) == 4 and min(widths) >= 400, widths
+    assert len(widths) == len(GUARDS) and min(widths) >= 400, widths
+    # Every guard's count is there, whole: one row at 1400 px (a sixth count alone on a second
+    # row pushed the timeline off the first screen), never narrower than its label.
+    counts = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.st-key-panels_summary [data-testid=stMetric]')).map(m => {
+            const b = m.getBoundingClientRect(); return [b.width, Math.round(b.top)]; })""")
+    assert len(counts) == 1 + len(GUARDS) and min(w for w, _ in counts) >= 140, counts
+    if page.loopscope_width == 1400:
+        assert len({top for _, top in counts}) == 1, counts
+    # The sessions table has a column per guard, none behind a sideways scroll (checked above).
+    header = page.locator("[class*=st-key-session_table] [role=columnheader]")
+    header.first.wait_for(state="attached")
+    headers = [h.strip() for h in header.all_text_contents()]
+    for title in GUARDS.values():
+        assert title in headers, headers
     # The guards' comparison, opened: every note read whole.
     page.get_by_text("How the guards compare on these sessions").click()
     page.locator("[class*=st-key-table_guards_table] [data-testid=stTable]").wait_for()
     check_layout(page, "overview-guards")
 
 
+# Upgrade impact with sessions that change (OpenClaw 2026.9.6 ignores these thresholds).
+UPGRADE_CHANGES = "/upgrade?openclaw.criticalThreshold=12&openclaw.warningThreshold=5"
+
+
 @pytest.mark.parametrize("path", [
     "/session", "/guide", "/compare", "/compare?compare.b.gglib.max_repeated_batch_steps=4",
-    "/upgrade", "/import-report", "/export",
+    "/upgrade", UPGRADE_CHANGES, "/import-report", "/export",
 ])
 def test_every_page_fits(sized_page: Any, server: Any, path: str) -> None:
     page = sized_page
     open_app(page, server.url + path)
     name = path.strip("/").replace("?", "-").split("=")[0].replace(".", "-")
-    if path.startswith("/compare?") or path == "/import-report":
+    if path.startswith("/compare?") or path in ("/import-report", UPGRADE_CHANGES):
         # The tables these pages were cut in are there, as tables that wrap.
         page.locator("[data-testid=stTable]").first.wait_for(timeout=15_000)
+    if path == "/session":
+        # Every guard answers at the top, each in a panel of a readable width.
+        page.locator(".st-key-why [data-testid=stError], .st-key-why [data-testid=stAlert]"
+                     ).first.wait_for()
+        heads = page.evaluate("""() => Array.from(document.querySelectorAll('.st-key-why h4'))
+            .map(h => [h.textContent.trim(), h.getBoundingClientRect().width])""")
+        assert [t for t, _ in heads] and all(any(t.startswith(g) for t, _ in heads)
+                                            for g in GUARDS.values()), heads
+        assert min(w for _, w in heads) >= 250, heads
     check_layout(page, name)
 
 
@@ -153,6 +195,7 @@ def test_keyboard_focus_on_the_menu_is_visible(sized_page: Any, server: Any) -> 
     open_app(page, server.url)
     page.get_by_test_id("stSidebarNavLink").nth(1).wait_for()
     wait_idle(page)
+    wait_styled(page)
     page.get_by_test_id("stSidebarNavLink").first.focus()
     page.keyboard.press("Tab")  # to the next link, from the keyboard (:focus-visible)
     ring = page.evaluate("""() => { const s = getComputedStyle(document.activeElement);

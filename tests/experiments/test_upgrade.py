@@ -88,13 +88,13 @@ def test_the_paragraph_starts_with_why_the_new_release_differs() -> None:
     assert cause_text(move, "OpenClaw", "2026.6.11", "2026.9.6") == (
         "OpenClaw 2026.9.6 ignores warningThreshold = 3 and historySize = 50 and uses fixed "
         "values instead (WARNING_THRESHOLD = 10 and TOOL_CALL_HISTORY_SIZE = 30); of the 10 "
-        "settings of 2026.6.11 it reads only enabled.")
+        "settings of 2026.6.11 only enabled still applies.")
     impact = upgrade_impact([R(2, 4, "loop"), None], [None, None], ["loop", None])
     text = release_note(impact, "OpenClaw", "2026.6.11", "2026.9.6", move)
     assert text == (
         "OpenClaw 2026.9.6 ignores warningThreshold = 3 and historySize = 50 and uses fixed "
         "values instead (WARNING_THRESHOLD = 10 and TOOL_CALL_HISTORY_SIZE = 30); of the 10 "
-        "settings of 2026.6.11 it reads only enabled. Moving OpenClaw from 2026.6.11 to "
+        "settings of 2026.6.11 only enabled still applies. Moving OpenClaw from 2026.6.11 to "
         "2026.9.6 changes 1 of 2 sessions: 1 is no longer refused (1 labelled a real loop, now "
         "missed). The other session behaves as before.")
     # at the defaults, the ignored settings are named, with what that means for these values

@@ -769,15 +769,66 @@ def test_no_chart_is_primed_while_another_session_imports_pandas(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """plotly.py serialising a figure reads a half-imported pandas (and fails): while the
     preload imports, a new session starts without the primer, and without an error."""
+    import threading
+
     from loopscope.ui import app, charts
 
     calls: list[int] = []
     primer = charts.primer_figure
     monkeypatch.setattr(charts, "primer_figure", lambda: calls.append(1) or primer())
-    assert app._importing.acquire(timeout=30)
-    try:
-        at = run_app()
-    finally:
-        app._importing.release()
+    holding, release = threading.Event(), threading.Event()
+
+    def importing() -> None:  # (the other session's preload, mid-import)
+        with app._importing:
+            holding.set()
+            release.wait(30)
+
+    preload = threading.Thread(target=importing, daemon=True)
+    monkeypatch.setattr(app, "_preloading", [preload])
+    preload.start()
+    assert holding.wait(30)
+    # (the page then waits for that import: let it end a moment after the run starts)
+    threading.Timer(1.0, release.set).start()
+    at = run_app()
     assert calls == [] and app.CHARTS_PRIMED_KEY not in at.session_state
+    assert not preload.is_alive()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_no_page_runs_while_the_pages_libraries_are_half_imported(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A page waits for the preload: a session page opened as the server's first request ran
+    while pandas was half imported, and plotly.py failed on it ("partially initialized module
+    'pandas' has no attribute 'Series'"). Here the preloaded library takes 3 s to import and
+    the corpus loads in far less: the page must still find it whole."""
+    import sys
+
+    import streamlit as st
+
+    from loopscope.ui import app
+
+    (tmp_path / "loopscope_slow_library.py").write_text(
+        "import time\ntime.sleep(3)\nWHOLE = True\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "loopscope_slow_library", raising=False)
+    monkeypatch.setattr(app, "_preloading", [])
+    monkeypatch.setattr(app, "PAGE_LIBRARIES", ("loopscope_slow_library",))
+    whole: list[bool] = []
+    navigation = st.navigation
+
+    def navigate(*args: Any, **kwargs: Any) -> Any:
+        page = navigation(*args, **kwargs)
+        run = page.run
+
+        def run_when_whole() -> None:
+            module = sys.modules.get("loopscope_slow_library")
+            whole.append(getattr(module, "WHOLE", False))
+            run()
+
+        page.run = run_when_whole
+        return page
+
+    monkeypatch.setattr(st, "navigation", navigate)
+    at = run_app()
+    assert whole == [True]
     assert not at.exception, [e.value for e in at.exception]

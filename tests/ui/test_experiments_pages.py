@@ -360,14 +360,27 @@ def test_the_upgrade_page_says_what_moving_to_another_release_changes(corpus: Pa
         f"OpenClaw {new} ignores warningThreshold = 3, criticalThreshold = 5 and "
         "globalCircuitBreakerThreshold = 7 and uses fixed values instead (WARNING_THRESHOLD = "
         "10, CRITICAL_THRESHOLD = 20 and GLOBAL_CIRCUIT_BREAKER_THRESHOLD = 30); of the 10 "
-        f"settings of {old} it reads only enabled. Moving OpenClaw from {old} to {new} changes ")
+        f"settings of {old} only enabled still applies. Moving OpenClaw from {old} to {new} "
+        "changes ")
     metrics = {m.label: int(m.value) for m in at.metric}
     assert metrics["No longer refused"] == len(impact.no_longer_refused)
     assert metrics["Newly refused"] == len(impact.newly_refused)
-    # the settings box says in words what B reads, not "reads 1 of the 10"
+    # the settings box says in words what still applies in B, not "reads 1 of the 10"
     (box,) = [re.sub(r"\\(.)", r"\1", e.label) for e in at.expander
               if e.label.startswith("Settings")]
-    assert box == f"Settings: of the 10 settings of {old}, {new} reads only enabled"
+    assert box == f"Settings: of the 10 settings of {old}, only enabled still applies in {new}"
+    # the sessions that change: every one, in words, under headings that name the releases
+    (table,) = at.table
+    frame = table.value.rename(columns=lambda c: re.sub(r"\\(.)", r"\1", c)).map(
+        lambda c: re.sub(r"\\(.)", r"\1", c))
+    assert list(frame.columns) == ["session", "what changes", f"under {old} (A)",
+                                   f"under {new} (B)", "label"]
+    assert len(frame) == len(impact.changed) > 0
+    names = list(frame["session"])
+    for column in (f"under {old} (A)", f"under {new} (B)"):
+        assert all(c == "not refused" or re.fullmatch(r"call \d+ \(turn \d+\)", c)
+                   for c in frame[column]), list(frame[column])
+    assert at.selectbox(key="upgrade.open").options == names
     # the CLI prints the same paragraph
     from click.testing import CliRunner
 
@@ -432,3 +445,12 @@ def test_the_pages_read_sizes_from_the_heads_not_every_session(
     ok(compare_b_repeats_4(open_page(COMPARE)))
     ok(open_page("src/loopscope/ui/pages/export.py"))
     assert walked == []
+
+
+def test_the_label_editor_shows_an_empty_cell_not_none(corpus: Path) -> None:
+    """An unlabelled session's loop start (a missing value) is an empty cell: the grid writes
+    "None" in a missing cell unless the editor is given a placeholder."""
+    at = open_page(SWEEP)
+    (editor,) = [d for d in at.get("dataframe") if d.proto.editing_mode]
+    assert editor.proto.HasField("placeholder") and editor.proto.placeholder == ""
+    assert editor.value["loop_start_turn"].isna().any()  # (there are empty cells to show)

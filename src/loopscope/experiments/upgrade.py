@@ -258,7 +258,7 @@ def _names(names: Sequence[str], limit: int = 4) -> str:
 def cause_text(move: SettingsMove, guard: str, version_a: str, version_b: str) -> str:
     """Why ``version_b`` behaves otherwise with these settings, as far as the schemas tell:
     "OpenClaw 2026.9.6 ignores warningThreshold = 3 … and uses fixed values instead (…); of
-    the 10 settings of 2026.6.11 it reads only enabled." Empty when every setting carries."""
+    the 10 settings of 2026.6.11 only enabled still applies." Empty when every setting carries."""
     if not move.ignored and not move.b_set:
         return ""
     sentences = []
@@ -269,8 +269,10 @@ def cause_text(move: SettingsMove, guard: str, version_a: str, version_b: str) -
         if fixed:
             text += f" and uses fixed values instead ({_join(fixed)})"
         if len(move.ignored) > len(move.mattering):
-            text += ("; of the " + _n(move.total, "setting") + f" of {version_a} it reads "
-                     + (f"only {_join(list(move.read))}" if move.read else "none"))
+            text += ("; of the " + _n(move.total, "setting") + f" of {version_a} "
+                     + (f"only {_join(list(move.read))} still "
+                        + ("applies" if len(move.read) == 1 else "apply")
+                        if move.read else "none still applies"))
         sentences.append(text + ".")
     elif move.ignored:
         text = (f"{guard} {version_b} ignores {len(move.ignored):,} of the "

@@ -46,6 +46,7 @@ def main() -> None:
     corpus = data_source.load_current_corpus(show_progress=True)
     if primer is not None:
         primer.empty()
+    _await_page_libraries()
     state.set_corpus(corpus)
     with st.sidebar:
         settings.render_corpus_status(corpus)
@@ -72,8 +73,8 @@ wait, which a background import hides behind the loading."""
 _preloading: list[threading.Thread] = []
 _importing = threading.Lock()
 """Held while the preload imports: plotly.py reads a half-imported pandas from
-``sys.modules`` (and fails) when it serialises a figure meanwhile, which pages never do (they
-import pandas first, which waits for the import) but the chart primer would."""
+``sys.modules`` (and fails) when it builds a figure meanwhile. Pages run only after the import
+(:func:`_await_page_libraries`); the chart primer, drawn before the load, checks this lock."""
 
 
 def _preload_page_libraries() -> None:
@@ -81,7 +82,8 @@ def _preload_page_libraries() -> None:
     corpus loads: a large folder's cold load is a minute of this process waiting on its
     workers, and the first page then starts without the import (a second start, from the
     on-disk cache, overlaps it with reading the snapshot). Python's import lock makes a page
-    that imports them meanwhile wait for this import rather than start its own."""
+    that imports them meanwhile wait for this import rather than start its own, and
+    :func:`_await_page_libraries` makes every page wait for it."""
     if _preloading:
         return
 
@@ -93,6 +95,17 @@ def _preload_page_libraries() -> None:
     thread = threading.Thread(target=preload, name="loopscope-preload", daemon=True)
     _preloading.append(thread)
     thread.start()
+
+
+def _await_page_libraries() -> None:
+    """Wait for :func:`_preload_page_libraries` to finish before a page runs. A page must not
+    start while pandas is half imported: plotly.py (and Streamlit) look pandas up in
+    ``sys.modules`` without importing it, find the half-imported module there and fail
+    ("partially initialized module 'pandas' has no attribute 'Series'") — a session page
+    opened as the server's very first request did. Once the import is done this returns at
+    once; the import still overlaps the corpus's loading."""
+    for thread in _preloading:
+        thread.join()
 
 
 CHARTS_PRIMED_KEY = "_loopscope_charts_primed"

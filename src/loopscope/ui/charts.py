@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import operator
+import textwrap
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -954,7 +955,9 @@ def session_figure(
         where = (first + 1) / (end + 1) if end > -1 else 0.5
         anchor = "right" if where > 0.66 else ("left" if where < 0.34 else "center")
         fig.add_annotation(
-            x=first, y=lane, xref="x", yref="y", text=f"<b>refused</b>: {_first_refusal_text(s)}",
+            x=first, y=lane, xref="x", yref="y",
+            text="<br>".join(textwrap.wrap(f"<b>refused</b>: {_first_refusal_text(s)}",
+                                           REFUSAL_LABEL_CHARS + len("<b></b>"))),
             showarrow=True, arrowhead=2, ax=0, ay=-34, xanchor=anchor, bgcolor="#ffffff",
             bordercolor="#333", font={"size": 12, "color": "#1f1f1f"},
         )
@@ -1006,8 +1009,14 @@ def session_figure(
     return fig
 
 
+REFUSAL_LABEL_CHARS = 24
+"""The first refusal's label in a session chart breaks into lines of up to this many characters
+(~150 px): a chart beside the transcript at 1000 px has ~220 px of plot, and a one-line label
+("refused: tool-call loop (repeated call or cycle), count 1") ran over the tools' names."""
+
+
 def _first_refusal_text(s: Step) -> str:
-    count = f", count {s.count}" if s.count is not None else ""
+    count = f", count\u00a0{s.count}" if s.count is not None else ""  # (never "count" / "1")
     return f"{style_of(s.detector).title}{count}"
 
 

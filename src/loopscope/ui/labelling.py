@@ -377,6 +377,7 @@ def label_table(
         hide_index=True,
         width="stretch",
         num_rows="fixed",
+        placeholder="",  # (an empty loop start or refusal shows empty, not "None")
         disabled=[c for c in frame.columns if c not in ("label", TURN_NUMBER_COLUMN)],
         column_config={
             "session": st.column_config.TextColumn("Session"),

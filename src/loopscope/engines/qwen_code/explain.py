@@ -29,7 +29,7 @@ from loopscope.engines.qwen_code.upstream import (
 from loopscope.engines.qwen_code.upstream import CAP as CAP_LOOP
 from loopscope.model import Session
 
-__all__ = ["EXPLAINER", "LABELS", "QwenExplainer", "guide_examples", "reason"]
+__all__ = ["CONSEQUENCE", "EXPLAINER", "LABELS", "QwenExplainer", "guide_examples", "reason"]
 
 LABELS: Final[Mapping[str, str]] = {
     CONSECUTIVE: "the same tool call several times in a row",
@@ -88,6 +88,15 @@ def reason(detector: str, config: QwenConfig) -> str:
     return "Qwen Code detected a loop."
 
 
+CONSEQUENCE: Final = (
+    "This refusal stops the agent: Qwen Code ends the prompt here (loop detected), and the "
+    "agent waits for the user's next message; the interactive app then offers to turn loop "
+    "detection off for the session.")
+"""Whether a Qwen Code refusal stops the agent: it does. Every detection halts the prompt
+(a ``LoopDetected`` event ends its stream; the call that fired is not run) with no recovery
+retry, and only a new user message starts the next prompt."""
+
+
 class QwenExplainer:
     """What Qwen Code would have done at each step."""
 
@@ -118,7 +127,8 @@ class QwenExplainer:
         return StepExplanation(
             f"Qwen Code would have stopped {what}: {label}.",
             (f"Prompt {prompt}, detection {step.count} in this prompt.",),
-            which_limit=reason(step.detector, cfg), guard_action=action, levers=levers)
+            which_limit=reason(step.detector, cfg), guard_action=action, levers=levers,
+            consequence=CONSEQUENCE if step.verdict == "refuse" else None)
 
     def limitations(self, session: Session | None, replay: SessionReplay, config: Any,
                     warnings: Sequence[str] = ()) -> tuple[Limitation, ...]:

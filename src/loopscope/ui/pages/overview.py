@@ -73,20 +73,23 @@ def _welcome() -> None:
                 st.page_link(target, label="How guards decide", icon=":material/menu_book:")
 
 
-# Counts per row: more guards wrap to a second row rather than cut their labels off.
-SUMMARY_PER_ROW = 5
+# The narrowest a count gets (its label wraps inside): every guard's count and the sessions'
+# in one row at 1400 px (five guards), three to a row at 1000 px, rather than a row of five
+# and one count alone on a second row.
+SUMMARY_MIN_PX = 150
 
 
 def _summary(corpus: Any, results: dict[str, Any]) -> None:
-    n = min(1 + len(results), SUMMARY_PER_ROW)
-    cols = [c for _ in range(0, 1 + len(results), n) for c in st.columns(n)]
-    cols[0].metric("Sessions", f"{len(corpus.sessions):,}")
-    for i, (name, reps) in enumerate(results.items()):
-        refused, warned = state.refused_warned(reps)
-        cols[1 + i].metric(
-            f"{state.engine_titles()[name]}: refused", f"{refused:,}",
-            help="Sessions where the guard would have blocked a call at least once.")
-        cols[1 + i].caption(f"{warned:,} with warnings")
+    with layout.panels("summary", SUMMARY_MIN_PX):
+        with st.container():
+            st.metric("Sessions", f"{len(corpus.sessions):,}")
+        for name, reps in results.items():
+            refused, warned = state.refused_warned(reps)
+            with st.container():
+                st.metric(
+                    f"{state.engine_titles()[name]}: refused", f"{refused:,}",
+                    help="Sessions where the guard would have blocked a call at least once.")
+                st.caption(f"{warned:,} with warnings")
 
 
 def _guards(corpus: Any, results: dict[str, Any]) -> None:
@@ -276,10 +279,12 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
             columns[f"{t} verdict"] = compact[t]
     if changed:
         order.append("against the baseline")
+    session_px = max(SESSION_COLUMN_MIN_PX, TABLE_PX - CALLS_COLUMN_PX - LABEL_COLUMN_PX
+                     - GUARD_COLUMN_PX * len(titles))
     config: dict[str, Any] = {
-        "session": st.column_config.TextColumn("session", width=200),
-        "calls": st.column_config.NumberColumn("calls", width=52),
-        "label": st.column_config.TextColumn("label", width=76),
+        "session": st.column_config.TextColumn("session", width=session_px),
+        "calls": st.column_config.NumberColumn("calls", width=CALLS_COLUMN_PX),
+        "label": st.column_config.TextColumn("label", width=LABEL_COLUMN_PX),
     }
     for t in titles:
         config[f"{t} verdict"] = st.column_config.TextColumn(
@@ -305,8 +310,16 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
         page_helpers.open_session(corpus.sources[window[row]])
 
 
-# A guard's compact column: "call 123" or "warned 12×" at the table's font.
-GUARD_COLUMN_PX = 76
+# The compact table's columns fit the page's width at 1000 px with the sidebar open (638 px):
+# a guard's column holds its name and "call 123" or "warned 12×" at the table's font; the
+# session's name takes what the guards leave (its whole name is in the timeline's hover and on
+# its page), so five guards fit without the sideways scroll that hid the last ones (a sixth
+# guard, a plug-in, brings the scroll back).
+TABLE_PX = 632
+GUARD_COLUMN_PX = 80
+CALLS_COLUMN_PX = 42
+LABEL_COLUMN_PX = 72
+SESSION_COLUMN_MIN_PX = 110
 
 
 def _compact_text(first: Any, warnings: int) -> str:

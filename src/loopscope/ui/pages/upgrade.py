@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from loopscope.engines import ConfigError, FirstRefusal, get_engine
@@ -17,7 +16,7 @@ from loopscope.experiments.upgrade import (
     settings_move,
     upgrade_impact,
 )
-from loopscope.ui import page_helpers, state
+from loopscope.ui import layout, page_helpers, state
 from loopscope.ui.plain_words import md, where
 from loopscope.words import plural
 
@@ -102,12 +101,17 @@ def render() -> None:
                    "uses its defaults.", icon=":material/warning:")
         res_b = eng.config({}, version_b)
     if dropped or added:
-        read = ("only " + ", ".join(kept) if kept else "none") if dropped else "all"
+        if not dropped:
+            applies = f"all still apply in {version_b}, which has settings of its own"
+        elif kept:
+            applies = (f"only {', '.join(kept)} still "
+                       f"{'applies' if len(kept) == 1 else 'apply'} in {version_b}")
+        else:
+            applies = f"none applies in {version_b}"
         with st.expander(f"Settings: of the {plural(len(values), 'setting')} of "
-                         f"{md(version_a)}, {md(version_b)} reads {md(read)}",
-                         icon=":material/tune:"):
+                         f"{md(version_a)}, {md(applies)}", icon=":material/tune:"):
             if dropped:
-                st.markdown(f"**Not read by {md(version_b)}** (the guard ignores them): "
+                st.markdown(f"**Ignored by {md(version_b)}:** "
                             + ", ".join(md(x) for x in dropped) + ".")
             if added:
                 st.markdown(f"**{md(version_b)}'s own**, at its defaults: "
@@ -145,7 +149,7 @@ def render() -> None:
         st.success(f"Every session is refused, or let through, at the same point under "
                    f"{md(version_a)} and {md(version_b)}.", icon=":material/check:")
         return
-    _table(impact, firsts_a, firsts_b, labels)
+    _table(impact, firsts_a, firsts_b, labels, (version_a, version_b))
     st.button(f"Use {version_b} in the sidebar", key="upgrade.use_b",
               on_click=state.apply_settings, args=({state.version_key(engine): version_b},),
               icon=":material/upgrade:",
@@ -154,27 +158,33 @@ def render() -> None:
 
 
 def _table(impact: UpgradeImpact, a: list[FirstRefusal | None], b: list[FirstRefusal | None],
-           labels: list[str | None]) -> None:
+           labels: list[str | None], versions: tuple[str, str]) -> None:
+    """The sessions that change, as a table whose cells wrap (every name and word read whole
+    at 1000 px, where a data grid cut them and hid the label column behind a sideways
+    scroll), and a box that opens one of them."""
     corpus = state.corpus()
     rows = list(impact.changed)
-    frame = pd.DataFrame({
-        "session": [corpus.session_names[i] for i in rows],
-        "change": [_change_of(impact, i) for i in rows],
-        "A": [where(a[i]) or "not refused" for i in rows],
-        "B": [where(b[i]) or "not refused" for i in rows],
-        "label": [{"loop": "real loop", "ok": "good work"}.get(labels[i] or "", "")
-                  for i in rows],
-    })
-    event = st.dataframe(frame, hide_index=True, width="stretch", on_select="rerun",
-                         selection_mode="single-cell", key="upgrade.table")
-    selection = getattr(event, "selection", None)
-    cells = getattr(selection, "cells", None) or []
-    if cells:
-        first = cells[0]
-        row = first[0] if isinstance(first, list | tuple) else getattr(first, "row", None)
-        if isinstance(row, int) and 0 <= row < len(rows):
-            page_helpers.open_session(corpus.sources[rows[row]])
-    st.caption("Click a session to open it (it opens under A, the sidebar's release).")
+    version_a, version_b = versions
+    layout.wrapped_table([{
+        "session": corpus.session_names[i],
+        "what changes": _change_of(impact, i),
+        f"under {version_a} (A)": where(a[i]) or "not refused",
+        f"under {version_b} (B)": where(b[i]) or "not refused",
+        "label": {"loop": "real loop", "ok": "good work"}.get(labels[i] or "", ""),
+    } for i in rows], key="upgrade_table", empty="")
+    names = {corpus.session_names[i]: corpus.sources[i] for i in rows}
+    st.selectbox("Open one of these sessions", list(names), index=None, key=OPEN_KEY,
+                 placeholder="Choose a session", on_change=_open_chosen, args=(names,),
+                 help="Its page opens under A, the sidebar's release.")
+
+
+OPEN_KEY = "upgrade.open"
+
+
+def _open_chosen(names: dict[str, str]) -> None:
+    chosen = st.session_state.pop(OPEN_KEY, None)
+    if chosen in names:
+        page_helpers.open_session(names[chosen])
 
 
 if __name__ == "__main__":  # run as a Streamlit page
