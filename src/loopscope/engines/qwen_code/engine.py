@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from loopscope.engines.base import ConfigError, SessionReplay
+from loopscope.engines.base import ConfigError, RunColumns, SessionReplay, columns_of, packed
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -42,6 +42,9 @@ from loopscope.engines.qwen_code.explain import EXPLAINER, LABELS
 from loopscope.engines.qwen_code.fast import PreparedSession, prepare, run
 from loopscope.engines.qwen_code.reference import ENGINE_NAME, replay_session
 from loopscope.model import Session
+
+if TYPE_CHECKING:
+    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "QwenCodeEngine"]
 
@@ -85,6 +88,9 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
     strict_bool = True
+    replayed_one_by_one: tuple[str, ...] = ("CONTENT_LOOP_THRESHOLD", "THOUGHT_REPEAT_THRESHOLD")
+    """With the opt-in checks on, a change of these what-ifs replays every session with reply
+    text (thoughts) one by one: the text walk is not kept in columns for other constants."""
     detectors = tuple(DetectorInfo(key, LABELS[key], text, ("refuse",))
                       for key, text in _DESCRIPTIONS.items())
 
@@ -156,6 +162,28 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: QwenConfig) -> SessionReplay:
         return run(prepared, config)
 
+    def run_many(self, prepared: Sequence[Any], config: QwenConfig) -> RunColumns:
+        """Vectorised passes over every step of the corpus (:func:`columns.run_columns`); with
+        the opt-in checks on, the few sessions whose reply checks an always-on detection
+        changes, and any session with reply text under a content or thought what-if, are run
+        one by one. A plain list is run session by session."""
+        from loopscope.engines.qwen_code import columns
+
+        steps = packed(prepared, (self.name, "steps"), _steps)
+        if steps is None:
+            return super().run_many(prepared, config)
+        replay_of = lambda i: self.run(prepared[i], config)  # noqa: E731
+        return columns_of(columns.run_columns(steps, config, replay_of), replay_of,
+                          columns.DETECTORS)
+
+    def table_spec(self, version: str | None = None) -> TableSpec | None:
+        from loopscope.engines.qwen_code import columns
+        from loopscope.engines.table import json_table_spec
+
+        self.check_version(version)
+        return json_table_spec(self, version, columns=columns.SCHEMA,
+                               encode_columns=columns.step_columns, check=columns.check)
+
     def encode_prepared(self, prepared: PreparedSession) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
@@ -185,3 +213,12 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
 
 
 ENGINE: Final = QwenCodeEngine()
+
+
+def _steps(prepared: Sequence[Any]) -> Any:
+    """The step columns of ``prepared`` laid out for :func:`columns.run_columns` (or None:
+    :func:`~loopscope.engines.table.laid_out`)."""
+    from loopscope.engines.qwen_code import columns
+    from loopscope.engines.table import laid_out
+
+    return laid_out(prepared, ENGINE.name, PreparedSession, columns.Steps, columns.step_columns)
