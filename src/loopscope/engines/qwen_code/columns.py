@@ -46,6 +46,7 @@ from loopscope.engines.qwen_code.detector import (
     CAP,
     CHANTING,
     CONSECUTIVE,
+    CONTENT_CHUNK_SIZE,
     GLOBAL_DUPLICATE,
     READ_FILE,
     READ_LIKE_NAME_PREFIXES,
@@ -103,10 +104,27 @@ def _is_read_like(name: str) -> bool:
     return name in READ_LIKE_TOOL_NAMES or name.startswith(READ_LIKE_NAME_PREFIXES)
 
 
+class _Walk(LoopDetectionService):
+    """The service, with each text window's occurrences filed under the window itself
+    rather than its SHA-256 (equal windows, equal digests; two different 50-unit windows with
+    one SHA-256 are not known): the same walk, without hashing every window of the text."""
+
+    def analyze_content_chunks_for_loop(self) -> bool:
+        history = self.stream_content_history
+        while self.last_content_index + CONTENT_CHUNK_SIZE <= len(history):
+            start = self.last_content_index
+            chunk = history[start:start + CONTENT_CHUNK_SIZE]
+            if self.is_loop_detected_for_chunk(chunk, chunk):
+                self.last_loop_type = CHANTING
+                return True
+            self.last_content_index += 1
+        return False
+
+
 def _session_rows(items: Sequence[Item], out: dict[str, list[Any]]) -> None:
     """One session's rows of :data:`SCHEMA` (but ``step_start``), appended to ``out``."""
     # The reply walk with every call fed to the heuristics, under Qwen Code's own constants.
-    walk = LoopDetectionService(_OWN, skip=False, cap=0)
+    walk = _Walk(_OWN, skip=False, cap=0)
     keys: dict[str, int] = {}
     names: dict[str, int] = {}
     prompt = 0
