@@ -201,3 +201,14 @@ def test_a_damaged_table_is_refused() -> None:
         with pytest.raises(TableError):
             spec.open(damaged)
     spec.open({k: v.copy() for k, v in table.columns.items()})  # (the undamaged one opens)
+
+
+def test_a_table_reads_back_every_session() -> None:
+    """Beside its columns the table keeps each session's JSON: a session read back (a drawn
+    row, an opened session) is the session prepared."""
+    sessions, prepared, table = _corpus(38, 12)
+    config = CONFIGS["what-ifs"]
+    for i, (session, p) in enumerate(zip(sessions, prepared, strict=True)):
+        back = table[i]
+        assert ENGINE.encode_prepared(back) == ENGINE.encode_prepared(p), i
+        assert ENGINE.run(back, config) == ENGINE.replay(session, config), i
