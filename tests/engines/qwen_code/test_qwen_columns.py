@@ -212,3 +212,36 @@ def test_a_table_reads_back_every_session() -> None:
         back = table[i]
         assert ENGINE.encode_prepared(back) == ENGINE.encode_prepared(p), i
         assert ENGINE.run(back, config) == ENGINE.replay(session, config), i
+
+
+def test_a_call_that_clears_nothing_lets_thoughts_pile_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 5th identical call is stopped by the always-on tier, so it is not fed to the
+    heuristics and does not clear the thoughts: the thought before it and the one after make
+    three in a row with the one before (a detection the walk with every call fed never sees).
+    The columns hand this session to the per-session run; without the thought after the call
+    nothing can differ, and nothing is run one by one."""
+    def session(last_thought: bool) -> Session:
+        b = SessionBuilder()
+        b.user("go")
+        thought = "I should read the file again."
+        for k in range(5):
+            if k == 4:
+                b.assistant("", thinking=thought)
+            turn = b.assistant("", thinking=thought)
+            b.call(turn, "read_file", {"path": "/a"}, "value", id=f"c{k}")
+        if last_thought:
+            b.assistant("", thinking=thought)
+        return b.build(id="thoughts", source="hand", format="openai_chat")
+
+    config = QwenConfig(skip_loop_detection=False)
+    runs = _counting_runs(monkeypatch)
+    for last in (True, False):
+        one = session(last)
+        table = ENGINE.table_spec().table([ENGINE.prepare(one)])
+        replay = ENGINE.replay(one, config)
+        assert ("repetitive_thoughts" in [s.detector for s in replay.steps]) is last
+        runs.clear()
+        columns = run_many(ENGINE, table, config)
+        assert len(runs) == (1 if last else 0)
+        assert_columns_equal(columns, [replay])

@@ -23,10 +23,12 @@ and the replay goes on). What each check reads, and which part of it a configura
   ``THOUGHT_REPEAT_THRESHOLD`` (``text_hit``), and per call whether that walk had text or
   thoughts pending when the call cleared them (``dirty``). A call the always-on tier fires on
   is not fed, so it clears nothing: when nothing was pending, clearing changed nothing and the
-  walk is the same. So a session's reply verdicts are the table's unless some call the
-  always-on tier fires on had text pending; such a session is replayed one by one (the
-  per-session rule itself), as is any session with reply text or thoughts under a changed
-  content or thought constant (a what-if).
+  walk is the same; nor does it matter when no reply text or thought comes before the next
+  fed call or the prompt's end (either clears everything). So a session's reply verdicts are
+  the table's unless some call the always-on tier fires on had text pending and more text
+  follows; such a session is replayed one by one (the per-session rule itself), as is any
+  session with reply text or thoughts under a changed content or thought constant (a
+  what-if).
 
 The table keeps each session's JSON (:func:`~loopscope.engines.table.json_table_spec`) for
 the sessions that are read (a drawn row, an opened session), beside these columns.
@@ -235,12 +237,14 @@ class Steps:
         "name",
         "new_prompt",
         "owner",
+        "prompt_end",
         "read_like",
         "rep",
         "sessions",
         "stateful",
         "text_hit",
         "text_sessions",
+        "text_steps",
         "thought_sessions",
         "turn",
     )
@@ -255,6 +259,8 @@ class Steps:
         kind = columns["text_kind"]
         self.text_sessions = np.unique(owner[kind > 0])
         self.thought_sessions = np.unique(owner[kind == 2])
+        self.text_steps = np.zeros(len(kind) + 1, dtype=np.int64)
+        np.cumsum(kind > 0, out=self.text_steps[1:])
         at = np.flatnonzero(self.call >= 0)
         self.call_step = at
         self.key, self.name = columns["key"][at], columns["name"][at]
@@ -266,6 +272,12 @@ class Steps:
         new = np.ones(len(at), dtype=np.bool_)
         new[1:] = (call_owner[1:] != call_owner[:-1]) | (prompt[1:] != prompt[:-1])
         self.new_prompt = new
+        # Where each call's prompt ends (a step position).
+        step_prompt = np.asarray(columns["prompt"], dtype=np.int64)
+        opens = np.ones(len(self.turn), dtype=np.bool_)
+        opens[1:] = (owner[1:] != owner[:-1]) | (step_prompt[1:] != step_prompt[:-1])
+        ends = np.append(np.flatnonzero(opens)[1:], len(self.turn))
+        self.prompt_end = ends[(np.cumsum(opens, dtype=np.int64) - 1)[at]]
         # Calls grouped by (prompt, key), in call order within a group.
         group = np.cumsum(new, dtype=np.int64) - 1
         order = np.lexsort((np.arange(len(at)), self.key, group))
@@ -388,11 +400,19 @@ def _heuristics(steps: Steps, fed: Any, c: Constants) -> tuple[Any, Any]:
 def one_by_one(steps: Steps, config: QwenConfig, always: Any) -> Any:
     """The sessions :func:`run_columns` replays one by one under ``config`` (sorted): with the
     opt-in checks on, those where a call the always-on tier fires on had reply text or
-    thoughts pending, and those with reply text (thoughts) under a changed content (thought)
-    constant."""
+    thoughts pending and more comes before the next call fed to the heuristics (or the
+    prompt's end: either clears it all), and those with reply text (thoughts) under a changed
+    content (thought) constant."""
     if config.skip_loop_detection:
         return np.zeros(0, dtype=np.int64)
-    parts = [steps.owner[steps.call_step[always & steps.dirty]]]
+    pending = np.flatnonzero(always & steps.dirty)
+    # The next fed call at or after each call (a step position; past the end: none).
+    fed_at = np.where(always, len(steps.turn), steps.call_step)
+    after = np.minimum.accumulate(fed_at[::-1])[::-1][pending]
+    end = np.minimum(after, steps.prompt_end[pending])
+    text = steps.text_steps
+    more = text[end] - text[steps.call_step[pending] + 1] > 0
+    parts = [steps.owner[steps.call_step[pending[more]]]]
     c = config.constants
     if c.content_loop_threshold != _OWN.content_loop_threshold:
         parts.append(steps.text_sessions)
