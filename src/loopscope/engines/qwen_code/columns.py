@@ -230,14 +230,14 @@ class Steps:
         "call_step",
         "capmax",
         "dirty",
-        "group_first",
+        "group_begin",
         "group_order",
         "inspection",
         "key",
         "name",
-        "new_prompt",
         "owner",
         "prompt_end",
+        "prompt_of",
         "read_like",
         "rep",
         "sessions",
@@ -271,7 +271,7 @@ class Steps:
         call_owner = owner[at]
         new = np.ones(len(at), dtype=np.bool_)
         new[1:] = (call_owner[1:] != call_owner[:-1]) | (prompt[1:] != prompt[:-1])
-        self.new_prompt = new
+        self.prompt_of = np.cumsum(new, dtype=np.int64) - 1
         # Where each call's prompt ends (a step position).
         step_prompt = np.asarray(columns["prompt"], dtype=np.int64)
         opens = np.ones(len(self.turn), dtype=np.bool_)
@@ -279,14 +279,14 @@ class Steps:
         ends = np.append(np.flatnonzero(opens)[1:], len(self.turn))
         self.prompt_end = ends[(np.cumsum(opens, dtype=np.int64) - 1)[at]]
         # Calls grouped by (prompt, key), in call order within a group.
-        group = np.cumsum(new, dtype=np.int64) - 1
+        group = self.prompt_of
         order = np.lexsort((np.arange(len(at)), self.key, group))
         first = np.ones(len(at), dtype=np.bool_)
         if len(at) > 1:
             g, k = group[order], self.key[order]
             first[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1])
         self.group_order = order
-        self.group_first = first
+        self.group_begin = _segment_starts(first)
 
     def __len__(self) -> int:
         return self.sessions
@@ -298,51 +298,48 @@ def _segment_starts(new: Any) -> Any:
     return np.maximum.accumulate(np.where(new, idx, 0)) if len(new) else idx
 
 
-def _run_length(flag: Any, new: Any) -> Any:
-    """For each item: how many items in a row, ending with it and within its segment, have
-    ``flag`` (0 where it has not)."""
+def _run_length(flag: Any, begin: Any) -> Any:
+    """For each item: how many items in a row, ending with it and within its segment (which
+    begins at ``begin``), have ``flag`` (0 where it has not)."""
     idx = np.arange(len(flag), dtype=np.int64)
     if not len(flag):
         return idx
     last_off = np.maximum.accumulate(np.where(flag, -1, idx))
-    begin = np.maximum(last_off + 1, _segment_starts(new))
-    return np.where(flag, idx - begin + 1, 0)
+    return np.where(flag, idx - np.maximum(last_off + 1, begin) + 1, 0)
 
 
-def _segment_cumsum(values: Any, new: Any) -> Any:
-    """The running sum of ``values`` within each segment."""
+def _segment_cumsum(values: Any, begin: Any) -> Any:
+    """The running sum of ``values`` within each segment (which begins at ``begin``)."""
     total = np.cumsum(values, dtype=np.int64)
     if not len(total):
         return total
-    begin = _segment_starts(new)
     return total - (total[begin] - np.asarray(values, dtype=np.int64)[begin])
 
 
-def _compressed_new(new: Any, keep: Any) -> Any:
-    """``new`` for the kept items only: a kept item opens a segment when a segment opened at
-    or since the kept item before it."""
-    segment = np.cumsum(new, dtype=np.int64)[keep]
-    out = np.ones(len(segment), dtype=np.bool_)
-    out[1:] = segment[1:] != segment[:-1]
-    return out
+def _kept(steps: Steps, keep: Any) -> tuple[Any, Any]:
+    """The calls ``keep`` (a mask) as positions, and for each, where its prompt begins among
+    them."""
+    kept = np.flatnonzero(keep)
+    prompt = steps.prompt_of[kept]
+    new = np.ones(len(kept), dtype=np.bool_)
+    new[1:] = prompt[1:] != prompt[:-1]
+    return kept, _segment_starts(new)
 
 
 def _always_on(steps: Steps, config: QwenConfig) -> tuple[Any, Any]:
     """Per tool call: whether the always-on tier fires, and which check (a detector code)."""
     c = config.constants
     passed = steps.rep < c.tool_call_loop_threshold  # (the consecutive check did not fire)
-    kept = np.flatnonzero(passed)
-    new = _compressed_new(steps.new_prompt, passed)
-    streak = _run_length(steps.inspection[kept], new)
+    kept, begin = _kept(steps, passed)
+    streak = _run_length(steps.inspection[kept], begin)
     shell = np.zeros(len(passed), dtype=np.bool_)
     shell[kept] = streak >= c.stagnation_threshold
     counted = passed & ~shell
     cap_fire = np.zeros(len(passed), dtype=np.bool_)
     cap = config.max_tool_calls_per_turn
     if cap > 0:
-        kept = np.flatnonzero(counted)
-        total = _segment_cumsum(np.ones(len(kept), dtype=np.int64),
-                                _compressed_new(steps.new_prompt, counted))
+        kept, begin = _kept(steps, counted)
+        total = np.arange(1, len(kept) + 1, dtype=np.int64) - begin
         hard = cap * c.adaptive_cap_hard_multiplier
         stuck = steps.capmax[kept] >= c.global_duplicate_threshold
         cap_fire[kept] = (total > cap) & (config.explicit | (total > hard) | stuck)
@@ -355,16 +352,15 @@ def _always_on(steps: Steps, config: QwenConfig) -> tuple[Any, Any]:
 def _heuristics(steps: Steps, fed: Any, c: Constants) -> tuple[Any, Any]:
     """Per tool call: whether the opt-in checks fire on it (only the ``fed`` calls reach them),
     and which (the last that fired, as the service reports)."""
-    kept = np.flatnonzero(fed)
-    new = _compressed_new(steps.new_prompt, fed)
+    kept, begin = _kept(steps, fed)
     n = len(kept)
-    pos = np.arange(n, dtype=np.int64) - _segment_starts(new)
+    pos = np.arange(n, dtype=np.int64) - begin
     key, name = steps.key[kept], steps.name[kept]
     # Global duplicate: the times this call came among the fed calls of the prompt.
     counted = fed & ~steps.stateful
     order = steps.group_order
     times = np.empty(len(fed), dtype=np.int64)
-    times[order] = _segment_cumsum(counted[order], steps.group_first)
+    times[order] = _segment_cumsum(counted[order], steps.group_begin)
     duplicate = (counted & (times >= c.global_duplicate_threshold))[kept]
     # Alternating: the last 2 × cycles keys are A B A B … with A ≠ B.
     differs = np.zeros(n, dtype=np.bool_)
@@ -374,20 +370,20 @@ def _heuristics(steps: Steps, fed: Any, c: Constants) -> tuple[Any, Any]:
     period[2:] = key[2:] == key[:-2]
     period &= pos >= 2
     window = 2 * c.alternating_pattern_cycles
-    alternating = (pos >= window - 1) & differs & (_run_length(period, new) >= window - 2)
+    alternating = (pos >= window - 1) & differs & (_run_length(period, begin) >= window - 2)
     # Read-file loop: reads among the last 15 fed calls, once a non-read call came.
     reads = steps.read_like[kept]
     prefix = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(reads, out=prefix[1:])
-    begin = np.maximum(np.arange(n, dtype=np.int64) + 1 - 15, _segment_starts(new))
-    recent = prefix[1:] - prefix[begin]
-    seen_other = _segment_cumsum(~reads, new) > 0
+    recent = prefix[1:] - prefix[np.maximum(np.arange(1 - 15, n + 1 - 15, dtype=np.int64),
+                                            begin)]
+    seen_other = _segment_cumsum(~reads, begin) > 0
     read_loop = seen_other & (recent >= c.file_read_threshold)
     # Action stagnation: the same tool name in a row.
     same = np.zeros(n, dtype=np.bool_)
     same[1:] = name[1:] == name[:-1]
     same &= pos >= 1
-    stagnation = _run_length(same, new) + 1 >= c.stagnation_threshold
+    stagnation = _run_length(same, begin) + 1 >= c.stagnation_threshold
     fired = np.zeros(len(fed), dtype=np.bool_)
     fired[kept] = duplicate | alternating | read_loop | stagnation
     code = np.full(len(fed), -1, dtype=np.int8)
