@@ -172,7 +172,10 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
         steps = packed(prepared, (self.name, "steps"), _steps)
         if steps is None:
             return super().run_many(prepared, config)
-        replay_of = lambda i: self.run(prepared[i], config)  # noqa: E731
+
+        def replay_of(i: int) -> SessionReplay:
+            return self.run(prepared[i], config)
+
         return columns_of(columns.run_columns(steps, config, replay_of), replay_of,
                           columns.DETECTORS)
 
