@@ -274,17 +274,23 @@ def bench_core(corpus: Path, repeats: int, ingest_runs: int) -> dict[str, Any]:
 SESSION_GUARD_MOVES = {
     "openhands": ("action_observation", [5, 6, 3, 7, 2, 8]),
     "gemini-cli": ("TOOL_CALL_LOOP_THRESHOLD", [6, 7, 3, 8, 4, 9]),
+    "qwen-code": ("model.maxToolCallsPerTurn", [40, 60, 20, 80, 30, 90]),
 }
+QWEN_DETECTION_ON_MOVES = ("GLOBAL_DUPLICATE_THRESHOLD", [5, 7, 4, 8, 3, 9])
+"""Qwen Code with ``model.skipLoopDetection`` false: the opt-in checks' threshold moved."""
 
 
-def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
-    """OpenHands' and Gemini CLI's re-runs over their tables as the dashboard holds them
+def bench_session_guards(sessions: list[Any], repeats: int,
+                         engines: tuple[str, ...] = tuple(SESSION_GUARD_MOVES)) -> dict[str, Any]:
+    """OpenHands', Gemini CLI's and Qwen Code's re-runs over their tables as the dashboard holds them
     (``engine.table_spec``, opened and checked as the on-disk cache is): the first threshold
     move (it derives the columns laid out for ``run_many``, and OpenHands' views of the
-    sessions that nudge), the median of later ones, and one Gemini CLI content what-if (which
-    walks again the stretches of text that could loop under it)."""
+    sessions that nudge), the median of later ones, one Gemini CLI content what-if (which
+    walks again the stretches of text that could loop under it), and Qwen Code's moves again
+    with its opt-in checks on (``model.skipLoopDetection`` false)."""
     out: dict[str, Any] = {}
-    for name, (key, values) in SESSION_GUARD_MOVES.items():
+    for name in engines:
+        key, values = SESSION_GUARD_MOVES[name]
         engine = get_engine(name)
         spec = engine.table_spec()
         assert spec is not None
@@ -305,6 +311,18 @@ def bench_session_guards(sessions: list[Any], repeats: int) -> dict[str, Any]:
             out["rerun_gemini_content_what_if_ms"] = timed_ms(
                 lambda engine=engine, table=table, what_if=what_if: engine.run_many(table,
                                                                            what_if))
+        if name == "qwen-code":
+            on_key, on_values = QWEN_DETECTION_ON_MOVES
+            on_moves = iter(on_values * (1 + repeats // len(on_values)))
+
+            def move_on(engine: Any = engine, table: Any = table, on_key: str = on_key,
+                        on_moves: Any = on_moves) -> None:
+                engine.run_many(table, engine.resolve_config(None, [
+                    ("model.skipLoopDetection", "false"), (on_key, str(next(on_moves)))]).config)
+
+            out["rerun_qwen_detection_on_first_ms"] = timed_ms(move_on)
+            out["rerun_qwen_detection_on_later_ms"] = statistics.median(
+                timed_ms(move_on) for _ in range(repeats))
         del table
         gc.collect()
     return out
@@ -543,6 +561,23 @@ def _versus_real(f: dict[str, Any], engine: str, seconds: float) -> list[str]:
     return out
 
 
+def bench_only_session_guards(args: Any) -> None:
+    """``--session-guards``: the mixed corpus loaded, then :func:`bench_session_guards`."""
+    sessions = args.sessions or (200 if args.quick else 2000)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loopscope-bench-"))
+    mixed = workdir / f"mixed-{sessions}"
+    if not mixed.is_dir():
+        generate(mixed, sessions)
+    loaded = load_paths([str(mixed)]).sessions
+    gc.freeze()
+    figures: dict[str, Any] = {"sessions": len(loaded),
+                               "calls": sum(len(s.calls) for s in loaded)}
+    figures.update(bench_session_guards(loaded, args.repeats,
+                                        tuple(args.session_guards.split(","))))
+    figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("BENCH " + json.dumps(figures, sort_keys=True))
+
+
 def print_table(f: dict[str, Any]) -> None:
     rows = [
         ("corpus", f"{f.get('sessions')} sessions, {f.get('calls')} calls, "
@@ -571,6 +606,12 @@ def print_table(f: dict[str, Any]) -> None:
          f"{f.get('rerun_gemini-cli_later_ms', 0):.0f} ms"),
         ("re-run Gemini CLI content what-if (text walked)",
          f"{f.get('rerun_gemini_content_what_if_ms', 0):.0f} ms"),
+        ("re-run Qwen Code cap: first / later",
+         f"{f.get('rerun_qwen-code_first_ms', 0):.0f} / "
+         f"{f.get('rerun_qwen-code_later_ms', 0):.0f} ms"),
+        ("  opt-in checks on, a threshold: first / later",
+         f"{f.get('rerun_qwen_detection_on_first_ms', 0):.0f} / "
+         f"{f.get('rerun_qwen_detection_on_later_ms', 0):.0f} ms"),
         ("10×10 sweep gglib", f"{f.get('sweep_gglib_config_calls_per_s', 0):,.0f} config·calls/s "
                               f"({f.get('sweep_gglib_s', 0):.2f} s)"),
         ("10×10 sweep openclaw", f"{f.get('sweep_openclaw_config_calls_per_s', 0):,.0f} config·calls/s "
@@ -667,9 +708,15 @@ def main() -> None:
     parser.add_argument("--ingest-runs", type=int, default=5,
                         help="cold ingests, each in a fresh process (the median is reported)")
     parser.add_argument("--ingest-once", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--session-guards", default=None, metavar="ENGINES",
+                        help="only the in-process re-runs of these guards (comma-separated, "
+                             f"of {', '.join(SESSION_GUARD_MOVES)}): prepare and slider moves")
     args = parser.parse_args()
     if args.ingest_once is not None:  # one run of cold_ingest_runs, in its own process
         print(json.dumps(ingest_seconds(args.ingest_once)))
+        return
+    if args.session_guards is not None:
+        bench_only_session_guards(args)
         return
 
     started = time.perf_counter()

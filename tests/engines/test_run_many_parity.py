@@ -17,7 +17,10 @@ from loopscope.formats import load_paths
 SETS = {"gglib": ("gglib", None), "openclaw": ("openclaw", None),
         "openclaw-2026.7.35": ("openclaw", "2026.7.35"),
         "openclaw-2026.9.6": ("openclaw", "2026.9.6"),
-        "gemini-cli": ("gemini-cli", None), "openhands": ("openhands", None)}
+        "gemini-cli": ("gemini-cli", None), "openhands": ("openhands", None),
+        "qwen-code": ("qwen-code", None)}
+IN_REPOSITORY = {"qwen-code": Path(__file__).parents[1] / "data" / "parity" / "qwen-code"}
+"""Sets kept in this repository (``tests/data/parity``) rather than the shared reference."""
 
 
 def _pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
@@ -25,8 +28,9 @@ def _pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
-def test_batch_runs_over_a_table_equal_the_real_code(name: str, reference_dir: Path) -> None:
-    folder = reference_dir / "parity" / name
+def test_batch_runs_over_a_table_equal_the_real_code(name: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    folder = IN_REPOSITORY.get(name) or request.getfixturevalue("reference_dir") / "parity" / name
     if not folder.is_dir():
         pytest.skip(f"parity set not found at {folder}")
     engine, version = SETS[name]

@@ -118,10 +118,11 @@ def test_the_overview_leaves_each_shown_guards_first_re_run_work_for_idle_time(
 
 def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every guard re-runs a corpus in vectorised passes, Gemini CLI's content what-ifs too: on
-    a large corpus no setting says it is slow. A guard that declared settings replayed one by
-    one would have them named; a guard without a vectorised re-run says its every change is
-    slow."""
+    """Every guard re-runs a corpus in vectorised passes, Gemini CLI's content what-ifs and
+    Qwen Code's settings too: on a large corpus only Qwen Code's two reply-text what-ifs (with
+    its opt-in checks on they replay the sessions with reply text one by one) say they are
+    slow. A guard that declared settings replayed one by one has them named; a guard without a
+    vectorised re-run says its every change is slow."""
     from loopscope.corpus import Corpus
     from loopscope.engines.gemini_cli.engine import GeminiCliEngine
     from loopscope.ui import settings
@@ -131,16 +132,18 @@ def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
 
     assert notes() == []  # (the samples: a small corpus)
     monkeypatch.setattr(settings, "SLOW_RERUNS_FROM", 1)
-    # (every re-run in columns, Gemini CLI's content what-ifs included; only Qwen Code,
-    # which has no vectorised re-run, says so)
-    assert [n.split(" replays")[0] for n in notes()] == [":material/hourglass_top: Qwen Code"]
+    found = notes()
+    # (every re-run in columns; Qwen Code names its two reply-text what-ifs only)
+    assert len(found) == 1, found
+    assert found[0].startswith(":material/hourglass_top: A change to "), found
+    assert "Repeats of a 50\\-character window that count as a loop" in found[0]  # (md)
+    assert "Identical thoughts in a row that count as a loop" in found[0]
+    assert "the other Qwen Code settings re-run them all at once" in found[0]
+    assert "Tool calls allowed per prompt" not in found[0]
+    qwen = found
     monkeypatch.setattr(GeminiCliEngine, "replayed_one_by_one",
                         ("CONTENT_CHUNK_SIZE", "MAX_HISTORY_LENGTH"))
-    found = notes()
-    # (Qwen Code has no vectorised re-run: every change of it replays session by session.)
-    qwen = [n for n in found if n.startswith(":material/hourglass_top: Qwen Code replays")]
-    assert len(qwen) == 1 and "a change here takes seconds" in qwen[0], found
-    found = [n for n in found if n not in qwen]
+    found = [n for n in notes() if n not in qwen]
     assert len(found) == 1, found
     assert "Length of the compared text window" in found[0]
     assert "Text remembered by the content check" in found[0] and "what-if" not in found[0]
@@ -153,7 +156,7 @@ def test_settings_that_replay_session_by_session_say_so_on_a_large_corpus(
     monkeypatch.setattr(Corpus, "reruns_in_columns",
                         lambda self, engine, version=None: engine.name != "openhands")
     monkeypatch.setattr(GeminiCliEngine, "replayed_one_by_one", ())
-    found = [n for n in notes() if "Qwen Code replays" not in n]
+    found = [n for n in notes() if n not in qwen]
     assert len(found) == 1 and "OpenHands replays each of the" in found[0], found
     assert "a change here takes seconds" in found[0]
 

@@ -9,7 +9,7 @@ The engine package shape (README, "An engine"):
 * :mod:`.events` — a session as the events Qwen Code's client feeds the service;
 * :mod:`.reference` — the shadow replay of those events;
 * :mod:`.fast` — prepare once (owns ``PreparedSession`` and its JSON codec), run cheaply;
-* :mod:`.columns` — the table of a corpus (one JSON text per session; no columnar re-run);
+* :mod:`.columns` — the table of a corpus (step columns beside each session's JSON) and the vectorised re-run;
 * :mod:`.explain` — plain-language explanations and guide examples;
 * :mod:`.engine` — ``ENGINE``, the contract object.
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from loopscope.engines.base import ConfigError, SessionReplay
+from loopscope.engines.base import ConfigError, RunColumns, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -88,6 +88,9 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
     strict_bool = True
+    replayed_one_by_one: tuple[str, ...] = ("CONTENT_LOOP_THRESHOLD", "THOUGHT_REPEAT_THRESHOLD")
+    """With the opt-in checks on, a change of these what-ifs replays every session with reply
+    text (thoughts) one by one: the text walk is not kept in columns for other constants."""
     detectors = tuple(DetectorInfo(key, LABELS[key], text, ("refuse",))
                       for key, text in _DESCRIPTIONS.items())
 
@@ -159,6 +162,16 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: QwenConfig) -> SessionReplay:
         return run(prepared, config)
 
+    def run_many(self, prepared: Sequence[Any], config: QwenConfig) -> RunColumns:
+        """Vectorised passes over every step of the corpus (:func:`columns.run_columns`); with
+        the opt-in checks on, the few sessions whose reply checks an always-on detection
+        changes, and any session with reply text under a content or thought what-if, are run
+        one by one. A plain list is run session by session."""
+        from loopscope.engines.qwen_code import columns
+
+        found = columns.run_many(self, prepared, config)
+        return super().run_many(prepared, config) if found is None else found
+
     def encode_prepared(self, prepared: PreparedSession) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
@@ -193,3 +206,4 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
 
 
 ENGINE: Final = QwenCodeEngine()
+
