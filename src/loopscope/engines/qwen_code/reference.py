@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from loopscope.bulk import memoised_by_json
 from loopscope.engines.base import SessionReplay, Step, first_refusal_of
 from loopscope.engines.qwen_code.config import QwenConfig
 from loopscope.engines.qwen_code.detector import (
@@ -108,14 +109,39 @@ class CallItem:
 Item = PromptItem | ContentItem | CallItem
 
 
-def _call_item(turn: int, call: ToolCall) -> CallItem:
+_SHARED_CALLS_MAX = 50_000
+_SHARED_CALLS_MAX_KEY = 512
+_SHARED_CALLS: dict[bytes, tuple[Any, tuple[str, PreparedCall]]] = {}
+"""Calls across sessions: the :func:`~loopscope.bulk.json_memo_key` of ``(name, arguments
+kind, recorded arguments)`` → (that triple, its key and prepared call); bounded."""
+
+
+def _call_keys(recorded: tuple[str, str, Any]) -> tuple[str, PreparedCall]:
+    """A call's key and what the guards read of it, from its name and recorded arguments.
+    The key of the call as recorded is the prepared call's key whenever the call is no
+    ``tool_call`` envelope (resolving it changes nothing): hashed once, not twice."""
+    name, kind, raw = recorded
+    args = args_of(kind, raw)
+    key = tool_call_key(name, args)
+    return key, prepare_call(name, args, key)
+
+
+def _call_item(turn: int, call: ToolCall,
+               memo: dict[bytes, tuple[Any, tuple[str, PreparedCall]]]) -> CallItem:
+    """One call's item. Agents repeat their calls, in loops above all: the key and prepared
+    call are memoised by the recorded name and arguments, in ``memo`` (the session's) and
+    across sessions (:func:`~loopscope.bulk.memoised_by_json`, which reuses a result only for
+    an equal recording)."""
     name = call.name or UNDEFINED_TOOL
-    args = args_of(call.arguments_kind, call.raw_arguments)
-    return CallItem(turn, call.index, name, tool_call_key(name, args), prepare_call(name, args))
+    key, prepared = memoised_by_json(
+        (name, call.arguments_kind, call.raw_arguments), _call_keys, memo, _SHARED_CALLS,
+        max_shared_key=_SHARED_CALLS_MAX_KEY, max_shared=_SHARED_CALLS_MAX)
+    return CallItem(turn, call.index, name, key, prepared)
 
 
 def session_items(session: Session) -> Iterator[Item]:
     """The session's steps and prompt starts, in transcript order."""
+    memo: dict[bytes, tuple[Any, tuple[str, PreparedCall]]] = {}
     prompt = 0
     for event in session.events:
         if isinstance(event, UserMessage):
@@ -125,7 +151,7 @@ def session_items(session: Session) -> Iterator[Item]:
             if event.text or event.thinking or not event.tool_calls:
                 yield ContentItem(event.turn, event.thinking, split_pieces(event.text))
             for call in event.tool_calls:
-                yield _call_item(event.turn, call)
+                yield _call_item(event.turn, call, memo)
 
 
 def service_for(config: QwenConfig) -> LoopDetectionService:
