@@ -232,7 +232,11 @@ def _ingest_part(files: list[tuple[str, bool]],
 
 def join_parts(parts: Sequence[_PartResult],
                wanted: Wanted) -> Ingested:
-    """The parts of :func:`ingest_part`, in file order, as one :class:`Ingested`."""
+    """The parts of :func:`ingest_part`, in file order, as one :class:`Ingested`.
+
+    Each engine's columns leave the parts as soon as they are joined (the parts' dicts are
+    emptied of them): the parts and the joined tables are never both held whole, so the
+    peak is the tables plus one engine's parts, not twice the tables."""
     files = [r for results, _, _ in parts for r in results]
     prepared: dict[tuple[str, str], Sequence[Any]] = {}
     for eng, version in wanted:
@@ -241,7 +245,9 @@ def join_parts(parts: Sequence[_PartResult],
             continue
         spec = table_spec_of(eng, version)
         if spec is not None:
-            prepared[key] = spec.join([data[key][1] for _, data, _ in parts])
+            columns = [data.pop(key)[1] for _, data, _ in parts]
+            prepared[key] = spec.join(columns)
+            del columns
     runs: Runs = {}
     for run_key in (parts[0][2] if parts else {}):
         if all(run_key in part_runs for _, _, part_runs in parts):

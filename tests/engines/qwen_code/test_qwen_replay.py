@@ -165,9 +165,16 @@ def test_prepared_data_round_trips_and_damage_is_refused() -> None:
         assert back == prepared
         for config in CONFIGS.values():
             assert ENGINE.run(back, config) == ENGINE.replay(session, config)
+    # A call that resolves to itself is written with its key once; a tool_call envelope
+    # with both its names and keys: the random sessions have both, and both round-trip.
+    calls = [row for s in sessions for row in ENGINE.encode_prepared(ENGINE.prepare(s))["items"]
+             if row[0] == "c"]
+    assert {len(row) for row in calls} == {6, 8}
+    assert all(row[5] != row[3] or row[6] != row[4] for row in calls if len(row) == 8)
     good = ENGINE.encode_prepared(ENGINE.prepare(sessions[0]))
     assert good is not None
     for damage in ({"items": "x"}, {"session": 3}, {"items": [["c", 0, 0, "a", "k", "a", "k", 1]]},
+                   {"items": [["c", 0, 0, "a", "k", 1]]}, {"items": [["c", 0, 0, "a", 5, True]]},
                    {"items": [["u", -1]]}, {"items": [["t", 0, "", "piece"]]}, {"items": [[]]}):
         with pytest.raises(ValueError):
             ENGINE.decode_prepared({**good, **damage})

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+from loopscope.bulk import memoised_by_json
 from loopscope.engines._shared.streamed_turn import PromptItem, args_of, split_pieces, stream_items
 from loopscope.engines.qwen_code.upstream import PreparedCall, prepare_call, tool_call_key
 from loopscope.model import AssistantTurn, Session, ToolCall
@@ -69,13 +70,42 @@ def _content_item(turn: AssistantTurn) -> ContentItem | None:
     return None
 
 
-def _call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
+_SHARED_CALLS_MAX = 50_000
+_SHARED_CALLS_MAX_KEY = 512
+_SHARED_CALLS: dict[bytes, tuple[Any, tuple[str, PreparedCall]]] = {}
+"""Calls across sessions: the :func:`~loopscope.bulk.json_memo_key` of ``(name, arguments
+kind, recorded arguments)`` → (that triple, its key and prepared call); bounded."""
+
+_Memo = dict[bytes, tuple[Any, tuple[str, PreparedCall]]]
+
+
+def _call_keys(recorded: tuple[str, str, Any]) -> tuple[str, PreparedCall]:
+    """A call's key and what the guards read of it, from its name and recorded arguments.
+    The key of the call as recorded is the prepared call's key whenever the call is no
+    ``tool_call`` envelope (resolving it changes nothing): hashed once, not twice."""
+    name, kind, raw = recorded
+    args = args_of(kind, raw)
+    key = tool_call_key(name, args)
+    return key, prepare_call(name, args, key)
+
+
+def _call_item(turn: AssistantTurn, call: ToolCall, memo: _Memo) -> CallItem:
+    """One call's item. Agents repeat their calls, in loops above all: the key and prepared
+    call are memoised by the recorded name and arguments, in ``memo`` (the session's) and
+    across sessions (:func:`~loopscope.bulk.memoised_by_json`, which reuses a result only for
+    an equal recording)."""
     name = call.name or UNDEFINED_TOOL
-    args = args_of(call.arguments_kind, call.raw_arguments)
-    return CallItem(turn.turn, call.index, name, tool_call_key(name, args),
-                    prepare_call(name, args))
+    key, prepared = memoised_by_json(
+        (name, call.arguments_kind, call.raw_arguments), _call_keys, memo, _SHARED_CALLS,
+        max_shared_key=_SHARED_CALLS_MAX_KEY, max_shared=_SHARED_CALLS_MAX)
+    return CallItem(turn.turn, call.index, name, key, prepared)
 
 
 def session_items(session: Session) -> Iterator[Item]:
     """The session's steps and prompt starts, in transcript order."""
-    return stream_items(session, _content_item, _call_item)
+    memo: _Memo = {}
+
+    def call_item(turn: AssistantTurn, call: ToolCall) -> CallItem:
+        return _call_item(turn, call, memo)
+
+    return stream_items(session, _content_item, call_item)

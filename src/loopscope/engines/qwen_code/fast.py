@@ -53,7 +53,9 @@ def run(prepared: PreparedSession, config: QwenConfig) -> SessionReplay:
 
 def encode(prepared: PreparedSession) -> dict[str, Any]:
     """JSON-ready data: ``["u", prompt]``, ``["t", turn, thinking, pieces]`` and
-    ``["c", turn, call, name, key, resolved name, resolved key, inspection]`` per item."""
+    ``["c", turn, call, name, key, resolved name, resolved key, inspection]`` per item, or
+    ``["c", turn, call, name, key, inspection]`` for a call that resolves to itself (the
+    usual case: no ``tool_call`` envelope), whose 64-character key is then written once."""
     items: list[list[Any]] = []
     for item in prepared.items:
         if isinstance(item, PromptItem):
@@ -62,8 +64,11 @@ def encode(prepared: PreparedSession) -> dict[str, Any]:
             items.append(["t", item.turn, item.thinking, list(item.pieces)])
         else:
             p = item.prepared
-            items.append(["c", item.turn, item.call, item.name, item.key, p.name, p.key,
-                          p.inspection])
+            if p.name == item.name and p.key == item.key:
+                items.append(["c", item.turn, item.call, item.name, item.key, p.inspection])
+            else:
+                items.append(["c", item.turn, item.call, item.name, item.key, p.name, p.key,
+                              p.inspection])
     return {"session": prepared.session, "source": prepared.source, "format": prepared.format,
             "items": items}
 
@@ -88,6 +93,9 @@ def _item(row: Any) -> Item:
         return PromptItem(_int(row[1]))
     if tag == "t" and len(row) == 4 and type(row[3]) is list:
         return ContentItem(_int(row[1]), _str(row[2]), tuple(_str(p) for p in row[3]))
+    if tag == "c" and len(row) == 6 and type(row[5]) is bool:
+        name, key = _str(row[3]), _str(row[4])
+        return CallItem(_int(row[1]), _int(row[2]), name, key, PreparedCall(name, key, row[5]))
     if tag == "c" and len(row) == 8 and type(row[7]) is bool:
         return CallItem(_int(row[1]), _int(row[2]), _str(row[3]), _str(row[4]),
                         PreparedCall(_str(row[5]), _str(row[6]), row[7]))

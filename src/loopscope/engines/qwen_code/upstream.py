@@ -230,13 +230,16 @@ def is_git_overview_inspection_command(command: str) -> bool:
     return True
 
 
-def prepare_call(name: str, args: Any) -> PreparedCall:
-    """What the guards read of ``{name, args}``."""
+def prepare_call(name: str, args: Any, key: str | None = None) -> PreparedCall:
+    """What the guards read of ``{name, args}``; ``key``, when given, is
+    ``tool_call_key(name, args)``, reused when the call resolves to itself."""
     resolved, resolved_args = resolve_tool_call(name, args)
     command = resolved_args.get("command") if isinstance(resolved_args, dict) else None
     inspection = (resolved == "run_shell_command" and isinstance(command, str)
                   and is_git_overview_inspection_command(command))
-    return PreparedCall(resolved, tool_call_key(resolved, resolved_args), inspection)
+    if key is None or resolved != name or resolved_args is not args:
+        key = tool_call_key(resolved, resolved_args)
+    return PreparedCall(resolved, key, inspection)
 
 
 def _is_read_like(name: str) -> bool:
