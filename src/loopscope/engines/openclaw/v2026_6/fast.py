@@ -55,6 +55,7 @@ from loopscope.engines.openclaw.shared.upstream import guard_message
 from loopscope.engines.openclaw.v2026_6 import upstream as rules
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
+from loopscope.formats.openclaw_session import tool_result_text
 from loopscope.jsonrules.javascript import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
 
@@ -569,20 +570,9 @@ def prepare(session: Session) -> PreparedSession:
 
 def _content_source(content: Any) -> str:
     """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`) before
-    it is trimmed."""
-    if not isinstance(content, list):
-        return ""
-    if len(content) == 1:  # the usual result: one text entry, its text taken as it is
-        entry = content[0]
-        if type(entry) is dict and isinstance(entry.get("type"), str):
-            text = entry.get("text")
-            if type(text) is str:
-                return text
-    return "\n".join([
-        entry["text"] for entry in content
-        if is_mapping(entry) and isinstance(entry.get("type"), str)
-        and isinstance(entry.get("text"), str)
-    ])
+    it is trimmed: the importer's result text, for a list (anything else holds no text)."""
+    return tool_result_text(content) if isinstance(content, list) else ""
+
 
 def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
     n = p.n
