@@ -482,37 +482,27 @@ def prepare(session: Session) -> PreparedSession:
                     if paired.is_error:
                         outcome_hash = _hashed_later(_error_hash, text)
                         unknown = extract_unknown_tool_name(text)
-                    elif openclaw:
-                        raw_details = paired.details
-                        details = raw_details if is_mapping(raw_details) else {}
-                        blocked = blocked or is_loop_veto(details)
-                        if not details and name not in _SPECIAL_OUTCOME_TOOLS:
-                            source = _content_source(paired.content)
-                            plain = js_trim(source)
-                        elif not details and name == "process":
-                            source = _content_source(paired.content)
-                            plain = js_trim(source)
-                            outcome_hash = _process_poll_outcome(params, plain)
-                            if outcome_hash is not None:
-                                plain = None
-                        else:
-                            outcome_hash, unknown = hash_tool_outcome(
-                                name, params, {"content": paired.content, "details": details},
-                                UNDEFINED)
-                            written_at_once = True
-                    elif name not in _SPECIAL_OUTCOME_TOOLS:
-                        plain = js_trim(text)
-                    elif name == "process":
-                        plain = js_trim(text)
-                        outcome_hash = _process_poll_outcome(params, plain)
-                        if outcome_hash is not None:
-                            plain = None
                     else:
-                        outcome_hash, unknown = hash_tool_outcome(
-                            name, params,
-                            {"content": [{"type": "text", "text": text}], "details": {}},
-                            UNDEFINED)
-                        written_at_once = True
+                        # Another agent's result is its text with no details.
+                        details: Any = {}
+                        if openclaw:
+                            raw_details = paired.details
+                            details = raw_details if is_mapping(raw_details) else {}
+                            blocked = blocked or is_loop_veto(details)
+                        if details or (name in _SPECIAL_OUTCOME_TOOLS and name != "process"):
+                            content = (paired.content if openclaw
+                                       else [{"type": "text", "text": text}])
+                            outcome_hash, unknown = hash_tool_outcome(
+                                name, params, {"content": content, "details": details}, UNDEFINED)
+                            written_at_once = True
+                        else:
+                            if openclaw:
+                                source = _content_source(paired.content)
+                            plain = js_trim(source)
+                            if name == "process":
+                                outcome_hash = _process_poll_outcome(params, plain)
+                                if outcome_hash is not None:
+                                    plain = None
                     if plain is not None:
                         outcome_hash = _hashed_later(_digest_text_result, plain)
                 if outcome_hash:
