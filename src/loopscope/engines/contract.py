@@ -36,7 +36,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    runtime_checkable,
+)
 
 from loopscope.engines.base import (
     ConfigError,
@@ -59,8 +68,10 @@ __all__ = [
     "Engine",
     "Explainer",
     "ExportFile",
+    "FileSettings",
     "GuideExample",
     "Limitation",
+    "Overrides",
     "PreparedT",
     "SettingKind",
     "SettingSpec",
@@ -71,6 +82,11 @@ __all__ = [
 ]
 
 SettingKind = Literal["int", "int_or_off", "bool", "str_list", "choice"]
+
+FileSettings: TypeAlias = Mapping[str, Any] | None
+"""A config file's part for one engine, as read (``None``: no file, or no part for it)."""
+Overrides: TypeAlias = Sequence[tuple[str, str]]
+"""``--set KEY=VALUE`` pairs as typed, in order (a later pair wins)."""
 
 OFF = "off"
 """How "off" of an ``int_or_off`` setting is written in text (``--set``, URLs, tables)."""
@@ -407,13 +423,9 @@ class Engine(Protocol[ConfigT, PreparedT]):
     def version_of(self, config: ConfigT) -> str:
         ...
 
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-        version: str | None = None,
-    ) -> ConfigResolution[ConfigT]:
+    def resolve_config(self, file_settings: FileSettings, overrides: Overrides,
+                       agent: str | None = None, version: str | None = None
+                       ) -> ConfigResolution[ConfigT]:
         """A configuration from a config file's part for this engine and ``--set`` pairs
         (``overrides`` win). Raises :class:`ConfigError` naming the key or value."""
         ...
@@ -623,13 +635,9 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
                 out[key] = value
         return out
 
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-        version: str | None = None,
-    ) -> ConfigResolution[ConfigT]:
+    def resolve_config(self, file_settings: FileSettings, overrides: Overrides,
+                       agent: str | None = None, version: str | None = None
+                       ) -> ConfigResolution[ConfigT]:
         del agent
         version = self.check_version(version)
         values: dict[str, Any] = {}

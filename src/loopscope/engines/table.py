@@ -54,6 +54,7 @@ __all__ = [
     "laid_out",
     "pool_schema",
     "ranges",
+    "starts_of",
     "validate",
 ]
 
@@ -204,9 +205,17 @@ def ranges(starts: Any, ends: Any) -> Any:
     total = int(lengths.sum())
     if not total:
         return np.zeros(0, dtype=np.int64)
-    offsets = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=offsets[1:])
+    offsets = starts_of(lengths)
     return np.arange(total, dtype=np.int64) - np.repeat(offsets - starts, lengths)
+
+
+def starts_of(counts: Any) -> Any:
+    """Where each of the ranges of ``counts`` lengths, laid one after the other, starts
+    (int64): the ``starts`` column of an axis whose ranges the sessions own."""
+    out = np.zeros(len(counts), dtype=np.int64)
+    if len(counts) > 1:
+        np.cumsum(counts[:-1], out=out[1:])
+    return out
 
 
 def gather(schema: Schema, columns: Mapping[str, Any], sessions: Any) -> dict[str, Any]:
@@ -225,10 +234,7 @@ def gather(schema: Schema, columns: Mapping[str, Any], sessions: Any) -> dict[st
         end = np.append(begin[1:], lengths.get(axis, 0))
         b, e = begin[sessions], end[sessions]
         picked[axis] = ranges(b, e)
-        starts = np.zeros(len(sessions), dtype=np.int64)
-        if len(sessions) > 1:
-            np.cumsum((e - b)[:-1], out=starts[1:])
-        new_starts[name] = starts
+        new_starts[name] = starts_of(e - b)
     out: dict[str, Any] = {}
     for name, col in schema.items():
         if name in new_starts:

@@ -42,8 +42,9 @@ _OTHER_ROLES = frozenset({"custom", "branchSummary"})
 
 
 def tool_result_text(content: Any) -> str:
-    """OpenClaw's own result text: a string as is; otherwise the string ``text`` of every
-    content entry that is an object with a string ``type``, joined with ``"\\n"``, untrimmed."""
+    """OpenClaw's own result text (``extractTextContent`` before its trim): a string as is;
+    otherwise the string ``text`` of every content entry that is an object with a string
+    ``type``, joined with ``"\\n"``, untrimmed. The OpenClaw engine hashes this same text."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -55,7 +56,7 @@ def tool_result_text(content: Any) -> str:
                     return text
         return "\n".join([
             entry["text"] for entry in content
-            if isinstance(entry, dict) and isinstance(entry.get("type"), str)
+            if isinstance(entry, Mapping) and isinstance(entry.get("type"), str)
             and isinstance(entry.get("text"), str)
         ])
     return ""

@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
-from loopscope.engines.contract import (
-    BaseEngine,
-    CounterSeries,
-    DetectorInfo,
-    ExportFile,
-    GuideExample,
-    SettingSpec,
-)
+from loopscope.engines.contract import BaseEngine, CounterSeries, DetectorInfo, ExportFile
 from loopscope.engines.gemini_cli import fast
 from loopscope.engines.gemini_cli.config import (
     ACCEPTED,
@@ -36,6 +29,7 @@ from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import FileSettings, GuideExample, Overrides, SettingSpec
     from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "GeminiCliEngine"]
@@ -99,13 +93,9 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
     def version_of(self, config: GeminiConfig) -> str:
         return VERSION
 
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-        version: str | None = None,
-    ) -> ConfigResolution[GeminiConfig]:
+    def resolve_config(self, file_settings: FileSettings, overrides: Overrides,
+                       agent: str | None = None, version: str | None = None
+                       ) -> ConfigResolution[GeminiConfig]:
         del agent
         self.check_version(version)
         config, notes = resolve(file_settings, overrides)

@@ -32,6 +32,7 @@ from loopscope.engines.table import (
     TableSpec,
     pool_schema,
     session_of,
+    starts_of,
     unique_codes,
 )
 
@@ -150,7 +151,7 @@ def table_columns(prepared: Sequence[Any]) -> dict[str, Any]:
         "id": np.array(ids, dtype=np.int32), "source": np.array(sources, dtype=np.int32),
         "format": np.array(formats, dtype=np.int32),
         "n_messages": np.array(n_messages, dtype=np.int64),
-        "step_start": _starts(steps), "prose_start": _starts(proses),
+        "step_start": starts_of(steps), "prose_start": starts_of(proses),
         "batch": np.array(batch, dtype=np.bool_), "call": np.array(call, dtype=np.int32),
         "tools": np.array(tools, dtype=np.int32), "names": np.array(names, dtype=np.int32),
         "signature": np.array(signature, dtype=np.int32),
@@ -166,13 +167,6 @@ def table_columns(prepared: Sequence[Any]) -> dict[str, Any]:
         "stagnation": np.array(stagnation, dtype=np.int32),
         **pool.columns(),
     }
-    return out
-
-
-def _starts(counts: list[int]) -> Any:
-    out = np.zeros(len(counts), dtype=np.int64)
-    if len(counts) > 1:
-        np.cumsum(counts[:-1], out=out[1:])
     return out
 
 

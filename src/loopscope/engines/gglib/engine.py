@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
-from loopscope.engines.contract import (
-    BaseEngine,
-    CounterSeries,
-    DetectorInfo,
-    ExportFile,
-    GuideExample,
-    SettingSpec,
-)
+from loopscope.engines.contract import BaseEngine, CounterSeries, DetectorInfo, ExportFile
 from loopscope.engines.gglib import fast
 from loopscope.engines.gglib.config import SETTINGS, GglibConfig, pattern_notes, resolve_config
 from loopscope.engines.gglib.explain import EXPLAINER
@@ -24,6 +17,7 @@ from loopscope.engines.gglib.reference import replay_messages
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import FileSettings, GuideExample, Overrides, SettingSpec
     from loopscope.engines.table import TableSpec
 
 # ``columns`` (and numpy with it) is imported where a table is first used, so that listing or
@@ -98,13 +92,9 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
         self.check_version(version)
         return GglibConfig()
 
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-        version: str | None = None,
-    ) -> ConfigResolution[GglibConfig]:
+    def resolve_config(self, file_settings: FileSettings, overrides: Overrides,
+                       agent: str | None = None, version: str | None = None
+                       ) -> ConfigResolution[GglibConfig]:
         self.check_version(version)
         return resolve_config(file_settings, overrides, agent)
 

@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigError, ConfigResolution, RunColumns, SessionReplay
-from loopscope.engines.contract import (
-    BaseEngine,
-    CounterSeries,
-    DetectorInfo,
-    ExportFile,
-    GuideExample,
-    SettingSpec,
-)
+from loopscope.engines.contract import BaseEngine, DetectorInfo
 from loopscope.engines.openclaw.shared.release import Release
 from loopscope.engines.openclaw.v2026_6.config import (
     DEFAULT_VERSION,
@@ -38,7 +31,17 @@ from loopscope.engines.openclaw.v2026_9.release import RELEASE as V2026_9
 from loopscope.model import Session
 
 if TYPE_CHECKING:
-    from loopscope.engines.contract import Explainer, Limitation, StepExplanation
+    from loopscope.engines.contract import (
+        CounterSeries,
+        Explainer,
+        ExportFile,
+        FileSettings,
+        GuideExample,
+        Limitation,
+        Overrides,
+        SettingSpec,
+        StepExplanation,
+    )
     from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenClawEngine"]
@@ -187,13 +190,9 @@ class OpenClawEngine(BaseEngine[AnyConfig, AnyPrepared]):
     def version_of(self, config: AnyConfig) -> str:
         return config.version
 
-    def resolve_config(
-        self,
-        file_settings: Mapping[str, Any] | None,
-        overrides: Sequence[tuple[str, str]],
-        agent: str | None = None,
-        version: str | None = None,
-    ) -> ConfigResolution[AnyConfig]:
+    def resolve_config(self, file_settings: FileSettings, overrides: Overrides,
+                       agent: str | None = None, version: str | None = None
+                       ) -> ConfigResolution[AnyConfig]:
         if isinstance(file_settings, Mapping) and VERSION_KEY in file_settings:
             file_version = file_settings[VERSION_KEY]
             if version is None:

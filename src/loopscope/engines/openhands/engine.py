@@ -9,14 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
 from loopscope.engines.base import ConfigError, RunColumns, SessionReplay
-from loopscope.engines.contract import (
-    BaseEngine,
-    CounterSeries,
-    DetectorInfo,
-    ExportFile,
-    GuideExample,
-    SettingSpec,
-)
+from loopscope.engines.contract import BaseEngine, DetectorInfo, ExportFile
 from loopscope.engines.openhands import fast
 from loopscope.engines.openhands.config import (
     ACTION_ERROR,
@@ -35,6 +28,7 @@ from loopscope.engines.openhands.reference import replay_session
 from loopscope.model import Session
 
 if TYPE_CHECKING:
+    from loopscope.engines.contract import CounterSeries, GuideExample, SettingSpec
     from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenHandsEngine", "python_snippet"]

@@ -40,6 +40,7 @@ from loopscope.engines.table import (
     TableSpec,
     pool_schema,
     session_of,
+    starts_of,
 )
 
 __all__ = ["SCHEMA", "Pack", "decode_row", "pack", "run_columns", "table_columns", "table_spec",
@@ -142,12 +143,12 @@ def table_columns(prepared: Sequence[PreparedSession]) -> dict[str, Any]:
         "id": np.array(per_session["id"], dtype=np.int32),
         "source": np.array(per_session["source"], dtype=np.int32),
         "format": np.array(per_session["format"], dtype=np.int32),
-        "call_start": _starts(per_session["calls"]),
-        "tool_start": _starts(per_session["tools"]),
-        "args_start": _starts(per_session["args"]),
-        "result_start": _starts(per_session["results"]),
-        "unknown_start": _starts(per_session["unknowns"]),
-        "op_start": _starts(per_session["ops"]),
+        "call_start": starts_of(per_session["calls"]),
+        "tool_start": starts_of(per_session["tools"]),
+        "args_start": starts_of(per_session["args"]),
+        "result_start": starts_of(per_session["results"]),
+        "unknown_start": starts_of(per_session["unknowns"]),
+        "op_start": starts_of(per_session["ops"]),
         "tool": np.array(tool_col, dtype=np.int32), "args": np.array(args_col, dtype=np.int32),
         "result": np.array(result_col, dtype=np.int32),
         "unknown": np.array(unknown_col, dtype=np.int32), "op": np.array(op_col, dtype=np.int32),
@@ -181,13 +182,6 @@ def _count_at_once(prepared: Sequence[PreparedSession], out: dict[str, Any],
     for s, p in enumerate(prepared):
         a, b = bounds[s], bounds[s + 1]
         p._counters[DEFAULT_HISTORY_SIZE] = Counters(*(values[a:b] for values in as_lists))
-
-
-def _starts(counts: list[int]) -> Any:
-    out = np.zeros(len(counts), dtype=np.int64)
-    if len(counts) > 1:
-        np.cumsum(counts[:-1], out=out[1:])
-    return out
 
 
 def _sizes(table: PreparedTable, starts: str, axis: str) -> Any:

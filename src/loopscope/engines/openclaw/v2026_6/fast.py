@@ -52,26 +52,10 @@ from loopscope.engines.openclaw.shared.hashing import (
 )
 from loopscope.engines.openclaw.shared.session import BLOCK_MARKERS, ENGINE_NAME, OPENCLAW_FORMAT
 from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.v2026_6 import upstream as rules
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
-from loopscope.engines.openclaw.v2026_6.upstream import (
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    UNKNOWN_TOOL_REPEAT,
-    WarningDeduper,
-    breaker_message,
-    generic_critical_message,
-    generic_warning_message,
-    ping_pong_critical_message,
-    ping_pong_key,
-    ping_pong_warning_message,
-    poll_critical_message,
-    poll_warning_message,
-    unknown_tool_message,
-)
+from loopscope.formats.openclaw_session import tool_result_text
 from loopscope.jsonrules.javascript import UNDEFINED, digest, fast_json_parse, js_trim
 from loopscope.model import AssistantTurn, Compaction, Session, ToolResult, UserMessage
 
@@ -498,37 +482,27 @@ def prepare(session: Session) -> PreparedSession:
                     if paired.is_error:
                         outcome_hash = _hashed_later(_error_hash, text)
                         unknown = extract_unknown_tool_name(text)
-                    elif openclaw:
-                        raw_details = paired.details
-                        details = raw_details if is_mapping(raw_details) else {}
-                        blocked = blocked or is_loop_veto(details)
-                        if not details and name not in _SPECIAL_OUTCOME_TOOLS:
-                            source = _content_source(paired.content)
-                            plain = js_trim(source)
-                        elif not details and name == "process":
-                            source = _content_source(paired.content)
-                            plain = js_trim(source)
-                            outcome_hash = _process_poll_outcome(params, plain)
-                            if outcome_hash is not None:
-                                plain = None
-                        else:
-                            outcome_hash, unknown = hash_tool_outcome(
-                                name, params, {"content": paired.content, "details": details},
-                                UNDEFINED)
-                            written_at_once = True
-                    elif name not in _SPECIAL_OUTCOME_TOOLS:
-                        plain = js_trim(text)
-                    elif name == "process":
-                        plain = js_trim(text)
-                        outcome_hash = _process_poll_outcome(params, plain)
-                        if outcome_hash is not None:
-                            plain = None
                     else:
-                        outcome_hash, unknown = hash_tool_outcome(
-                            name, params,
-                            {"content": [{"type": "text", "text": text}], "details": {}},
-                            UNDEFINED)
-                        written_at_once = True
+                        # Another agent's result is its text with no details.
+                        details: Any = {}
+                        if openclaw:
+                            raw_details = paired.details
+                            details = raw_details if is_mapping(raw_details) else {}
+                            blocked = blocked or is_loop_veto(details)
+                        if details or (name in _SPECIAL_OUTCOME_TOOLS and name != "process"):
+                            content = (paired.content if openclaw
+                                       else [{"type": "text", "text": text}])
+                            outcome_hash, unknown = hash_tool_outcome(
+                                name, params, {"content": content, "details": details}, UNDEFINED)
+                            written_at_once = True
+                        else:
+                            if openclaw:
+                                source = _content_source(paired.content)
+                            plain = js_trim(source)
+                            if name == "process":
+                                outcome_hash = _process_poll_outcome(params, plain)
+                                if outcome_hash is not None:
+                                    plain = None
                     if plain is not None:
                         outcome_hash = _hashed_later(_digest_text_result, plain)
                 if outcome_hash:
@@ -586,20 +560,9 @@ def prepare(session: Session) -> PreparedSession:
 
 def _content_source(content: Any) -> str:
     """``extractTextContent`` of a recorded content value (:func:`hashing.result_text`) before
-    it is trimmed."""
-    if not isinstance(content, list):
-        return ""
-    if len(content) == 1:  # the usual result: one text entry, its text taken as it is
-        entry = content[0]
-        if type(entry) is dict and isinstance(entry.get("type"), str):
-            text = entry.get("text")
-            if type(text) is str:
-                return text
-    return "\n".join([
-        entry["text"] for entry in content
-        if is_mapping(entry) and isinstance(entry.get("type"), str)
-        and isinstance(entry.get("text"), str)
-    ])
+    it is trimmed: the importer's result text, for a list (anything else holds no text)."""
+    return tool_result_text(content) if isinstance(content, list) else ""
+
 
 def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
     n = p.n
@@ -758,21 +721,21 @@ def _evaluate(p: PreparedSession, config: OpenClawConfig, ctr: Counters | None,
             streak = np_counts[i]
             is_poll = poll[i]
             if unk_counts[i] >= unknown:
-                level, detector, count = "critical", UNKNOWN_TOOL_REPEAT, unk_counts[i]
+                level, detector, count = "critical", rules.UNKNOWN_TOOL_REPEAT, unk_counts[i]
             elif streak >= breaker:
-                level, detector, count = "critical", GLOBAL_CIRCUIT_BREAKER, streak
+                level, detector, count = "critical", rules.GLOBAL_CIRCUIT_BREAKER, streak
             elif is_poll and poll_on and streak >= critical:
-                level, detector, count = "critical", KNOWN_POLL_NO_PROGRESS, streak
+                level, detector, count = "critical", rules.KNOWN_POLL_NO_PROGRESS, streak
             elif is_poll and poll_on and streak >= warning:
-                level, detector, count = "warning", KNOWN_POLL_NO_PROGRESS, streak
+                level, detector, count = "warning", rules.KNOWN_POLL_NO_PROGRESS, streak
             elif ping_on and pings[i] >= critical and evidence[i]:
-                level, detector, count = "critical", PING_PONG, pings[i]
+                level, detector, count = "critical", rules.PING_PONG, pings[i]
             elif ping_on and pings[i] >= warning:
-                level, detector, count = "warning", PING_PONG, pings[i]
+                level, detector, count = "warning", rules.PING_PONG, pings[i]
             elif not is_poll and generic_on and streak >= critical:
-                level, detector, count = "critical", GENERIC_REPEAT, streak
+                level, detector, count = "critical", rules.GENERIC_REPEAT, streak
             elif not is_poll and generic_on and recent[i] >= warning:
-                level, detector, count = "warning", GENERIC_REPEAT, recent[i]
+                level, detector, count = "warning", rules.GENERIC_REPEAT, recent[i]
         abort = aborts.get(i) if aborts else None
         if detector is None and abort is None:
             continue
@@ -810,7 +773,7 @@ def run(p: PreparedSession, config: OpenClawConfig) -> SessionReplay:
     if first >= 0:
         v = verdicts[-1] if verdicts[-1][0] == first else next(v for v in verdicts
                                                               if v[0] == first)
-        detector = v[2] if v[1] == "critical" else POST_COMPACTION_GUARD
+        detector = v[2] if v[1] == "critical" else rules.POST_COMPACTION_GUARD
         assert detector is not None
         first_refusal = FirstRefusal(p.turn[first], p.call[first], detector)
     return SessionReplay.lazy(p.session, p.source, p.format, ENGINE_NAME, first_refusal, warned,
@@ -847,14 +810,14 @@ class _Detail:
         p, ctr, first = self.prepared, self.counters, self.first
         window = self.config.resolved.guard_window_size
         verdicts = self._all_verdicts()
-        deduper: WarningDeduper | None = None
+        deduper: rules.WarningDeduper | None = None
         out: list[tuple[int, Step]] = []
         for i, level, detector, count, abort in verdicts:
             emitted: bool | None = None
             if level == "warning":
                 # Logged (and de-duplicated) before the call runs, even if the guard then aborts.
                 if deduper is None:
-                    deduper = WarningDeduper()
+                    deduper = rules.WarningDeduper()
                 assert detector is not None and ctr is not None
                 emitted = deduper.should_emit(_warning_key(p, ctr, i, detector, "warning"),
                                               detector, p.tool_name[i], count, p.run_ids[i])
@@ -890,8 +853,8 @@ class _Detail:
                 assert detector is not None
                 out.append(Marker(i, turn[i], call[i], call[i], "refuse", detector, count))
             elif abort is not None:
-                out.append(Marker(i, turn[i], call[i], call[i], "refuse", POST_COMPACTION_GUARD,
-                                  abort))
+                out.append(Marker(i, turn[i], call[i], call[i], "refuse",
+                                  rules.POST_COMPACTION_GUARD, abort))
             else:
                 assert detector is not None
                 out.append(Marker(i, turn[i], call[i], call[i], "warn", detector, count))
@@ -966,34 +929,38 @@ def _compute_warning_key(p: PreparedSession, ctr: Counters, i: int, detector: st
                          level: str) -> str:
     tool = p.tool_name[i]
     current = p.args_hash[i]
-    if detector == UNKNOWN_TOOL_REPEAT:
+    if detector == rules.UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
         return f"unknown-tool:{tool}:{p.unknown_names[code - 1] if code else 'unknown'}"
-    if detector == PING_PONG:
-        return ping_pong_key(current, p.args_hash[ctr.ping_pong_last[i]])
-    if detector == GENERIC_REPEAT and level == "warning":
+    if detector == rules.PING_PONG:
+        return rules.ping_pong_key(current, p.args_hash[ctr.ping_pong_last[i]])
+    if detector == rules.GENERIC_REPEAT and level == "warning":
         return f"generic:{tool}:{current}"
     code = ctr.latest_result[i]
     latest = p.result_hashes[code - 1] if code else "none"
-    prefix = {GLOBAL_CIRCUIT_BREAKER: "global", KNOWN_POLL_NO_PROGRESS: "poll",
-              GENERIC_REPEAT: "generic"}[detector]
+    prefix = {rules.GLOBAL_CIRCUIT_BREAKER: "global", rules.KNOWN_POLL_NO_PROGRESS: "poll",
+              rules.GENERIC_REPEAT: "generic"}[detector]
     return f"{prefix}:{tool}:{current}:{latest}"
 
 
 def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str,
              count: int) -> str:
     tool = p.tool_name[i]
-    if detector == UNKNOWN_TOOL_REPEAT:
+    if detector == rules.UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
-        return unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
-    if detector == GLOBAL_CIRCUIT_BREAKER:
-        return breaker_message(tool, count)
+        return rules.unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
+    if detector == rules.GLOBAL_CIRCUIT_BREAKER:
+        return rules.breaker_message(tool, count)
     critical = level == "critical"
-    if detector == KNOWN_POLL_NO_PROGRESS:
-        return (poll_critical_message if critical else poll_warning_message)(tool, count)
-    if detector == PING_PONG:
-        return (ping_pong_critical_message if critical else ping_pong_warning_message)(count)
-    return (generic_critical_message if critical else generic_warning_message)(tool, count)
+    if detector == rules.KNOWN_POLL_NO_PROGRESS:
+        poll = rules.poll_critical_message if critical else rules.poll_warning_message
+        return poll(tool, count)
+    if detector == rules.PING_PONG:
+        ping_pong = (rules.ping_pong_critical_message if critical
+                     else rules.ping_pong_warning_message)
+        return ping_pong(count)
+    generic = rules.generic_critical_message if critical else rules.generic_warning_message
+    return generic(tool, count)
 
 
 def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count: int | None,
@@ -1013,16 +980,16 @@ def _detector_step(p: PreparedSession, ctr: Counters | None, i: int, level: str 
         return _step(p, i, "refuse", detector, count, diverged, "critical",
                      _message(p, ctr, i, detector, level, count),
                      _warning_key(p, ctr, i, detector, level),
-                     p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
+                     p.tool_name[ctr.ping_pong_last[i]] if detector == rules.PING_PONG else None,
                      abort is not None, None)
     if abort is not None:
-        return _step(p, i, "refuse", POST_COMPACTION_GUARD, abort, diverged, "critical",
+        return _step(p, i, "refuse", rules.POST_COMPACTION_GUARD, abort, diverged, "critical",
                      guard_message(p.tool_name[i], abort, window_size), None, None, True, None)
     assert detector is not None and level is not None and ctr is not None
     return _step(p, i, "warn", detector, count, diverged, "warning",
                  _message(p, ctr, i, detector, level, count),
                  _warning_key(p, ctr, i, detector, level),
-                 p.tool_name[ctr.ping_pong_last[i]] if detector == PING_PONG else None,
+                 p.tool_name[ctr.ping_pong_last[i]] if detector == rules.PING_PONG else None,
                  False, emitted)
 
 
@@ -1137,8 +1104,8 @@ def decode(doc: Any) -> PreparedSession:
     )
 
 
-_DETECTOR_CODES = (UNKNOWN_TOOL_REPEAT, GLOBAL_CIRCUIT_BREAKER, KNOWN_POLL_NO_PROGRESS,
-                   PING_PONG, GENERIC_REPEAT)
+_DETECTOR_CODES = (rules.UNKNOWN_TOOL_REPEAT, rules.GLOBAL_CIRCUIT_BREAKER,
+                   rules.KNOWN_POLL_NO_PROGRESS, rules.PING_PONG, rules.GENERIC_REPEAT)
 
 
 def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
@@ -1146,5 +1113,5 @@ def _position_of(p: PreparedSession, first: FirstRefusal) -> int:
     return p.call.index(first.call) if first.call is not None else 0
 
 
-DETECTORS = (*_DETECTOR_CODES, POST_COMPACTION_GUARD)
+DETECTORS = (*_DETECTOR_CODES, rules.POST_COMPACTION_GUARD)
 """Detector names by the codes of :func:`.columns.run_columns`."""

@@ -14,6 +14,7 @@ from typing import Any, Final
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, StepExplanation
 from loopscope.engines.openclaw.shared import explain as common
+from loopscope.engines.openclaw.v2026_9 import upstream as rules
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
     VERSION,
@@ -25,40 +26,19 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     TOOL_LOOP_VETO,
     normalize_tool_name,
 )
-from loopscope.engines.openclaw.v2026_9.upstream import (
-    ARGUMENT_CHURN,
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    RECOVERY,
-    TERMINAL,
-    TOOL_LOOP_BATCH_SKIPPED,
-    TOOL_LOOP_RECOVERY_TERMINATED,
-    TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
-    UNKNOWN_TOOL_REPEAT,
-    argument_churn_message,
-    breaker_message,
-    generic_critical_message,
-    intervention_result_text,
-    ping_pong_critical_message,
-    poll_critical_message,
-    unknown_tool_message,
-)
 from loopscope.model import Session, ToolResult
 
 __all__ = ["EXPLAINER_2026_9", "LIMITATIONS_2026_9", "explain_step_2026_9",
            "guide_examples_2026_9", "limitations_2026_9", "loop_sentence"]
 
 _LIMIT_OF: Final = {
-    GENERIC_REPEAT: ("critical", "CRITICAL_THRESHOLD"),
-    KNOWN_POLL_NO_PROGRESS: ("critical", "CRITICAL_THRESHOLD"),
-    PING_PONG: ("critical", "CRITICAL_THRESHOLD"),
-    UNKNOWN_TOOL_REPEAT: ("unknown_tool", "UNKNOWN_TOOL_THRESHOLD"),
-    GLOBAL_CIRCUIT_BREAKER: ("breaker", "GLOBAL_CIRCUIT_BREAKER_THRESHOLD"),
-    ARGUMENT_CHURN: ("argument_churn", "ARGUMENT_CHURN_THRESHOLD"),
-    POST_COMPACTION_GUARD: ("guard_window", "DEFAULT_WINDOW_SIZE"),
+    rules.GENERIC_REPEAT: ("critical", "CRITICAL_THRESHOLD"),
+    rules.KNOWN_POLL_NO_PROGRESS: ("critical", "CRITICAL_THRESHOLD"),
+    rules.PING_PONG: ("critical", "CRITICAL_THRESHOLD"),
+    rules.UNKNOWN_TOOL_REPEAT: ("unknown_tool", "UNKNOWN_TOOL_THRESHOLD"),
+    rules.GLOBAL_CIRCUIT_BREAKER: ("breaker", "GLOBAL_CIRCUIT_BREAKER_THRESHOLD"),
+    rules.ARGUMENT_CHURN: ("argument_churn", "ARGUMENT_CHURN_THRESHOLD"),
+    rules.POST_COMPACTION_GUARD: ("guard_window", "DEFAULT_WINDOW_SIZE"),
 }
 """A detector's stopping limit: the :class:`Limits` field and the what-if named after it."""
 
@@ -83,7 +63,7 @@ def loop_sentence(detector: str, step: Step, count: int | None, *, critical: boo
     """What the agent was doing, for a loop detector (any level)."""
     tool = _tool(_name_of(step))
     n = count
-    if detector == GENERIC_REPEAT:
+    if detector == rules.GENERIC_REPEAT:
         if critical and step.extra.get("outcome_kind") == TERMINAL_EXEC_FAILURE:
             return (f"The agent's {tool} commands failed the same way {n} times in a row "
                     "(OpenClaw counts a failure again even when the command changes, as long "
@@ -93,24 +73,24 @@ def loop_sentence(detector: str, step: Step, count: int | None, *, critical: boo
             return (f"The agent called {tool} with exactly the same input {n} times in a row "
                     "and got exactly the same answer each time.")
         return f"The agent has called {tool} with the same input {n} times in this run."
-    if detector == KNOWN_POLL_NO_PROGRESS:
+    if detector == rules.KNOWN_POLL_NO_PROGRESS:
         return f"The agent kept checking on {tool} and the status hasn't changed for {n} checks."
-    if detector == PING_PONG:
+    if detector == rules.PING_PONG:
         other = _tool(step.extra.get("paired_tool") or "")
         return (f"The agent is going back and forth between {tool} and {other} ({n} calls) "
                 "without getting anywhere.")
-    if detector == UNKNOWN_TOOL_REPEAT:
+    if detector == rules.UNKNOWN_TOOL_REPEAT:
         return (f"The agent tried to use a tool that doesn't exist ({_tool(_unknown_name(step))})"
                 f" {n} times in a row.")
-    if detector == GLOBAL_CIRCUIT_BREAKER:
+    if detector == rules.GLOBAL_CIRCUIT_BREAKER:
         return (f"The agent repeated the same call with the same result {n} times: OpenClaw's "
                 "hard limit on identical results.")
-    if detector == ARGUMENT_CHURN:
+    if detector == rules.ARGUMENT_CHURN:
         variants = _variants(step)
         return (f"The agent keeps calling {tool} with a few different inputs"
                 f"{f' ({variants} variants)' if variants else ''}, {n} calls in all, and "
                 "every one of them fails the same way (or changes nothing).")
-    if detector == POST_COMPACTION_GUARD:
+    if detector == rules.POST_COMPACTION_GUARD:
         return ("After the conversation was compacted, the agent repeated the same call with "
                 f"the same result {n} times.")
     return f"OpenClaw flagged {tool} ({detector}, count {n})."
@@ -131,8 +111,8 @@ def _limits(config: Any) -> Limits:
 def _which_limit(detector: str, config: Any, level: str) -> str | None:
     limits = _limits(config)
     if level == "warning":
-        attr, name = ("argument_churn", "ARGUMENT_CHURN_THRESHOLD") if detector == ARGUMENT_CHURN \
-            else ("warning", "WARNING_THRESHOLD")
+        attr, name = (("argument_churn", "ARGUMENT_CHURN_THRESHOLD")
+                      if detector == rules.ARGUMENT_CHURN else ("warning", "WARNING_THRESHOLD"))
     elif detector in _LIMIT_OF:
         attr, name = _LIMIT_OF[detector]
     else:
@@ -158,7 +138,7 @@ def _trigger_of(step: Step, replay: SessionReplay) -> Step | None:
     """The call of the same message whose loop stopped it (for a skipped call)."""
     for other in replay.steps:
         if (other.turn == step.turn and other.extra.get("run_id") == step.extra.get("run_id")
-                and other.verdict == "refuse" and other.detector != TOOL_LOOP_BATCH_SKIPPED
+                and other.verdict == "refuse" and other.detector != rules.TOOL_LOOP_BATCH_SKIPPED
                 and other.extra.get("intervention") == step.extra.get("intervention")):
             return other
     return None
@@ -169,12 +149,13 @@ def _levers(detector: str | None, loop_detector: str | None, verdict: str) -> tu
         return ()
     behind = loop_detector or detector
     if verdict == "warn":
-        first = "ARGUMENT_CHURN_THRESHOLD" if detector == ARGUMENT_CHURN else "WARNING_THRESHOLD"
+        first = ("ARGUMENT_CHURN_THRESHOLD" if detector == rules.ARGUMENT_CHURN
+                 else "WARNING_THRESHOLD")
         return (first, "LOOP_WARNING_BUCKET_SIZE", "enabled")
     names = [_LIMIT_OF[behind][1]] if behind in _LIMIT_OF else []
-    if behind in (GENERIC_REPEAT, KNOWN_POLL_NO_PROGRESS):
+    if behind in (rules.GENERIC_REPEAT, rules.KNOWN_POLL_NO_PROGRESS):
         names.append("GLOBAL_CIRCUIT_BREAKER_THRESHOLD")
-    if behind != POST_COMPACTION_GUARD:
+    if behind != rules.POST_COMPACTION_GUARD:
         names.append("TOOL_CALL_HISTORY_SIZE")
     names.append("enabled")
     return tuple(names)
@@ -214,9 +195,9 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
                          "post-compaction guard is off too.")
         facts.extend(_outcome_facts(step))
         return StepExplanation(headline, tuple(facts))
-    if detector == TOOL_LOOP_BATCH_SKIPPED:
+    if detector == rules.TOOL_LOOP_BATCH_SKIPPED:
         trigger = _trigger_of(step, replay)
-        terminal = intervention == TERMINAL
+        terminal = intervention == rules.TERMINAL
         headline = ("Not run because another call in the same message triggered the loop stop"
                     + (" that ended the run." if terminal else "."))
         facts.append(f"OpenClaw {VERSION} checks all the calls of one message together: when "
@@ -229,9 +210,9 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
                   + (" Then it would have ended the run." if terminal else
                      " The agent could then try something else."))
         upstream.append(("OpenClaw's result for this call",
-                         intervention_result_text("", False, terminal)))
+                         rules.intervention_result_text("", False, terminal)))
         which = _which_limit(loop or "", config, "critical")
-    elif detector == TOOL_LOOP_RECOVERY_TERMINATED:
+    elif detector == rules.TOOL_LOOP_RECOVERY_TERMINATED:
         headline = ("OpenClaw let the agent try once more after warning it; the second loop in "
                     "the same run ended the run.")
         facts.append(loop_sentence(loop or "", step, step.count, critical=True))
@@ -240,10 +221,10 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
                      "the same run ends the run.")
         action = "OpenClaw would not have run this call and would have stopped the run here."
         upstream.append(("OpenClaw's result for this call",
-                         intervention_result_text(_loop_message(step), True, True)))
-        upstream.append(("OpenClaw's final message", TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE))
+                         rules.intervention_result_text(_loop_message(step), True, True)))
+        upstream.append(("OpenClaw's final message", rules.TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE))
         which = _which_limit(loop or "", config, "critical")
-    elif step.verdict == "refuse" and detector == POST_COMPACTION_GUARD:
+    elif step.verdict == "refuse" and detector == rules.POST_COMPACTION_GUARD:
         headline = loop_sentence(detector, step, step.count, critical=True)
         action = "OpenClaw would have stopped the run after this call."
         if extra.get("message"):
@@ -254,9 +235,9 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
         action = ("OpenClaw would not have run this call. It would have told the agent why and "
                   "let it try once more (its one-shot recovery); the run goes on, but another "
                   "loop stop in the same run would end it.")
-        if intervention == RECOVERY and extra.get("message"):
+        if intervention == rules.RECOVERY and extra.get("message"):
             upstream.append(("OpenClaw's result for this call",
-                             intervention_result_text(extra["message"], True, False)))
+                             rules.intervention_result_text(extra["message"], True, False)))
         which = _which_limit(detector, config, "critical")
     else:
         headline = loop_sentence(detector, step, step.count, critical=False)
@@ -271,7 +252,7 @@ def explain_step_2026_9(step: Step, replay: SessionReplay, config: Any) -> StepE
         if extra.get("message"):
             upstream.append(("OpenClaw's warning", extra["message"]))
         which = _which_limit(detector, config, "warning")
-    if extra.get("guard_abort") and detector != POST_COMPACTION_GUARD:
+    if extra.get("guard_abort") and detector != rules.POST_COMPACTION_GUARD:
         facts.append("The post-compaction guard would also have stopped the run after this call.")
     if step.after_divergence:
         facts.append("This happened after the first refusal, so the recorded session would not "
@@ -288,10 +269,10 @@ def _consequence(step: Step) -> str | None:
     refused): the first loop stop of a run is a second chance, a further one ends the run."""
     if step.verdict != "refuse":
         return None
-    if step.detector == POST_COMPACTION_GUARD:
+    if step.detector == rules.POST_COMPACTION_GUARD:
         return ("This refusal stops the agent: OpenClaw's post-compaction guard ends the run "
                 "after this call.")
-    if step.extra.get("intervention") == TERMINAL:
+    if step.extra.get("intervention") == rules.TERMINAL:
         return ("This refusal stops the agent: it is the second loop stop in the same run, "
                 "and OpenClaw ends the run.")
     if step.extra.get("guard_abort"):
@@ -306,17 +287,17 @@ def _loop_message(step: Step) -> str:
     """The loop detector's own message behind a terminal stop (as OpenClaw wrote it)."""
 
     tool, n, loop = _name_of(step), step.count or 0, step.extra.get("loop_detector")
-    if loop == UNKNOWN_TOOL_REPEAT:
-        return unknown_tool_message(_unknown_name(step), n)
-    if loop == GLOBAL_CIRCUIT_BREAKER:
-        return breaker_message(tool, n)
-    if loop == KNOWN_POLL_NO_PROGRESS:
-        return poll_critical_message(tool, n)
-    if loop == PING_PONG:
-        return ping_pong_critical_message(n)
-    if loop == ARGUMENT_CHURN:
-        return argument_churn_message(tool, _variants(step) or 0, n)
-    return generic_critical_message(tool, n)
+    if loop == rules.UNKNOWN_TOOL_REPEAT:
+        return rules.unknown_tool_message(_unknown_name(step), n)
+    if loop == rules.GLOBAL_CIRCUIT_BREAKER:
+        return rules.breaker_message(tool, n)
+    if loop == rules.KNOWN_POLL_NO_PROGRESS:
+        return rules.poll_critical_message(tool, n)
+    if loop == rules.PING_PONG:
+        return rules.ping_pong_critical_message(n)
+    if loop == rules.ARGUMENT_CHURN:
+        return rules.argument_churn_message(tool, _variants(step) or 0, n)
+    return rules.generic_critical_message(tool, n)
 
 
 # --------------------------------------------------------------------------- limitations
@@ -387,14 +368,15 @@ def limitations_2026_9(session: Session | None, replay: SessionReplay, config: A
         found.add("one_shot_recovery")
     if refused and any(s.after_divergence for s in steps):
         found.add("shadow_after_stop")
-    if any(s.detector == TOOL_LOOP_BATCH_SKIPPED for s in refused):
+    if any(s.detector == rules.TOOL_LOOP_BATCH_SKIPPED for s in refused):
         found.add("batch_stops_together")
     if any(s.extra.get("warning_emitted") is False for s in warned):
         found.add("warnings_in_buckets")
-    if any((s.extra.get("loop_detector") or s.detector) == PING_PONG for s in steps
+    if any((s.extra.get("loop_detector") or s.detector) == rules.PING_PONG for s in steps
            if s.detector):
         found.add("breaker_per_pattern")
-    if any(s.detector == GENERIC_REPEAT and (s.count or 0) >= limits.critical for s in warned):
+    if any(s.detector == rules.GENERIC_REPEAT and (s.count or 0) >= limits.critical
+           for s in warned):
         found.add("changing_outputs")
     by_run: dict[str, list[Step]] = {}
     for s in steps:
@@ -478,7 +460,8 @@ def guide_examples_2026_9() -> tuple[GuideExample, ...]:
     churn = [("read", {"path": f"notes/{('todo', 'plan', 'draft')[i % 3]}.md"},
               "ERROR:ENOENT: no such file or directory") for i in range(11)]
     specs: list[tuple[str, str, str, str, str, list[Any]]] = [
-        ("oc9-recovery", TOOL_LOOP_RECOVERY_TERMINATED, "A second chance, then the end of the run",
+        ("oc9-recovery", rules.TOOL_LOOP_RECOVERY_TERMINATED,
+         "A second chance, then the end of the run",
          f"OpenClaw {VERSION} stops a call that returned the same result 20 times in a row, "
          "tells the agent not to repeat it and lets it try something else: a one-shot "
          "recovery. If the agent loops again in the same run, OpenClaw ends the run "
@@ -486,20 +469,20 @@ def guide_examples_2026_9() -> tuple[GuideExample, ...]:
          "The agent reads the same file 22 times and gets the same content: the 21st read is "
          "stopped with a second chance, the 22nd ends the run.",
          [[same] for _ in range(22)]),
-        ("oc9-skipped", TOOL_LOOP_BATCH_SKIPPED, "Calls skipped with their message",
+        ("oc9-skipped", rules.TOOL_LOOP_BATCH_SKIPPED, "Calls skipped with their message",
          f"OpenClaw {VERSION} checks all the calls of one message together. When one of them "
          "is stopped for a loop, none of the others run either (tool_loop_batch_skipped), "
          "even a call that was fine on its own.",
          "After 20 identical reads the agent sends a message with a fresh `ls` and the same "
          "read again: the read is stopped, and the `ls` is skipped with it.",
          [*[[same] for _ in range(20)], [("ls", {"path": "."}, "a.txt b.txt"), same]]),
-        ("oc9-churn", ARGUMENT_CHURN, "Argument churn",
+        ("oc9-churn", rules.ARGUMENT_CHURN, "Argument churn",
          f"New in {VERSION}: a tool that keeps failing the same way while the agent cycles "
          "through a few argument variants (each tried at least 3 times) earns a warning after "
          "10 such calls. The call still runs.",
          "The agent looks for three notes files that do not exist, over and over.",
          [[call] for call in churn]),
-        ("oc9-exec-failure", GENERIC_REPEAT, "A command that keeps failing",
+        ("oc9-exec-failure", rules.GENERIC_REPEAT, "A command that keeps failing",
          f"OpenClaw {VERSION} recognises a command that fails the same way again and again "
          "even when its arguments change: timestamps, retry numbers, durations and process "
          "ids in the output are ignored. Twenty such failures in a row stop the next call "

@@ -38,6 +38,7 @@ from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_a
 from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
 from loopscope.engines.openclaw.shared.session import COMPACTION, ENGINE_NAME, USER
 from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.v2026_9 import upstream as rules
 from loopscope.engines.openclaw.v2026_9.config import (
     MIN_STABLE_CALLS_PER_VARIANT,
     Limits,
@@ -49,31 +50,6 @@ from loopscope.engines.openclaw.v2026_9.hashing import (
     detection_name,
 )
 from loopscope.engines.openclaw.v2026_9.session import call_facts, session_messages
-from loopscope.engines.openclaw.v2026_9.upstream import (
-    ARGUMENT_CHURN,
-    GENERIC_REPEAT,
-    GLOBAL_CIRCUIT_BREAKER,
-    KNOWN_POLL_NO_PROGRESS,
-    PING_PONG,
-    POST_COMPACTION_GUARD,
-    RECOVERY,
-    TERMINAL,
-    TOOL_LOOP_BATCH_SKIPPED,
-    TOOL_LOOP_RECOVERY_TERMINATED,
-    TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE,
-    UNKNOWN_TOOL_REPEAT,
-    WarningBuckets,
-    argument_churn_message,
-    breaker_message,
-    generic_critical_message,
-    generic_warning_message,
-    ping_pong_critical_message,
-    ping_pong_key,
-    ping_pong_warning_message,
-    poll_critical_message,
-    poll_warning_message,
-    unknown_tool_message,
-)
 from loopscope.model import Session
 
 PREPARE_KEY: Final = "fixed-2026.9"
@@ -480,23 +456,23 @@ def _select(p: Prepared9, ctr: Counters9, limits: Limits, i: int) -> tuple[str, 
     streak = ctr.no_progress[i]
     poll = p.poll[i]
     if ctr.unknown[i] >= limits.unknown_tool:
-        return "critical", UNKNOWN_TOOL_REPEAT, ctr.unknown[i]
+        return "critical", rules.UNKNOWN_TOOL_REPEAT, ctr.unknown[i]
     if streak >= limits.breaker:
-        return "critical", GLOBAL_CIRCUIT_BREAKER, streak
+        return "critical", rules.GLOBAL_CIRCUIT_BREAKER, streak
     if poll and streak >= limits.critical:
-        return "critical", KNOWN_POLL_NO_PROGRESS, streak
+        return "critical", rules.KNOWN_POLL_NO_PROGRESS, streak
     if poll and streak >= limits.warning:
-        return "warning", KNOWN_POLL_NO_PROGRESS, streak
+        return "warning", rules.KNOWN_POLL_NO_PROGRESS, streak
     if ctr.ping[i] >= limits.critical and ctr.evidence[i]:
-        return "critical", PING_PONG, ctr.ping[i]
+        return "critical", rules.PING_PONG, ctr.ping[i]
     if ctr.ping[i] >= limits.warning:
-        return "warning", PING_PONG, ctr.ping[i]
+        return "warning", rules.PING_PONG, ctr.ping[i]
     if not poll and streak >= limits.critical:
-        return "critical", GENERIC_REPEAT, streak
+        return "critical", rules.GENERIC_REPEAT, streak
     if ctr.churn[i] >= limits.argument_churn:
-        return "warning", ARGUMENT_CHURN, ctr.churn[i]
+        return "warning", rules.ARGUMENT_CHURN, ctr.churn[i]
     if not poll and ctr.recent[i] >= limits.warning:
-        return "warning", GENERIC_REPEAT, ctr.recent[i]
+        return "warning", rules.GENERIC_REPEAT, ctr.recent[i]
     return None
 
 
@@ -544,7 +520,7 @@ def _evaluate(p: Prepared9, config: OpenClaw9Config) -> _Evaluation:
         level, detector, count = verdict
         if level == "critical":
             run = p.run[i]
-            kind = TERMINAL if run in seen_runs else RECOVERY
+            kind = rules.TERMINAL if run in seen_runs else rules.RECOVERY
             seen_runs.add(run)
             interventions[message] = _Intervention(i, detector, count, kind)
             stopped = message
@@ -570,11 +546,12 @@ def run(p: Prepared9, config: OpenClaw9Config) -> SessionReplay:
         i = evaluation.first
         found = evaluation.in_intervention(p, i)
         if found is None:
-            detector = POST_COMPACTION_GUARD
+            detector = rules.POST_COMPACTION_GUARD
         elif found.trigger != i:
-            detector = TOOL_LOOP_BATCH_SKIPPED
+            detector = rules.TOOL_LOOP_BATCH_SKIPPED
         else:
-            detector = found.detector if found.kind == RECOVERY else TOOL_LOOP_RECOVERY_TERMINATED
+            detector = (found.detector if found.kind == rules.RECOVERY
+                        else rules.TOOL_LOOP_RECOVERY_TERMINATED)
         first_refusal = FirstRefusal(p.turn[i], p.call[i], detector)
     warned = any(evaluation.in_intervention(p, i) is None and i not in evaluation.aborts
                  for i, *_ in evaluation.checked)
@@ -598,7 +575,7 @@ class _Detail:
         p, e, config = self.prepared, self.evaluation, self.config
         limits = config.limits
         out: dict[int, tuple[int, str, str, int | None, dict[str, Any]]] = {}
-        buckets = WarningBuckets(limits.bucket_size)
+        buckets = rules.WarningBuckets(limits.bucket_size)
         ctr = p.counters(limits.history_size) if e.checked or e.interventions else None
         for i, _level, detector, count in e.checked:
             assert ctr is not None
@@ -620,19 +597,19 @@ class _Detail:
                 fields: dict[str, Any] = {"level": "critical", "intervention": found.kind,
                                           "loop_detector": found.detector}
                 if i != t:
-                    out[i] = (i, "refuse", TOOL_LOOP_BATCH_SKIPPED, None, fields)
+                    out[i] = (i, "refuse", rules.TOOL_LOOP_BATCH_SKIPPED, None, fields)
                     continue
                 fields.update(warning_key=key, paired_tool=_paired(p, ctr, t, found.detector))
-                if found.kind == TERMINAL:
-                    fields["message"] = TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE
-                    out[i] = (i, "refuse", TOOL_LOOP_RECOVERY_TERMINATED, found.count, fields)
+                if found.kind == rules.TERMINAL:
+                    fields["message"] = rules.TOOL_LOOP_RECOVERY_TERMINATED_MESSAGE
+                    out[i] = (i, "refuse", rules.TOOL_LOOP_RECOVERY_TERMINATED, found.count, fields)
                 else:
                     fields["message"] = _message(p, ctr, t, found.detector, "critical",
                                                  found.count)
                     out[i] = (i, "refuse", found.detector, found.count, fields)
         for i, count in e.aborts.items():
             if e.in_intervention(p, i) is None:
-                out[i] = (i, "refuse", POST_COMPACTION_GUARD, count, {
+                out[i] = (i, "refuse", rules.POST_COMPACTION_GUARD, count, {
                     "level": "critical",
                     "message": guard_message(p.name[i], count, limits.guard_window)})
         return [out[i] for i in sorted(out)]
@@ -695,25 +672,25 @@ class _Detail:
 
 
 def _paired(p: Prepared9, ctr: Counters9, i: int, detector: str) -> str | None:
-    return p.tool_names[ctr.paired_tool[i] - 1] if detector == PING_PONG else None
+    return p.tool_names[ctr.paired_tool[i] - 1] if detector == rules.PING_PONG else None
 
 
 def _warning_key(p: Prepared9, ctr: Counters9, i: int, detector: str, level: str) -> str:
     tool = p.detected_name(i)
     current = p.args_hashes[p.detect_args[i] - 1]
-    if detector == UNKNOWN_TOOL_REPEAT:
+    if detector == rules.UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
         return f"unknown-tool:{tool}:{p.unknown_names[code - 1] if code else 'unknown'}"
-    if detector == PING_PONG:
-        return ping_pong_key(current, p.args_hashes[ctr.paired_args[i] - 1])
-    if detector == ARGUMENT_CHURN:
+    if detector == rules.PING_PONG:
+        return rules.ping_pong_key(current, p.args_hashes[ctr.paired_args[i] - 1])
+    if detector == rules.ARGUMENT_CHURN:
         return f"argument-churn:{tool}"
-    if detector == GENERIC_REPEAT and level == "warning":
+    if detector == rules.GENERIC_REPEAT and level == "warning":
         return f"generic:{tool}:{current}"
     code = ctr.latest[i]
     latest = p.result_hashes[code - 1] if code else "none"
-    prefix = {GLOBAL_CIRCUIT_BREAKER: "global", KNOWN_POLL_NO_PROGRESS: "poll",
-              GENERIC_REPEAT: "generic"}[detector]
+    prefix = {rules.GLOBAL_CIRCUIT_BREAKER: "global", rules.KNOWN_POLL_NO_PROGRESS: "poll",
+              rules.GENERIC_REPEAT: "generic"}[detector]
     return f"{prefix}:{tool}:{current}:{latest}"
 
 
@@ -721,18 +698,22 @@ def _message(p: Prepared9, ctr: Counters9, i: int, detector: str, level: str,
              count: int) -> str:
     tool = p.detected_name(i)
     critical = level == "critical"
-    if detector == UNKNOWN_TOOL_REPEAT:
+    if detector == rules.UNKNOWN_TOOL_REPEAT:
         code = ctr.unknown_name[i]
-        return unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
-    if detector == GLOBAL_CIRCUIT_BREAKER:
-        return breaker_message(tool, count)
-    if detector == KNOWN_POLL_NO_PROGRESS:
-        return (poll_critical_message if critical else poll_warning_message)(tool, count)
-    if detector == PING_PONG:
-        return (ping_pong_critical_message if critical else ping_pong_warning_message)(count)
-    if detector == ARGUMENT_CHURN:
-        return argument_churn_message(tool, ctr.variants[i], count)
-    return (generic_critical_message if critical else generic_warning_message)(tool, count)
+        return rules.unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
+    if detector == rules.GLOBAL_CIRCUIT_BREAKER:
+        return rules.breaker_message(tool, count)
+    if detector == rules.KNOWN_POLL_NO_PROGRESS:
+        poll = rules.poll_critical_message if critical else rules.poll_warning_message
+        return poll(tool, count)
+    if detector == rules.PING_PONG:
+        ping_pong = (rules.ping_pong_critical_message if critical
+                     else rules.ping_pong_warning_message)
+        return ping_pong(count)
+    if detector == rules.ARGUMENT_CHURN:
+        return rules.argument_churn_message(tool, ctr.variants[i], count)
+    generic = rules.generic_critical_message if critical else rules.generic_warning_message
+    return generic(tool, count)
 
 
 def step_counts(p: Prepared9, history_size: int, n: int) -> tuple[Sequence[int], Sequence[int]]:
