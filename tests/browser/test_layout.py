@@ -190,8 +190,6 @@ def test_the_sweep_heatmaps_fit(sized_page: Any, server: Any) -> None:
     check_layout(page, "sweep")
 
 
-@pytest.mark.xfail(strict=True, reason="known: with five guards the label editor's first-refusal "
-                   "columns scroll sideways (1,612 px of columns in 604 px at 1000 px); issue #33")
 def test_the_label_editor_shows_every_guard(sized_page: Any, server: Any) -> None:
     """The label editor holds a column per guard beside the loop start a person types; none of
     them behind a sideways scroll."""

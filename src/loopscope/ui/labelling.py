@@ -341,14 +341,16 @@ def _on_table_change(corpus: Corpus, sources: Sequence[str], key: str) -> None:
 
 def label_table(
     extra_columns: Mapping[str, Sequence[Any]] | None = None,
+    extra_config: Mapping[str, Any] | None = None,
     *,
     key: str = "label_table",
     corpus: Corpus | None = None,
 ) -> None:
     """Every session with its label and loop start, editable in place; edits save at once.
 
-    ``extra_columns`` adds read-only context (e.g. each engine's first refusal), aligned with
-    the corpus's sessions.
+    ``extra_columns`` adds read-only context (e.g. where the guards first refuse), aligned with
+    the corpus's sessions, and ``extra_config`` their column settings. The editable columns
+    have fixed widths so that the whole editor fits the page from 1000 px up.
     """
     import pandas as pd
 
@@ -380,18 +382,20 @@ def label_table(
         placeholder="",  # (an empty loop start or refusal shows empty, not "None")
         disabled=[c for c in frame.columns if c not in ("label", TURN_NUMBER_COLUMN)],
         column_config={
-            "session": st.column_config.TextColumn("Session"),
-            "turns": st.column_config.NumberColumn("Turns", help="Assistant turns in the session."),
+            "session": st.column_config.TextColumn("Session", width=125),
+            "turns": st.column_config.NumberColumn("Turns", width=55,
+                                                   help="Assistant turns in the session."),
             "label": st.column_config.SelectboxColumn(
-                "Label", options=["", *_TABLE_LABELS.values()],
+                "Label", options=["", *_TABLE_LABELS.values()], width=95,
                 help="real loop: a guard should stop it; good work: a guard must let it through.",
             ),
             TURN_NUMBER_COLUMN: st.column_config.NumberColumn(
-                "Loop starts at turn", min_value=1, step=1,
+                "Loop starts at turn", min_value=1, step=1, width=150,
                 help="Real loops only: the first assistant turn that only repeats earlier "
                 "work, counted from 1 as the session page shows turns. Empty = turn 1. "
                 "(labels.csv stores the 0-based index, this number − 1.)",
             ),
+            **dict(extra_config or {}),
         },
         on_change=_on_table_change,
         args=(corpus, sources, table_key),

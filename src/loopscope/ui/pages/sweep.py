@@ -23,7 +23,7 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, layout, metrics_panel, page_helpers, state
+from loopscope.ui import labelling, layout, metrics_panel, state
 from loopscope.ui.plain_words import md
 from loopscope.ui.progress import bar_progress
 from loopscope.words import plural
@@ -44,6 +44,34 @@ HEATMAPS: tuple[tuple[str, str, bool], ...] = (
     ("precision", "Precision", False),
     ("recall", "Recall", False),
 )
+
+
+def _refusal_columns() -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """The label editor's context beside the loop start a person types: the earliest turn at
+    which a shown guard refuses, and which guards refuse. Two columns whatever the number of
+    guards: a column per guard made the editor wider than the page at 1000 px, hiding guards
+    behind a sideways scroll; each guard's verdict and why is on the session page."""
+    shown = state.shown_engines()
+    titles = state.engine_titles()
+    firsts = [state.first_refusals(state.replays(name)) for name in shown]
+    earliest: list[str] = []
+    refusing: list[str] = []
+    for per_guard in zip(*firsts, strict=True):
+        turns = [first.turn for first in per_guard if first is not None]
+        earliest.append(f"turn {min(turns) + 1}" if turns else "")
+        refusing.append(f"{len(turns)} of {len(shown)}" if turns else "none")
+    columns = {"first refusal": earliest, "guards refusing": refusing}
+    config = {
+        "first refusal": st.column_config.TextColumn(
+            "First refusal", width=95,
+            help="The earliest turn (from 1) at which a guard shown refuses this session under "
+                 "the current settings. Open the session for each guard's verdict."),
+        "guards refusing": st.column_config.TextColumn(
+            "Refused by", width=80,
+            help="How many of the guards shown refuse this session: "
+                 + ", ".join(titles[name] for name in shown) + "."),
+    }
+    return columns, config
 
 
 def sweepable(engine: str) -> list[state.Field]:
@@ -262,14 +290,7 @@ def render() -> None:
     st.subheader("How the current settings score", anchor=False)
     metrics_panel.render(key="sweep.metrics")
     with st.expander("Label sessions", expanded=not labelling.current_labels(corpus)):
-        refusals = {}
-        for name in state.shown_engines():
-            refusals[f"{state.engine_titles()[name]} first refusal"] = [
-                "" if first is None
-                else f"turn {first.turn + 1} · {page_helpers.detector_title(first.detector)}"
-                for first in state.first_refusals(state.replays(name))
-            ]
-        labelling.label_table(refusals, key="sweep.labels", corpus=corpus)
+        labelling.label_table(*_refusal_columns(), key="sweep.labels", corpus=corpus)
         labelling.label_transfer(corpus)
         for p in labelling.label_problems(corpus)[:10]:
             st.warning(md(p.text(), 400))
@@ -407,3 +428,4 @@ def _results() -> None:
 
 if __name__ == "__main__":  # run as a Streamlit page
     render()
+
