@@ -173,6 +173,10 @@ def test_every_page_fits(sized_page: Any, server: Any, path: str) -> None:
         # Every guard answers at the top, each in a panel of a readable width.
         page.locator(".st-key-why [data-testid=stError], .st-key-why [data-testid=stAlert]"
                      ).first.wait_for()
+        # (measured with the page's style sheet in: without it, Streamlit's wider margins
+        # make every panel narrower, which a run seen mid-redraw once measured)
+        wait_idle(page)
+        wait_styled(page)
         heads = page.evaluate("""() => Array.from(document.querySelectorAll('.st-key-why h4'))
             .map(h => [h.textContent.trim(), h.getBoundingClientRect().width])""")
         assert [t for t, _ in heads] and all(any(t.startswith(g) for t, _ in heads)
