@@ -33,7 +33,7 @@ import numpy as np
 import orjson
 
 from loopscope.bulk import LazyBytes
-from loopscope.engines.base import KeepsDerived
+from loopscope.engines.base import KeepsDerived, packed
 
 if TYPE_CHECKING:
     from loopscope.engines.contract import Engine
@@ -520,12 +520,18 @@ def laid_out(prepared: Sequence[Any], engine: str, kind: type,
     """``layout(columns)`` for an engine's vectorised ``run_many``: the columns of a table of
     ``engine``'s, or ``columns_of(prepared)`` when ``prepared`` is a list of ``kind`` objects
     that keeps what is derived from it (:class:`~loopscope.engines.base.KeepsDerived`);
-    None for anything else (a plain list is run session by session)."""
-    if isinstance(prepared, PreparedTable):
-        return layout(prepared.columns) if prepared.engine == engine else None
-    if not isinstance(prepared, KeepsDerived) or not all(type(p) is kind for p in prepared):
-        return None
-    return layout(columns_of(prepared))
+    None for anything else (a plain list is run session by session).
+
+    The layout is made once per corpus and kept with ``prepared`` (every slider move re-runs
+    the same corpus; only the configuration changes)."""
+    def build(prepared: Sequence[Any]) -> Any:
+        if isinstance(prepared, PreparedTable):
+            return layout(prepared.columns) if prepared.engine == engine else None
+        if not isinstance(prepared, KeepsDerived) or not all(type(p) is kind for p in prepared):
+            return None
+        return layout(columns_of(prepared))
+
+    return packed(prepared, (engine, "layout"), build)
 
 
 def _dumps_utf8(doc: Any) -> bytes:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, columns_of, packed
+from loopscope.engines.base import RunColumns, columns_of
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.fast import ContentHit, PreparedSession, walk_stretch
 from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
@@ -398,10 +398,7 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Gemi
     """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
-    def layout_of(prepared: Sequence[Any]) -> Steps | None:
-        return laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
-
-    steps = packed(prepared, (engine.name, "steps"), layout_of)
+    steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:
         return None
     return columns_of(run_columns(steps, config), lambda i: engine.run(prepared[i], config),

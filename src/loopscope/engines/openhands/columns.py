@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, columns_of, packed
+from loopscope.engines.base import RunColumns, columns_of
 from loopscope.engines.openhands.config import OpenHandsConfig
 from loopscope.engines.openhands.fast import PreparedSession, _evaluate
 from loopscope.engines.openhands.upstream import (
@@ -370,10 +370,7 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Open
     """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
-    def layout_of(prepared: Sequence[Any]) -> Checks | None:
-        return laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)
-
-    checks = packed(prepared, (engine.name, "checks"), layout_of)
+    checks = laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)
     if checks is None:
         return None
     return columns_of(run_columns(checks, config), lambda i: engine.run(prepared[i], config),

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, SessionReplay, columns_of, packed
+from loopscope.engines.base import RunColumns, SessionReplay, columns_of
 from loopscope.engines.qwen_code.config import QwenConfig
 from loopscope.engines.qwen_code.events import CallItem, ContentItem, Item, PromptItem
 from loopscope.engines.qwen_code.fast import PreparedSession
@@ -497,10 +497,7 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Qwen
     """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
-    def layout_of(prepared: Sequence[Any]) -> Steps | None:
-        return laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
-
-    steps = packed(prepared, (engine.name, "steps"), layout_of)
+    steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:
         return None
 
