@@ -34,8 +34,12 @@ def corpus_dir() -> Path:
     return require_dir(CORPUS, "../shared/corpus")
 
 
-# The on-disk cache of prepared sessions: one fresh folder per test run, never the user's.
+# The on-disk cache of prepared sessions: one fresh folder per test run, never the user's,
+# removed when the run ends (a run leaves nothing behind in the temporary folder).
 if "LOOPSCOPE_CACHE_DIR" not in os.environ:
+    import atexit as _atexit
+    import shutil as _shutil
     import tempfile as _tempfile
 
     os.environ["LOOPSCOPE_CACHE_DIR"] = _tempfile.mkdtemp(prefix="loopscope-test-cache-")
+    _atexit.register(_shutil.rmtree, os.environ["LOOPSCOPE_CACHE_DIR"], ignore_errors=True)

@@ -22,9 +22,11 @@ checked against it.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import random
+import shutil
 import tempfile
 import tracemalloc
 import zipfile
@@ -216,6 +218,7 @@ def _seeds_from(paths: list[Path]) -> list[Seed]:
 
 
 _TMP = tempfile.mkdtemp(prefix="loopscope-fuzz-seeds-")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
 def _tmp_write(seed: Seed) -> str:
