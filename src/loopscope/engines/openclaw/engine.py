@@ -70,11 +70,18 @@ _BY_VERSION: Final = {v: release for release in RELEASES for v in release.versio
 
 def release_of(config: Any) -> Release:
     """The release a configuration belongs to (by its type); the default one for anything
-    else (an explainer may be asked without a configuration)."""
+    else (an explainer may be asked without a configuration). Looked up by the exact type
+    first: a replay asks once per session."""
+    found = _BY_CONFIG_TYPE.get(type(config))
+    if found is not None:
+        return found
     for release in RELEASES:
         if isinstance(config, release.config_type):
             return release
     return DEFAULT_RELEASE
+
+
+_BY_CONFIG_TYPE: Final = {release.config_type: release for release in RELEASES}
 
 
 class _ReleaseExplainer:
