@@ -23,6 +23,7 @@ from loopscope.formats import (
     parse_size,
 )
 from loopscope.formats import loader as loader_module
+from loopscope.model import ToolResult
 
 USER = {"role": "user", "content": "hello"}
 CALL = {"role": "assistant", "content": None, "tool_calls": [
@@ -406,3 +407,26 @@ def test_an_array_broken_in_the_middle_is_not_salvaged(tmp_path: Path) -> None:
     broken = text[:middle] + '"source": tru,' + text[middle + len('"source": "agent",'):]
     result = load(tmp_path, "broken.json", broken)
     assert codes(result) == ["invalid_json"] and not result.sessions
+
+
+def test_a_stray_backslash_keeps_the_line_with_a_warning(tmp_path: Path) -> None:
+    """GitHub's e-mail scrubbing leaves ``\\***@***.***`` in recordings it shows: the line's
+    only fault is a backslash that starts no JSON escape. The line (here the call's result)
+    is read with that backslash kept as a character, and a warning names the line."""
+    scrubbed = r'{"role": "tool", "tool_call_id": "c1", "content": "mail: \***@***.*** \n ok"}'
+    text = jsonl(USER, CALL) + scrubbed + "\n" + jsonl({"role": "assistant", "content": "done"})
+    result = load(tmp_path, "s.jsonl", text)
+    (session,) = result.sessions
+    assert session.counts()["results"] == 1 and session.counts()["unanswered_calls"] == 0
+    (tool_result,) = [e for e in session.events if isinstance(e, ToolResult)]
+    assert tool_result.text == "mail: \\***@***.*** \n ok"
+    (warning,) = [p for p in result.problems if p.severity == "warning"]
+    assert (warning.code, warning.line) == ("invalid_escape", 3)
+    assert "kept as a character" in warning.text()
+
+
+def test_a_line_with_a_stray_backslash_and_another_fault_is_skipped(tmp_path: Path) -> None:
+    broken = r'{"role": "tool", "tool_call_id": "c1", "content": "\* and no end' + "\n"
+    result = load(tmp_path, "s.jsonl", jsonl(USER, CALL) + broken)
+    assert [(p.code, p.line) for p in result.problems if p.severity == "warning"] == [
+        ("invalid_json_line", 3)]

@@ -643,6 +643,36 @@ def parse_line(data: bytes, limits: ImportLimits,
         return loads(fixed, limits, on_truncate), True
 
 
+_STRAY_BACKSLASH = re.compile(rb'\\(.)', re.S)
+_JSON_ESCAPES = frozenset(b'"\\/bfnrtu')
+
+
+def parse_line_keeping_stray_backslashes(
+        data: bytes, limits: ImportLimits,
+        on_truncate: Callable[[str], None] | None = None,
+) -> tuple[Any, bool, JsonError | None]:
+    """:func:`parse_line`, and for a line whose only fault is a backslash that starts no JSON
+    escape (``\\*``, ``\\'``: what GitHub's e-mail scrubbing leaves in a recording it
+    shows, ``\\n***@***.***``), the line read with each such backslash kept as a character:
+    ``(value, had_invalid_utf8, the original error or None)``. A tool call or result on that
+    line is then imported rather than lost; the caller warns with the error. Raises the
+    original :class:`JsonError` when the line has another fault."""
+    try:
+        value, bad_utf8 = parse_line(data, limits, on_truncate)
+        return value, bad_utf8, None
+    except JsonError as first:
+        if first.kind != INVALID_JSON or not first.detail.startswith("invalid \\escape"):
+            raise
+        kept = _STRAY_BACKSLASH.sub(
+            lambda m: m.group(0) if m.group(1)[0] in _JSON_ESCAPES else b"\\" + m.group(0),
+            data)
+        try:
+            value, bad_utf8 = parse_line(kept, limits, on_truncate)
+        except JsonError:
+            raise first from None
+        return value, bad_utf8, first
+
+
 def _size(n: int) -> str:
     for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= factor:
@@ -726,6 +756,7 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
         reused = None
         if parsed:
             reused = parsed.pop(number, None) if report else parsed.get(number)
+        stray = None
         if reused is not None:
             value, bad_utf8, truncated = reused
         else:
@@ -739,7 +770,14 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                 if value is not _NOT_PARSED:
                     bad_utf8 = False
                 else:
-                    value, bad_utf8 = parse_line(line, limits, note_truncation)
+                    value, bad_utf8, stray = parse_line_keeping_stray_backslashes(
+                        line, limits, note_truncation)
+                    if stray is not None:
+                        problem("warning", "invalid_escape",
+                                f"line is not valid JSON ({stray.detail}"
+                                f"{stray.where(with_line=False)}); it was read with each "
+                                "backslash that starts no JSON escape kept as a character",
+                                number)
             except JsonError as exc:
                 truncated_at.clear()
                 recovered = recover(line) if recover is not None and exc.kind != TOO_DEEP \
@@ -775,7 +813,9 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                 truncated_at.clear()
             else:
                 truncated = _NOT_TRUNCATED
-            if parsed is not None and not report:
+            if parsed is not None and not report and stray is None:
+                # (A line read with its stray backslashes kept is read again by the
+                # reporting pass, which warns.)
                 parsed[number] = (value, bad_utf8, truncated)
         if bad_utf8 and not encoding_reported:
             encoding_reported = True
