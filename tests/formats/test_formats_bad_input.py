@@ -430,3 +430,14 @@ def test_a_line_with_a_stray_backslash_and_another_fault_is_skipped(tmp_path: Pa
     result = load(tmp_path, "s.jsonl", jsonl(USER, CALL) + broken)
     assert [(p.code, p.line) for p in result.problems if p.severity == "warning"] == [
         ("invalid_json_line", 3)]
+
+
+def test_a_document_with_a_stray_backslash_is_read_with_a_warning(tmp_path: Path) -> None:
+    body = json.dumps({"messages": [USER, CALL, RESULT]}).replace('"ok"', '"ok \\\\ \\\\*"')
+    body = body.replace("\\\\*", "\\*")  # a lone backslash before "*": no JSON escape
+    result = load(tmp_path, "s.json", body)
+    (session,) = result.sessions
+    (tool_result,) = [e for e in session.events if isinstance(e, ToolResult)]
+    assert tool_result.text == "ok \\ \\*"
+    assert [p.code for p in result.problems if p.severity == "warning"] == ["invalid_escape"]
+    assert not [p for p in result.problems if p.severity == "error"]

@@ -997,7 +997,7 @@ def _document(path: str, limits: ImportLimits, encoding: str,
                       text.bad_utf8_line))
     truncated: list[str] = []
     try:
-        value = jsonio.read_document(text.data, limits, truncated.append)
+        value = _read_document(text.data, limits, truncated, notes)
     except jsonio.JsonError as exc:
         if _looks_like_jsonl(path, encoding, limits, data):
             return _jsonl(path, limits, encoding, notes, size, data)
@@ -1082,6 +1082,23 @@ def _truncation_note(truncated: list[str],
             f"characters (max_value_chars) {'was' if len(truncated) == 1 else 'were'} replaced "
             "by a head and a sha256 digest (first "
             f"at {escape_for_display(truncated[0] or '/', 60)})", None)
+
+
+def _read_document(data: bytes, limits: ImportLimits, truncated: list[str],
+                   notes: list[tuple[str, str, str, int | None]]) -> Any:
+    """:func:`jsonio.read_document`; a document whose only fault is a stray backslash is read
+    with it kept as a character (:func:`jsonio.with_stray_backslashes_kept`), with a warning."""
+    try:
+        return jsonio.read_document(data, limits, truncated.append)
+    except jsonio.JsonError as first:
+        kept = jsonio.with_stray_backslashes_kept(
+            data, first, lambda text: jsonio.read_document(text, limits, truncated.append))
+        if kept is None:
+            raise
+        notes.append(("warning", "invalid_escape",
+                      f"file is not valid JSON ({first.detail}{first.where()}); "
+                      f"{jsonio.STRAY_BACKSLASH_WARNING}", first.line))
+        return kept[0]
 
 
 def _document_guard(size: int, limits: ImportLimits) -> str | None:

@@ -39,6 +39,7 @@ __all__ = [
     "CHUNK_BYTES",
     "INVALID_JSON",
     "NUMBER",
+    "STRAY_BACKSLASH_WARNING",
     "TOO_DEEP",
     "JsonError",
     "ParsedLine",
@@ -52,6 +53,7 @@ __all__ = [
     "read_document",
     "salvage_array",
     "sniff_encoding",
+    "with_stray_backslashes_kept",
 ]
 
 CHUNK_BYTES = 1 << 20
@@ -651,26 +653,44 @@ def parse_line_keeping_stray_backslashes(
         data: bytes, limits: ImportLimits,
         on_truncate: Callable[[str], None] | None = None,
 ) -> tuple[Any, bool, JsonError | None]:
-    """:func:`parse_line`, and for a line whose only fault is a backslash that starts no JSON
-    escape (``\\*``, ``\\'``: what GitHub's e-mail scrubbing leaves in a recording it
-    shows, ``\\n***@***.***``), the line read with each such backslash kept as a character:
-    ``(value, had_invalid_utf8, the original error or None)``. A tool call or result on that
-    line is then imported rather than lost; the caller warns with the error. Raises the
-    original :class:`JsonError` when the line has another fault."""
+    """:func:`parse_line`, and a line whose only fault is a stray backslash read as
+    :func:`with_stray_backslashes_kept` says: ``(value, had_invalid_utf8, the original error or
+    None)``; the caller warns with the error. Raises the original :class:`JsonError` when the
+    line has another fault."""
     try:
         value, bad_utf8 = parse_line(data, limits, on_truncate)
         return value, bad_utf8, None
     except JsonError as first:
-        if first.kind != INVALID_JSON or not first.detail.startswith("invalid \\escape"):
+        kept = with_stray_backslashes_kept(data, first,
+                                           lambda text: parse_line(text, limits, on_truncate))
+        if kept is None:
             raise
-        kept = _STRAY_BACKSLASH.sub(
-            lambda m: m.group(0) if m.group(1)[0] in _JSON_ESCAPES else b"\\" + m.group(0),
-            data)
-        try:
-            value, bad_utf8 = parse_line(kept, limits, on_truncate)
-        except JsonError:
-            raise first from None
+        (value, bad_utf8), = kept
         return value, bad_utf8, first
+
+
+def with_stray_backslashes_kept(data: bytes, error: JsonError,
+                                read: Callable[[bytes], Any]) -> tuple[Any] | None:
+    """``(read(data with each stray backslash doubled),)`` when ``error`` is a backslash that
+    starts no JSON escape (``\\*``, ``\\'``) and the text so mended reads; else None.
+
+    Why: GitHub's e-mail scrubbing leaves ``\\***@***.***`` where a recording it shows had
+    ``\\nname@host``, and the whole line or file (a tool call, a result) was lost for one
+    character. Kept as a character, the backslash is what the text shows; the caller warns
+    that the file was mended and names the line."""
+    if error.kind != INVALID_JSON or not error.detail.startswith("invalid \\escape"):
+        return None
+    kept = _STRAY_BACKSLASH.sub(
+        lambda m: m.group(0) if m.group(1)[0] in _JSON_ESCAPES else b"\\" + m.group(0), data)
+    try:
+        return (read(kept),)
+    except JsonError:
+        return None
+
+
+STRAY_BACKSLASH_WARNING = ("it was read with each backslash that starts no JSON escape kept "
+                           "as a character")
+"""How a warning of code ``invalid_escape`` ends (:func:`with_stray_backslashes_kept`)."""
 
 
 def _size(n: int) -> str:
@@ -775,8 +795,7 @@ def iter_records(path: str, limits: ImportLimits, ctx: ImportContext, *,
                     if stray is not None:
                         problem("warning", "invalid_escape",
                                 f"line is not valid JSON ({stray.detail}"
-                                f"{stray.where(with_line=False)}); it was read with each "
-                                "backslash that starts no JSON escape kept as a character",
+                                f"{stray.where(with_line=False)}); {STRAY_BACKSLASH_WARNING}",
                                 number)
             except JsonError as exc:
                 truncated_at.clear()
