@@ -210,10 +210,8 @@ class _LiteralReader:
             return self.obj(i, depth)
         if ch == "[":
             return self.arr(i, depth)
-        if ch in "'\"":
+        if ch in "'\"`":
             return self.string(i)
-        if ch == "`":
-            return self.template(i)
         if ch in "+-.0123456789" or self.src.startswith(("Infinity", "NaN"), i):
             return self.number(i)
         if _is_id_start(ch):
@@ -330,7 +328,15 @@ class _LiteralReader:
         return i + 1
 
     def string(self, i: int) -> tuple[str, int]:
+        """The string literal quoted by ``src[i]`` (``'``, ``"`` or a backquote): its value and
+        the index after its closing quote.
+
+        A template literal (backquoted) reads as a quoted one but for line breaks and ``${``:
+        it keeps a line break (CR and CRLF read as LF, as JavaScript reads them) where a quoted
+        string fails, and a ``${`` in it is a substitution (:class:`_Substitution`): a value
+        known only when the code runs."""
         quote = self.src[i]
+        template = quote == "`"
         out: list[str] = []
         i += 1
         start = i
@@ -345,36 +351,19 @@ class _LiteralReader:
                 i = self._escape(i + 1, out)
                 start = i
                 continue
-            if ch in "\n\r":
-                raise self.fail("newline in string literal", i)
-            i += 1
-        raise self.fail("unterminated string literal", i)
-
-    def template(self, i: int) -> tuple[str, int]:
-        out: list[str] = []
-        i += 1
-        start = i
-        src = self.src
-        while i < self.n:
-            ch = src[i]
-            if ch == "`":
-                out.append(src[start:i])
-                return _join_surrogates("".join(out)), i + 1
-            if ch == "\\":
-                out.append(src[start:i])
-                i = self._escape(i + 1, out)
-                start = i
-                continue
-            if ch == "$" and i + 1 < self.n and src[i + 1] == "{":
+            if not template:
+                if ch in "\n\r":
+                    raise self.fail("newline in string literal", i)
+            elif ch == "$" and i + 1 < self.n and src[i + 1] == "{":
                 raise _Substitution(i)
-            if ch == "\r":
+            elif ch == "\r":
                 out.append(src[start:i])
                 out.append("\n")
                 i += 2 if src.startswith("\r\n", i) else 1
                 start = i
                 continue
             i += 1
-        raise self.fail("unterminated template literal", i)
+        raise self.fail(f"unterminated {'template' if template else 'string'} literal", i)
 
     def number(self, i: int) -> tuple[Any, int]:
         src = self.src
