@@ -279,6 +279,24 @@ def test_literal_parser_rejects_trailing_text_and_never_executes():
     assert not extract_code_mode_call("tools.a(" + "[" * 5000 + "]" * 5000 + ")").ok
 
 
+def test_literal_parser_reads_quoted_and_template_strings():
+    # each closes at its own quote only, and escapes read alike in both
+    assert parse_literal("'a`b\"c'") == 'a`b"c'
+    assert parse_literal("`a'b\"c\\`d`") == "a'b\"c`d"
+    # a template keeps a line break, CR and CRLF read as LF; a quoted string fails on one
+    assert parse_literal("`a\r\nb\rc\nd`") == "a\nb\nc\nd"
+    for quoted in ("'a\nb'", '"a\rb"'):
+        with pytest.raises(LiteralError, match="newline in string literal"):
+            parse_literal(quoted)
+    with pytest.raises(LiteralError, match="unterminated string literal"):
+        parse_literal("'abc")
+    with pytest.raises(LiteralError, match="unterminated template literal"):
+        parse_literal("`abc")
+    # '${' is a substitution in a template only
+    assert parse_literal("'${x}'") == "${x}"
+    assert parse_literal("`$ {x}`") == "$ {x}"
+
+
 # --------------------------------------------------------------------------- the real recordings (../shared/corpus)
 
 CODEX = "codex/webdev-task-sxw-02__trajectory.jsonl"

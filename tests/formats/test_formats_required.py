@@ -326,6 +326,23 @@ def test_anthropic_conversations_jsonl(tmp_path: Path) -> None:
     assert [shape(s) for s in result.sessions] == ["U A0[run] R0! U"] * 2
 
 
+@pytest.mark.parametrize(("format", "kept"), [("openai_chat", [0, 1, 3]),
+                                              ("anthropic_messages", [0, 3])])
+def test_conversation_per_line_reads_each_line_alone(tmp_path: Path, format: str,
+                                                     kept: list[int]) -> None:
+    """A body line is a conversation in both chat formats; a bare list of messages on a line is
+    one in openai_chat only; any other line is skipped with a problem naming it, and the lines
+    after it are still read."""
+    body = {"messages": ANTHROPIC_EXAMPLE["messages"]}
+    result = load(tmp_path, "c.jsonl", jsonl(body, body["messages"], {"x": 1}, body),
+                  format=format)
+    path = str(tmp_path / "c.jsonl")
+    assert [s.source for s in result.sessions] == [f"{path}#{n}" for n in kept]
+    failed = {p.source: p for p in result.problems if p.code == "session_failed"}
+    assert set(failed) == {f"{path}#{n}" for n in range(4) if n not in kept}
+    assert failed[f"{path}#2"].line == 3
+
+
 # ----------------------------------------------------------------------------- claude_code
 
 CLAUDE_EXAMPLE = [

@@ -454,3 +454,24 @@ def test_the_label_editor_shows_an_empty_cell_not_none(corpus: Path) -> None:
     (editor,) = [d for d in at.get("dataframe") if d.proto.editing_mode]
     assert editor.proto.HasField("placeholder") and editor.proto.placeholder == ""
     assert editor.value["loop_start_turn"].isna().any()  # (there are empty cells to show)
+
+
+@pytest.mark.parametrize(("page", "title"), [
+    (COMPARE, "Compare two configurations"),
+    (SWEEP, "Labels, metrics and sweeps"),
+    (UPGRADE, "Upgrade impact"),
+])
+def test_with_no_session_a_page_says_so_under_its_title(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str, title: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("LOOPSCOPE_SAMPLES", str(empty))
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(empty))
+    restart()
+    try:
+        at = open_page(page)
+        assert [t.value for t in at.title] == [title]
+        assert [i.value for i in at.main.info] == ["No sessions are loaded."]
+        assert not [c for c in at.segmented_control if c.key and c.key.endswith(".engine")]
+    finally:
+        restart()

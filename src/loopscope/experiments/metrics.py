@@ -132,20 +132,10 @@ class Metrics:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The ``metrics`` object of ``loopscope sweep --json``."""
-        return {
-            "sessions": self.sessions,
-            "refused": self.refused,
-            "warned": self.warned,
-            "false_refusals": self.false_refusals,
-            "turns_lost": self.turns_lost,
-            "loops_caught": self.loops_caught,
-            "wasted_turns": self.wasted_turns,
-            "refused_early": self.refused_early,
-            "loops_missed": self.loops_missed,
-            "precision": self.precision,
-            "recall": self.recall,
-        }
+        """The ``metrics`` object of ``loopscope sweep --json``: every count under its field's
+        name, in field order, but the recall denominator, then the two ratios."""
+        counts = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "labelled_loops"}
+        return {**counts, "precision": self.precision, "recall": self.recall}
 
 
 METRIC_NAMES: tuple[str, ...] = tuple(Metrics().to_json())

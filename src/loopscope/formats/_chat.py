@@ -16,12 +16,14 @@ from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import line_origin
 from loopscope.model import Origin, Session
 
-__all__ = ["chat_document", "chat_records"]
+__all__ = ["chat_document", "chat_records", "conversation_lines"]
 
 Body = Callable[[dict[str, Any], int | None, str], Session]
 """Reads a request body: ``(body, candidate, pointer prefix)``."""
 Messages = Callable[[list[Any], int | None, str], Session]
 """Reads a bare list of messages: ``(messages, candidate, pointer prefix)``."""
+LineReader = Callable[[Any, int, int], Session | None]
+"""Reads the value of a line that is a conversation of its own: ``(value, candidate, line)``."""
 
 
 def _is_body(value: Any) -> bool:
@@ -81,3 +83,25 @@ def chat_records(records: Iterable[Record], *,
         values.append(record.value)
         origins.append(line_origin(record.line))
     yield messages(values, origins)
+
+
+def conversation_lines(lines: Iterator[Record], ctx: ImportContext, *, body: LineReader,
+                       messages: LineReader | None = None) -> Iterator[Session | None]:
+    """JSON Lines with one conversation per line (:func:`chat_records`'s ``conversations``):
+    ``body`` reads a line holding a request body, ``messages`` one holding a bare list of
+    messages (``None``: the importer takes no such line).
+
+    Any other line, and a line the loader could not read, is an error that skips that one
+    conversation: it keeps its candidate number, and the other lines are still read."""
+    for n, record in ctx.one_candidate_per_line(lines):
+        if record is None:
+            yield None
+        elif _is_body(record.value):
+            yield body(record.value, n, record.line)
+        elif messages is not None and isinstance(record.value, list):
+            yield messages(record.value, n, record.line)
+        else:
+            ctx.problem("error", "session_failed",
+                        "line is not a conversation (no 'messages' list); it was skipped",
+                        line=record.line, candidate=n)
+            yield None

@@ -43,6 +43,17 @@ def _is_id_char(ch: str) -> bool:
         ord(ch) > 0x7F and ("a" + ch).isidentifier())
 
 
+def _identifier_end(src: str, i: int) -> int:
+    """The index just past the identifier whose first character is ``src[i]``: the first
+    character is the caller's to check (an identifier start, or a backslash it rejects later),
+    every later one is an identifier character."""
+    n = len(src)
+    i += 1
+    while i < n and _is_id_char(src[i]):
+        i += 1
+    return i
+
+
 # --------------------------------------------------------------------------- scanning
 
 
@@ -140,18 +151,14 @@ def _scan(src: str) -> tuple[list[_Occurrence], list[tuple[str, int]]]:
             continue
         if _is_id_start(ch):
             start = i
-            i += 1
-            while i < n and _is_id_char(src[i]):
-                i += 1
+            i = _identifier_end(src, i)
             word = src[start:i]
             if word == "tools" and prev_sig != ".":
                 j = i
                 if j < n and src[j] == ".":
                     k = j + 1
                     if k < n and _is_id_start(src[k]):
-                        m = k + 1
-                        while m < n and _is_id_char(src[m]):
-                            m += 1
+                        m = _identifier_end(src, k)
                         name = src[k:m]
                         p = _skip_ws(src, m)
                         if p < n and src[p] == "(":
@@ -162,9 +169,7 @@ def _scan(src: str) -> tuple[list[_Occurrence], list[tuple[str, int]]]:
             elif word in ("const", "let", "var") and prev_sig != ".":
                 j = _skip_ws(src, i)
                 if j < n and _is_id_start(src[j]):
-                    k = j + 1
-                    while k < n and _is_id_char(src[k]):
-                        k += 1
+                    k = _identifier_end(src, j)
                     ident = src[j:k]
                     p = _skip_ws(src, k)
                     if p < n and src[p] == "=" and not src.startswith("==", p) and not src.startswith("=>", p):
@@ -210,16 +215,12 @@ class _LiteralReader:
             return self.obj(i, depth)
         if ch == "[":
             return self.arr(i, depth)
-        if ch in "'\"":
+        if ch in "'\"`":
             return self.string(i)
-        if ch == "`":
-            return self.template(i)
         if ch in "+-.0123456789" or self.src.startswith(("Infinity", "NaN"), i):
             return self.number(i)
         if _is_id_start(ch):
-            j = i + 1
-            while j < self.n and _is_id_char(self.src[j]):
-                j += 1
+            j = _identifier_end(self.src, i)
             word = self.src[i:j]
             if word == "true":
                 return True, j
@@ -243,9 +244,7 @@ class _LiteralReader:
             if ch in "'\"":
                 key, i = self.string(i)
             elif _is_id_start(ch) or ch == "\\":
-                j = i + 1
-                while j < self.n and _is_id_char(self.src[j]):
-                    j += 1
+                j = _identifier_end(self.src, i)
                 key = self.src[i:j]
                 if "\\" in key:
                     raise self.fail("escaped identifier key", i)
@@ -302,11 +301,7 @@ class _LiteralReader:
             out.append("\0")
             return i + 1
         if ch == "x":
-            digits = src[i + 1:i + 3]
-            if len(digits) != 2 or not _is_hex(digits):
-                raise self.fail("bad \\x escape", i)
-            out.append(chr(int(digits, 16)))
-            return i + 3
+            return self._hex_escape(i, 2, out)
         if ch == "u":
             if i + 1 < self.n and src[i + 1] == "{":
                 end = src.find("}", i + 2)
@@ -315,11 +310,7 @@ class _LiteralReader:
                     raise self.fail("bad \\u{} escape", i)
                 out.append(chr(int(digits, 16)))
                 return end + 1
-            digits = src[i + 1:i + 5]
-            if len(digits) != 4 or not _is_hex(digits):
-                raise self.fail("bad \\u escape", i)
-            out.append(chr(int(digits, 16)))
-            return i + 5
+            return self._hex_escape(i, 4, out)
         if ch == "\r":
             return i + 2 if src.startswith("\r\n", i) else i + 1  # line continuation
         if ch in "\n\u2028\u2029":
@@ -329,8 +320,25 @@ class _LiteralReader:
         out.append(ch)  # identity escape
         return i + 1
 
+    def _hex_escape(self, i: int, width: int, out: list[str]) -> int:
+        """``\\x`` (``width`` 2) or ``\\u`` (``width`` 4) at ``src[i]``: exactly ``width`` hex
+        digits follow, the code unit they spell is appended; returns the index past them."""
+        digits = self.src[i + 1:i + 1 + width]
+        if len(digits) != width or not _is_hex(digits):
+            raise self.fail(f"bad \\{self.src[i]} escape", i)
+        out.append(chr(int(digits, 16)))
+        return i + 1 + width
+
     def string(self, i: int) -> tuple[str, int]:
+        """The string literal quoted by ``src[i]`` (``'``, ``"`` or a backquote): its value and
+        the index after its closing quote.
+
+        A template literal (backquoted) reads as a quoted one but for line breaks and ``${``:
+        it keeps a line break (CR and CRLF read as LF, as JavaScript reads them) where a quoted
+        string fails, and a ``${`` in it is a substitution (:class:`_Substitution`): a value
+        known only when the code runs."""
         quote = self.src[i]
+        template = quote == "`"
         out: list[str] = []
         i += 1
         start = i
@@ -345,36 +353,19 @@ class _LiteralReader:
                 i = self._escape(i + 1, out)
                 start = i
                 continue
-            if ch in "\n\r":
-                raise self.fail("newline in string literal", i)
-            i += 1
-        raise self.fail("unterminated string literal", i)
-
-    def template(self, i: int) -> tuple[str, int]:
-        out: list[str] = []
-        i += 1
-        start = i
-        src = self.src
-        while i < self.n:
-            ch = src[i]
-            if ch == "`":
-                out.append(src[start:i])
-                return _join_surrogates("".join(out)), i + 1
-            if ch == "\\":
-                out.append(src[start:i])
-                i = self._escape(i + 1, out)
-                start = i
-                continue
-            if ch == "$" and i + 1 < self.n and src[i + 1] == "{":
+            if not template:
+                if ch in "\n\r":
+                    raise self.fail("newline in string literal", i)
+            elif ch == "$" and i + 1 < self.n and src[i + 1] == "{":
                 raise _Substitution(i)
-            if ch == "\r":
+            elif ch == "\r":
                 out.append(src[start:i])
                 out.append("\n")
                 i += 2 if src.startswith("\r\n", i) else 1
                 start = i
                 continue
             i += 1
-        raise self.fail("unterminated template literal", i)
+        raise self.fail(f"unterminated {'template' if template else 'string'} literal", i)
 
     def number(self, i: int) -> tuple[Any, int]:
         src = self.src

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from loopscope.formats._chat import chat_document, chat_records
+from loopscope.formats._chat import chat_document, chat_records, conversation_lines
 from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
@@ -252,21 +252,6 @@ def import_document(value: Any, ctx: ImportContext) -> Iterator[Session | None]:
 def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Session | None]:
     yield from chat_records(
         records,
-        conversations=lambda lines: _conversations(lines, ctx),
+        conversations=lambda lines: conversation_lines(
+            lines, ctx, body=lambda body, n, line: _body(body, ctx, n, "", line=line)),
         messages=lambda values, origins: session_from_messages(values, ctx, origins=origins))
-
-
-def _conversations(lines: Iterator[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    for n, record in ctx.one_candidate_per_line(lines):
-        if record is None:
-            yield None
-        elif isinstance(record.value, dict) and isinstance(record.value.get("messages"), list):
-            yield _body(record.value, ctx, n, "", line=record.line)
-        else:
-            ctx.problem("error", "session_failed",
-                        "line is not a conversation (no 'messages' list); it was skipped",
-                        line=record.line, candidate=n)
-            yield None
-
-
-

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from loopscope.formats._chat import chat_document, chat_records
+from loopscope.formats._chat import chat_document, chat_records, conversation_lines
 from loopscope.formats._ext_common import CandidateReporter
 from loopscope.formats.base import ImportContext, Record
 from loopscope.formats.builder import (
@@ -364,28 +364,19 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     """Messages JSONL (one session) or conversation-per-line JSONL (one session per line)."""
     yield from chat_records(
         records,
-        conversations=lambda lines: _conversations(lines, ctx),
+        conversations=lambda lines: conversation_lines(
+            lines, ctx, body=lambda body, n, line: _line_body(body, ctx, n, line),
+            messages=lambda messages, n, line: session_from_messages(
+                messages, ctx, candidate=n, origins=[Origin(line=line)] * len(messages))),
         messages=lambda messages, origins: session_from_messages(messages, ctx, origins=origins))
 
 
-def _conversations(lines: Iterator[Record], ctx: ImportContext) -> Iterator[Session | None]:
-    for n, record in ctx.one_candidate_per_line(lines):
-        if record is None:
-            yield None
-            continue
-        value = record.value
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            try:
-                yield _body_session(value, ctx, candidate=n, prefix="", line=record.line)
-            except Exception as exc:  # one bad conversation never loses the others
-                ctx.internal_error(exc, candidate=n, line=record.line)
-                yield None
-        elif isinstance(value, list):
-            yield session_from_messages(value, ctx, candidate=n,
-                                        origins=[Origin(line=record.line)] * len(value))
-        else:
-            ctx.problem("error", "session_failed",
-                        "line is not a conversation (no 'messages' list); it was skipped",
-                        line=record.line, candidate=n)
-            yield None
+def _line_body(body: dict[str, Any], ctx: ImportContext, n: int, line: int) -> Session | None:
+    """A request body on a line of its own; an importer bug in it loses that conversation
+    alone (reported as such), never the other lines."""
+    try:
+        return _body_session(body, ctx, candidate=n, prefix="", line=line)
+    except Exception as exc:  # one bad conversation never loses the others
+        ctx.internal_error(exc, candidate=n, line=line)
+        return None
 

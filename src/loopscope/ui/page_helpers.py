@@ -151,6 +151,32 @@ def _fragment_running() -> bool:
     return bool(ctx is not None and getattr(ctx, "fragment_ids_this_run", None))
 
 
+# --------------------------------------------------------------------------- page tops
+
+
+def page_corpus(title: str) -> Corpus | None:
+    """Write the page's ``title`` and return the loaded corpus; with no session loaded, say so
+    and return ``None``: a page that works on the sessions has nothing else to show."""
+    st.title(title, anchor=False)
+    corpus = state.corpus()
+    if not corpus.sessions:
+        st.info("No sessions are loaded.")
+        return None
+    return corpus
+
+
+def guard_choice(engines: Sequence[str], key: str, *, required: bool = False) -> str:
+    """The "Guard" picker over ``engines`` (never empty), bound to the URL under ``key``.
+
+    No choice (a deselected control) means the first guard, and so does a choice that is no
+    longer among ``engines`` (a shared URL naming a guard this page does not show)."""
+    engine = st.segmented_control(
+        "Guard", engines, format_func=state.engine_titles().__getitem__, key=key,
+        default=engines[0], bind="query-params", required=required,
+    ) or engines[0]
+    return engine if engine in engines else engines[0]
+
+
 # --------------------------------------------------------------------------- calls & positions
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopscope.advice import AdviceWords, SessionAdvice, advice_words, session_advice
-from loopscope.engines import SessionReplay, Step, get_engine
+from loopscope.engines import Engine, SessionReplay, Step, get_engine
 from loopscope.engines.contract import default_consequence
 from loopscope.model import Session
 from loopscope.wording import code_spans
@@ -101,6 +101,20 @@ def corpus_advice(corpus: Any, name: str, index: int, config: Any, label: str | 
                           first_refusals=first_refusals, labels=corpus.label_values())
 
 
+def _guard(name: str, configs: Mapping[str, Any]) -> tuple[Engine[Any, Any], Any, str, str]:
+    """``(engine, config, version, title)`` of the guard ``name`` in ``configs``.
+
+    ``configs`` maps a guard to its resolution (the config is its ``config``) or to a bare
+    config. The title names the release only where the guard has more than one, as the
+    dashboard does."""
+    engine = get_engine(name)
+    res = configs[name]
+    config = getattr(res, "config", res)
+    version = engine.version_of(config)
+    title = engine.title + (f" {version}" if len(engine.versions) > 1 else "")
+    return engine, config, version, title
+
+
 def session_part(corpus: Any, session: Session, index: int, engines: Sequence[str],
                  replays: Mapping[str, SessionReplay], configs: Mapping[str, Any],
                  label: str | None, from_turn: int | None,
@@ -119,13 +133,9 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
         if xs:
             end = max(end, max(xs) + 0.5)
     for name in engines:
-        engine = get_engine(name)
-        res = configs[name]
-        config = getattr(res, "config", res)
-        version = engine.version_of(config)
+        engine, config, version, title = _guard(name, configs)
         specs = engine.settings_for(version)
         replay = replays[name]
-        title = engine.title + (f" {version}" if len(engine.versions) > 1 else "")
         first = _first_step(replay)
         headline = action = consequence = ""
         facts: tuple[str, ...] = ()
@@ -141,7 +151,7 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
                        f"warned {'once' if warns == 1 else f'{warns:,} times'}.")
         else:
             verdict = f"{engine.title} would never have refused or warned about this session."
-        warnings = getattr(res, "warnings", ())
+        warnings = getattr(configs[name], "warnings", ())
         lims = tuple(plain(lim.text, specs, [lim.id]) for lim in
                      engine.explainer.limitations(session, replay, config, warnings))
         prepared = engine.prepare(session, version)
@@ -170,10 +180,7 @@ def session_part(corpus: Any, session: Session, index: int, engines: Sequence[st
 def settings_part(engines: Sequence[str], configs: Mapping[str, Any]) -> SettingsPart:
     guards = []
     for name in engines:
-        engine = get_engine(name)
-        res = configs[name]
-        config = getattr(res, "config", res)
-        version = engine.version_of(config)
+        engine, config, version, title = _guard(name, configs)
         values = engine.values(config)
         rows = []
         for spec in engine.settings_for(version):
@@ -185,7 +192,6 @@ def settings_part(engines: Sequence[str], configs: Mapping[str, Any]) -> Setting
                 if not spec.deployable:
                     text += " (what-if)"
                 rows.append((spec.label, text, spec.name))
-        title = engine.title + (f" {version}" if len(engine.versions) > 1 else "")
         guards.append((title, tuple(rows)))
     return SettingsPart(tuple(guards))
 

@@ -75,18 +75,10 @@ def _where(fr: FirstRefusal | None) -> str:
 
 
 def render() -> None:
-    st.title("Compare two configurations", anchor=False)
-    corpus = state.corpus()
-    if not corpus.sessions:
-        st.info("No sessions are loaded.")
+    corpus = page_helpers.page_corpus("Compare two configurations")
+    if corpus is None:
         return
-    engines = state.shown_engines()
-    engine = st.segmented_control(
-        "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
-        default=engines[0], bind="query-params",
-    ) or engines[0]
-    if engine not in engines:
-        engine = engines[0]
+    engine = page_helpers.guard_choice(state.shown_engines(), ENGINE_KEY)
     for note in get_engine(engine).notes:
         st.caption(md(note, 400))
     st.caption(

@@ -23,7 +23,7 @@ from loopscope.experiments.sweep import (
     check_axes,
     sweep_prepared,
 )
-from loopscope.ui import labelling, layout, metrics_panel, state
+from loopscope.ui import labelling, layout, metrics_panel, page_helpers, state
 from loopscope.ui.plain_words import md
 from loopscope.ui.progress import bar_progress
 from loopscope.words import plural
@@ -281,10 +281,8 @@ def heatmap(result: SweepResult, metric: str, title: str, lower_better: bool,
 
 
 def render() -> None:
-    st.title("Labels, metrics and sweeps", anchor=False)
-    corpus = state.corpus()
-    if not corpus.sessions:
-        st.info("No sessions are loaded.")
+    corpus = page_helpers.page_corpus("Labels, metrics and sweeps")
+    if corpus is None:
         return
 
     st.subheader("How the current settings score", anchor=False)
@@ -300,12 +298,7 @@ def render() -> None:
     if not engines:
         st.info("None of the guards shown has a numeric setting to sweep.")
         return
-    engine = st.segmented_control(
-        "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
-        default=engines[0], bind="query-params",
-    ) or engines[0]
-    if engine not in engines:
-        engine = engines[0]
+    engine = page_helpers.guard_choice(engines, ENGINE_KEY)
     fields = sweepable(engine)
     c1, c2 = st.columns(2)
     with c1:

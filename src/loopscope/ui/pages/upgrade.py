@@ -59,10 +59,7 @@ def _change_of(impact: UpgradeImpact, i: int) -> str:
 
 
 def render() -> None:
-    st.title("Upgrade impact", anchor=False)
-    corpus = state.corpus()
-    if not corpus.sessions:
-        st.info("No sessions are loaded.")
+    if page_helpers.page_corpus("Upgrade impact") is None:
         return
     engines = [e for e in state.shown_engines() if len(get_engine(e).versions) > 1]
     if not engines:
@@ -73,11 +70,7 @@ def render() -> None:
                "Every loaded session is replayed under both.")
     c1, c2 = st.columns([1, 1])
     with c1:
-        engine = st.segmented_control(
-            "Guard", engines, format_func=state.engine_titles().__getitem__, key=ENGINE_KEY,
-            default=engines[0], bind="query-params", required=True) or engines[0]
-    if engine not in engines:
-        engine = engines[0]
+        engine = page_helpers.guard_choice(engines, ENGINE_KEY, required=True)
     eng = get_engine(engine)
     for note in eng.notes:
         st.caption(md(note, 400))
