@@ -279,6 +279,33 @@ def test_internal_error_keeps_earlier_sessions(tmp_path: Path,
     assert len(load_paths([other]).files[0].sessions) == 1
 
 
+@pytest.mark.parametrize(("module", "reader"), [("openai_chat", "_body_session"),
+                                                ("anthropic_messages", "_body")])
+def test_an_importer_bug_in_one_line_loses_that_conversation_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, reader: str) -> None:
+    """Conversation-per-line JSONL: a bug while reading the second line's conversation is
+    reported for that line, and the first and third conversations are still imported."""
+    import importlib
+
+    imported = importlib.import_module(f"loopscope.formats.{module}")
+    original = getattr(imported, reader)
+    calls = {"n": 0}
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("boom")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(imported, reader, flaky)
+    body = {"messages": [USER]}
+    result = load(tmp_path, "c.jsonl", jsonl(body, body, body), format=module)
+    path = str(tmp_path / "c.jsonl")
+    assert [s.source for s in result.sessions] == [f"{path}#0", f"{path}#2"]
+    (problem,) = [p for p in result.problems if p.code == "internal_error"]
+    assert (problem.source, problem.line) == (f"{path}#1", 2)
+
+
 def test_missing_module_is_unsupported_variant(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader_module, "_module", lambda format_id: None)

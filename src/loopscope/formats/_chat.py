@@ -92,14 +92,20 @@ def conversation_lines(lines: Iterator[Record], ctx: ImportContext, *, body: Lin
     messages (``None``: the importer takes no such line).
 
     Any other line, and a line the loader could not read, is an error that skips that one
-    conversation: it keeps its candidate number, and the other lines are still read."""
+    conversation: it keeps its candidate number, and the other lines are still read. An
+    importer bug in one line's conversation loses that conversation alone (reported as such)."""
     for n, record in ctx.one_candidate_per_line(lines):
         if record is None:
             yield None
-        elif _is_body(record.value):
-            yield body(record.value, n, record.line)
-        elif messages is not None and isinstance(record.value, list):
-            yield messages(record.value, n, record.line)
+        elif _is_body(record.value) or (messages is not None and isinstance(record.value, list)):
+            read = body if _is_body(record.value) else messages
+            assert read is not None
+            try:
+                session = read(record.value, n, record.line)
+            except Exception as exc:  # one bad conversation never loses the others
+                ctx.internal_error(exc, candidate=n, line=record.line)
+                session = None
+            yield session
         else:
             ctx.problem("error", "session_failed",
                         "line is not a conversation (no 'messages' list); it was skipped",

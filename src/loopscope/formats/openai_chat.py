@@ -365,18 +365,9 @@ def import_records(records: Iterable[Record], ctx: ImportContext) -> Iterator[Se
     yield from chat_records(
         records,
         conversations=lambda lines: conversation_lines(
-            lines, ctx, body=lambda body, n, line: _line_body(body, ctx, n, line),
+            lines, ctx,
+            body=lambda body, n, line: _body_session(body, ctx, candidate=n, prefix="", line=line),
             messages=lambda messages, n, line: session_from_messages(
                 messages, ctx, candidate=n, origins=[Origin(line=line)] * len(messages))),
         messages=lambda messages, origins: session_from_messages(messages, ctx, origins=origins))
-
-
-def _line_body(body: dict[str, Any], ctx: ImportContext, n: int, line: int) -> Session | None:
-    """A request body on a line of its own; an importer bug in it loses that conversation
-    alone (reported as such), never the other lines."""
-    try:
-        return _body_session(body, ctx, candidate=n, prefix="", line=line)
-    except Exception as exc:  # one bad conversation never loses the others
-        ctx.internal_error(exc, candidate=n, line=line)
-        return None
 
