@@ -43,6 +43,7 @@ from loopscope.engines.table import (
     PreparedTable,
     TableError,
     TableSpec,
+    first_of_each,
     json_table_spec,
     laid_out,
     session_of,
@@ -376,13 +377,8 @@ def run_columns(steps: Steps, config: GeminiConfig) -> dict[str, Any]:
         content = content_flags(steps, *config.content_constants)
     flagged = np.flatnonzero((steps.repeats >= config.tool_call_loop_threshold) | content)
     owners = steps.owner[flagged]
-    first = np.full(n, -1, dtype=np.int64)
-    if flagged.size:
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
     return {"refusals": np.bincount(owners, minlength=n).astype(np.int64),
-            "warnings": np.zeros(n, dtype=np.int64), "first": first,
+            "warnings": np.zeros(n, dtype=np.int64), "first": first_of_each(flagged, owners, n),
             "detector": steps.detector, "turn": steps.turn, "call": steps.call}
 
 

@@ -69,6 +69,7 @@ from loopscope.engines.table import (
     Column,
     PreparedTable,
     TableError,
+    first_of_each,
     json_table_spec,
     laid_out,
     session_of,
@@ -453,11 +454,7 @@ def run_columns(steps: Steps, config: QwenConfig,
     detector[at] = np.where(call_hit, call_code, -1)
     flagged = np.flatnonzero(hit)
     owners = steps.owner[flagged]
-    first = np.full(n, -1, dtype=np.int64)
-    if flagged.size:
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
+    first = first_of_each(flagged, owners, n)
     refusals = np.bincount(owners, minlength=n).astype(np.int64)
     turn, call = steps.turn, steps.call
     alone = one_by_one(steps, config, always)
