@@ -35,7 +35,12 @@ import numpy as np
 
 from loopscope.engines.base import RunColumns, columns_of
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.fast import ContentHit, PreparedSession, walk_stretch
+from loopscope.engines.gemini_cli.fast import (
+    ContentHit,
+    PreparedSession,
+    remembered_walk,
+    walk_stretch,
+)
 from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.table import (
     SESSION,
@@ -176,10 +181,6 @@ def check(table: PreparedTable) -> None:
         raise TableError("piece_step: pieces out of step order")
 
 
-_REMEMBERED_WALKS: Final = 8
-"""Content what-ifs whose flags a corpus keeps (one byte per step each)."""
-
-
 class Steps:
     """A corpus's step columns laid out for :func:`run_columns` (made once per corpus), and
     the content flags of the last few content what-ifs."""
@@ -248,14 +249,8 @@ class _Stretches:
 def content_flags(steps: Steps, chunk: int, threshold: int, history: int) -> Any:
     """Per step (a bool array): whether the content walk under ``(CONTENT_CHUNK_SIZE,
     CONTENT_LOOP_THRESHOLD, MAX_HISTORY_LENGTH)`` flags it; the last few kept."""
-    key = (chunk, threshold, history)
-    walks = steps._walks
-    found = walks.get(key)
-    if found is None:
-        found = walks[key] = _content_flags(steps, chunk, threshold, history)
-        while len(walks) > _REMEMBERED_WALKS:
-            del walks[next(iter(walks))]
-    return found
+    return remembered_walk(steps._walks, (chunk, threshold, history),
+                           lambda: _content_flags(steps, chunk, threshold, history))
 
 
 _BLOCK: Final = 1 << 18
