@@ -386,8 +386,10 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GeminiConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
-    that keeps derived data (the layout kept with it); None for anything else (a plain list is
+    """Two vectorised passes over the corpus's steps (:func:`run_columns`), for a table of the
+    engine's or a list of its prepared sessions that keeps derived data (the layout kept with
+    it); a configuration that changes a content constant first walks the stretches of text
+    that could loop under it (:func:`content_flags`). None for anything else (a plain list is
     run session by session)."""
     steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:

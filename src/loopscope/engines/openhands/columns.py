@@ -360,7 +360,8 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: OpenHandsConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
+    """Vectorised passes over every check of the corpus (:func:`run_columns`; the sessions
+    that nudge run one by one), for a table of the engine's or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
     checks = laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)

@@ -491,9 +491,11 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: QwenConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
-    that keeps derived data (the layout kept with it); None for anything else (a plain list is
-    run session by session)."""
+    """Vectorised passes over every step of the corpus (:func:`run_columns`), for a table of
+    the engine's or a list of its prepared sessions that keeps derived data (the layout kept
+    with it); with the opt-in checks on, the few sessions whose reply checks an always-on
+    detection changes, and any session with reply text under a content or thought what-if, are
+    run one by one. None for anything else (a plain list is run session by session)."""
     steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:
         return None
