@@ -249,3 +249,59 @@ def test_openhands_a_nudge_is_not_a_refusal_in_the_batch_either() -> None:
     single = eng.run(prepared[0], config)
     assert single.warned and not single.refused  # (what the batch must say too)
     assert_columns_equal(eng.run_many(prepared, config), [single])
+
+
+_NAMED_COLUMNS = '''
+def run_many(engine, prepared, config):
+    return None if "plain" in prepared else ("columns of", tuple(prepared), config.limit)
+
+def table_spec(engine, version):
+    return ("table of", engine.name, version)
+'''
+
+
+class _LimitConfig:
+    """A configuration that keeps the values convention (``from_values``, ``notes``,
+    ``values()``)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.notes = (f"limit {limit}",) if limit > 3 else ()
+
+    @classmethod
+    def from_values(cls, values: Any) -> _LimitConfig:
+        return cls(values["limit"])
+
+    def values(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+def test_base_engine_runs_the_named_columns_module_and_config_type(
+        tmp_path: Any, monkeypatch: Any) -> None:
+    """An engine that names its columns module and its configuration class gets ``run_many``,
+    ``table_spec``, ``build_config`` and ``config_values`` from :class:`BaseEngine`: the
+    module's vectorised pass where it lays the corpus out, else one session at a time."""
+    from loopscope.engines.base import SessionReplay
+    from loopscope.engines.contract import BaseEngine, SettingSpec
+
+    (tmp_path / "named_columns_for_test.py").write_text(_NAMED_COLUMNS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Named(BaseEngine[_LimitConfig, str]):
+        name = "named"
+        schema = (SettingSpec("limit", "Limit", "int", 2, "A limit."),)
+        config_type = _LimitConfig
+        columns_module = "named_columns_for_test"
+
+        def run(self, prepared: str, config: _LimitConfig) -> SessionReplay:
+            return SessionReplay(prepared, prepared, "f", self.name, (), None)
+
+    engine = Named()
+    resolution = engine.config({"limit": 5})
+    assert resolution.config.limit == 5 and resolution.warnings == ("limit 5",)
+    assert engine.values(resolution.config) == {"limit": 5}
+    assert engine.default_config().limit == 2
+    assert engine.run_many(["a", "b"], resolution.config) == ("columns of", ("a", "b"), 5)
+    plain = engine.run_many(["plain", "x"], resolution.config)
+    assert [r.session for r in plain] == ["plain", "x"]
+    assert engine.table_spec() == ("table of", "named", None)

@@ -29,6 +29,7 @@ from loopscope.engines.table import (
     StringPool,
     TableError,
     concat,
+    first_of_each,
     pool_schema,
     unique_codes,
     validate,
@@ -300,6 +301,24 @@ def test_unique_codes_equals_numpy_unique(case: tuple[int, list[int]]) -> None:
     expected_codes, expected_inverse = np.unique(array, return_inverse=True)
     assert codes.tolist() == expected_codes.tolist() and codes.dtype == array.dtype
     assert inverse.reshape(-1).tolist() == expected_inverse.reshape(-1).tolist()
+
+
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.integers(0, n - 1), max_size=60))))
+def test_first_of_each_is_every_sessions_first_position(case: tuple[int, list[int]]) -> None:
+    """``first_of_each`` (every corpus pass's first refusal per session) is, per session, the
+    first of the ascending positions it owns, else ``missing``: a plain loop says the same."""
+    n, owned = case
+    owners = np.array(sorted(owned), dtype=np.int32)
+    positions = np.arange(len(owners), dtype=np.int64) * 3 + 1
+    expected = [-1] * n
+    for position, owner in zip(positions.tolist(), owners.tolist(), strict=True):
+        if expected[owner] == -1:
+            expected[owner] = position
+    assert first_of_each(positions, owners, n).tolist() == expected
+    first = first_of_each(positions, owners, n, missing=9999)
+    assert first.tolist() == [9999 if e == -1 else e for e in expected]
+    assert first.dtype == np.int64
 
 
 @given(st.lists(st.text(st.characters(exclude_categories=()), max_size=12), min_size=1,

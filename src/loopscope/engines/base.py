@@ -26,11 +26,12 @@ on every slider move's path); :attr:`SessionReplay.flagged` gives those steps in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 Verdict = Literal["pass", "warn", "refuse"]
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,18 +184,7 @@ class SessionReplay:
         steps: tuple[Step, ...],
         first_refusal: FirstRefusal | None,
     ) -> None:
-        _set = object.__setattr__
-        _set(self, "session", session)
-        _set(self, "source", source)
-        _set(self, "format", format)
-        _set(self, "engine", engine)
-        _set(self, "first_refusal", first_refusal)
-        _set(self, "_steps", tuple(steps))
-        _set(self, "_detail", None)
-        _set(self, "_warned", None)
-        _set(self, "_flagged", None)
-        _set(self, "_markers", None)
-        _set(self, "_counts", None)
+        self._fill(session, source, format, engine, first_refusal, tuple(steps), None, None)
 
     @classmethod
     def lazy(
@@ -213,19 +203,26 @@ class SessionReplay:
         asked) must be what the steps say.
         """
         self = cls.__new__(cls)
+        self._fill(session, source, format, engine, first_refusal, None, detail, warned)
+        return self
+
+    def _fill(self, session: str, source: str, format: str, engine: str,
+              first_refusal: FirstRefusal | None, steps: tuple[Step, ...] | None,
+              detail: ReplayDetail | None, warned: bool | None) -> None:
+        """Set every slot once, for both constructors: the replay is frozen, so its fields are
+        written past ``__setattr__``, and what is built on first use starts as ``None``."""
         _set = object.__setattr__
         _set(self, "session", session)
         _set(self, "source", source)
         _set(self, "format", format)
         _set(self, "engine", engine)
         _set(self, "first_refusal", first_refusal)
-        _set(self, "_steps", None)
+        _set(self, "_steps", steps)
         _set(self, "_detail", detail)
         _set(self, "_warned", warned)
         _set(self, "_flagged", None)
         _set(self, "_markers", None)
         _set(self, "_counts", None)
-        return self
 
     def with_source(self, source: str) -> SessionReplay:
         """This replay with another :attr:`source` (the same file reached by another path)."""
@@ -243,15 +240,23 @@ class SessionReplay:
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
+    def _once(self, slot: str, build: Callable[[], _V]) -> _V:
+        """The value of the lazy ``slot``, built by ``build`` on first use and kept (written
+        past ``__setattr__``: the replay is frozen, only its caches fill in)."""
+        value = getattr(self, slot)
+        if value is None:
+            value = build()
+            object.__setattr__(self, slot, value)
+        return value
+
     @property
     def steps(self) -> tuple[Step, ...]:
         """One step per guard decision, in transcript order."""
-        steps = self._steps
-        if steps is None:
-            assert self._detail is not None
-            steps = self._detail.steps()
-            object.__setattr__(self, "_steps", steps)
-        return steps
+        return self._once("_steps", self._built_steps)
+
+    def _built_steps(self) -> tuple[Step, ...]:
+        assert self._detail is not None
+        return self._detail.steps()
 
     @property
     def flagged(self) -> tuple[FlaggedStep, ...]:
@@ -259,14 +264,12 @@ class SessionReplay:
 
         On a fast-path replay this never builds the pass steps.
         """
-        flagged = self._flagged
-        if flagged is None:
-            if self._steps is None and self._detail is not None:
-                flagged = self._detail.flagged()
-            else:
-                flagged = _flagged_of(self.steps)
-            object.__setattr__(self, "_flagged", flagged)
-        return flagged
+        return self._once("_flagged", self._built_flagged)
+
+    def _built_flagged(self) -> tuple[FlaggedStep, ...]:
+        if self._steps is None and self._detail is not None:
+            return self._detail.flagged()
+        return _flagged_of(self.steps)
 
     @property
     def markers(self) -> tuple[Marker, ...]:
@@ -274,17 +277,14 @@ class SessionReplay:
 
         On a fast-path replay this builds no step at all.
         """
-        markers = self._markers
-        if markers is None:
-            if self._steps is None and self._flagged is None and self._detail is not None:
-                markers = self._detail.markers()
-            else:
-                markers = tuple(
-                    Marker(f.position, f.step.turn, f.step.call, f.calls_before, f.step.verdict,
-                           f.step.detector or "", f.step.count)
-                    for f in self.flagged)
-            object.__setattr__(self, "_markers", markers)
-        return markers
+        return self._once("_markers", self._built_markers)
+
+    def _built_markers(self) -> tuple[Marker, ...]:
+        if self._steps is None and self._flagged is None and self._detail is not None:
+            return self._detail.markers()
+        return tuple(Marker(f.position, f.step.turn, f.step.call, f.calls_before, f.step.verdict,
+                            f.step.detector or "", f.step.count)
+                     for f in self.flagged)
 
     @property
     def refused(self) -> bool:
@@ -293,11 +293,7 @@ class SessionReplay:
     @property
     def warned(self) -> bool:
         """At least one ``warn`` step."""
-        warned = self._warned
-        if warned is None:
-            warned = any(m.verdict == "warn" for m in self.markers)
-            object.__setattr__(self, "_warned", warned)
-        return warned
+        return self._once("_warned", lambda: any(m.verdict == "warn" for m in self.markers))
 
     @property
     def refusal_count(self) -> int:
@@ -314,15 +310,13 @@ class SessionReplay:
         return self._verdict_counts()[1]
 
     def _verdict_counts(self) -> tuple[int, int]:
-        counts = self._counts
-        if counts is None:
-            if self._markers is None and self._steps is None and self._detail is not None:
-                counts = self._detail.verdict_counts()
-            else:
-                verdicts = [m.verdict for m in self.markers]
-                counts = (verdicts.count("refuse"), verdicts.count("warn"))
-            object.__setattr__(self, "_counts", counts)
-        return counts
+        return self._once("_counts", self._built_verdict_counts)
+
+    def _built_verdict_counts(self) -> tuple[int, int]:
+        if self._markers is None and self._steps is None and self._detail is not None:
+            return self._detail.verdict_counts()
+        verdicts = [m.verdict for m in self.markers]
+        return verdicts.count("refuse"), verdicts.count("warn")
 
     def to_json(self) -> dict[str, Any]:
         """One line of ``loopscope replay --json``."""

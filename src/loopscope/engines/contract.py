@@ -24,7 +24,8 @@ The pieces:
 * :class:`BaseEngine` — sensible defaults for everything a schema can answer alone, and for
   the batch run and the codec (one session at a time; no prepared data written), so a new
   engine writes only its rules: ``build_config``, ``config_values``, ``prepare``, ``run``
-  and ``replay``.
+  and ``replay``. An engine with a vectorised corpus pass names the module that holds it
+  (``columns_module``) instead of overriding ``run_many`` and ``table_spec``.
 
 Settings travel as a *values* mapping: setting name → typed value (``int``; ``None`` for "off"
 of an ``int_or_off``; ``bool``; a tuple of strings; a choice string). ``engine.values(config)``
@@ -36,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -539,7 +541,8 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
 
     A subclass sets the class attributes (``name``, ``title``, ``summary``, ``detectors``,
     ``step_unit``, ``schema``) and implements :meth:`build_config` (typed values → config and
-    notes), :meth:`config_values`, :meth:`prepare`, :meth:`run` and :meth:`replay`. Config files
+    notes) and :meth:`config_values` (or names a :attr:`config_type` that keeps the values
+    convention), :meth:`prepare`, :meth:`run` and :meth:`replay`. Config files
     are then flat objects keyed by setting name (or ``{"<engine name>": {...}}`` inside a
     loopscope config document), ``--set`` takes any setting name, and the export is a JSON object
     of the deployable settings.
@@ -560,6 +563,18 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
     replayed_one_by_one: tuple[str, ...] = ()
     """Settings whose change re-runs every session one by one even though :meth:`run_many` is
     vectorised (none by default)."""
+    config_type: Any = None
+    """The configuration class, for an engine whose configuration keeps the values
+    convention: ``config_type.from_values(values)`` builds one from complete, type-checked
+    setting values, its ``notes`` say what in them is hypothetical, and ``config.values()``
+    gives the values back. :meth:`build_config` and :meth:`config_values` then need not be
+    written (``None``: the engine writes them)."""
+    columns_module: str = ""
+    """The engine's corpus columns, a module by dotted name (``""``: none). Its
+    ``table_spec(engine, version)`` writes a corpus as one table and its ``run_many(engine,
+    prepared, config)`` runs one in a vectorised pass (None for anything it cannot lay out: a
+    plain list is run session by session). It is imported when a corpus is run or written,
+    never for one session, because it needs numpy."""
 
     # ------------------------------------------------------------------ schema
 
@@ -595,11 +610,17 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
 
     def build_config(self, values: Mapping[str, Any], version: str
                      ) -> tuple[ConfigT, tuple[str, ...]]:
-        """The configuration for complete, type-checked ``values`` plus plain notes."""
-        raise NotImplementedError
+        """The configuration for complete, type-checked ``values`` plus plain notes (by
+        default through :attr:`config_type`)."""
+        if self.config_type is None:
+            raise NotImplementedError
+        config = self.config_type.from_values(values)
+        return config, config.notes
 
     def config_values(self, config: ConfigT) -> dict[str, Any]:
-        raise NotImplementedError
+        if self.config_type is None:
+            raise NotImplementedError
+        return config.values()  # type: ignore[attr-defined]
 
     def default_config(self, version: str | None = None) -> ConfigT:
         return self.config({}, version).config
@@ -692,9 +713,13 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         raise NotImplementedError
 
     def run_many(self, prepared: Sequence[PreparedT], config: ConfigT) -> RunColumns:
-        """The batch form of :meth:`run`. This default runs every session through :meth:`run`;
-        engines with prepared data as arrays override it with a vectorised pass (equal to
-        this, a property test)."""
+        """The batch form of :meth:`run`: the vectorised pass of :attr:`columns_module` where
+        it lays ``prepared`` out (equal to the rest, a property test), else every session
+        through :meth:`run`."""
+        if self.columns_module:
+            found = import_module(self.columns_module).run_many(self, prepared, config)
+            if found is not None:
+                return found
         return RunColumns.from_replays([self.run(p, config) for p in prepared])
 
     def caches_prepared(self, version: str | None = None) -> bool:
@@ -723,7 +748,9 @@ class BaseEngine(Generic[ConfigT, PreparedT]):
         when read), or ``None`` (a corpus keeps a list of prepared objects, prepared where it
         is used). By default: one JSON text per session when :meth:`encode_prepared` writes
         this version's data, else ``None``; engines with a vectorised :meth:`run_many`
-        write real columns."""
+        write real columns (:attr:`columns_module`)."""
+        if self.columns_module:
+            return import_module(self.columns_module).table_spec(self, version)
         if not self.caches_prepared(version):
             return None
         from loopscope.engines.table import json_table_spec

@@ -564,3 +564,16 @@ def local_positions(starts: Any, total: int) -> Any:
     """For each of ``total`` items: its position inside its session's range."""
     return np.arange(total, dtype=np.int64) - np.asarray(starts, dtype=np.int64)[
         session_of(starts, total)] if total else np.zeros(0, dtype=np.int64)
+
+
+def first_of_each(positions: Any, owners: Any, n: int, missing: int = -1) -> Any:
+    """For each of ``n`` sessions: the first of the ascending ``positions`` it owns
+    (``owners[k]`` owns ``positions[k]``), else ``missing`` (int64). Positions laid session
+    after session keep each session's together, so its first is where the owner changes: a
+    corpus pass finds every session's first refusal without a loop over sessions."""
+    first = np.full(n, missing, dtype=np.int64)
+    if len(positions):
+        lead = np.ones(len(positions), dtype=np.bool_)
+        lead[1:] = owners[1:] != owners[:-1]
+        first[owners[lead]] = positions[lead]
+    return first

@@ -35,7 +35,12 @@ import numpy as np
 
 from loopscope.engines.base import RunColumns, columns_of
 from loopscope.engines.gemini_cli.config import GeminiConfig
-from loopscope.engines.gemini_cli.fast import ContentHit, PreparedSession, walk_stretch
+from loopscope.engines.gemini_cli.fast import (
+    ContentHit,
+    PreparedSession,
+    remembered_walk,
+    walk_stretch,
+)
 from loopscope.engines.gemini_cli.upstream import CONTENT_LOOP, TOOL_CALL_LOOP
 from loopscope.engines.table import (
     SESSION,
@@ -43,6 +48,7 @@ from loopscope.engines.table import (
     PreparedTable,
     TableError,
     TableSpec,
+    first_of_each,
     json_table_spec,
     laid_out,
     session_of,
@@ -175,10 +181,6 @@ def check(table: PreparedTable) -> None:
         raise TableError("piece_step: pieces out of step order")
 
 
-_REMEMBERED_WALKS: Final = 8
-"""Content what-ifs whose flags a corpus keeps (one byte per step each)."""
-
-
 class Steps:
     """A corpus's step columns laid out for :func:`run_columns` (made once per corpus), and
     the content flags of the last few content what-ifs."""
@@ -247,14 +249,8 @@ class _Stretches:
 def content_flags(steps: Steps, chunk: int, threshold: int, history: int) -> Any:
     """Per step (a bool array): whether the content walk under ``(CONTENT_CHUNK_SIZE,
     CONTENT_LOOP_THRESHOLD, MAX_HISTORY_LENGTH)`` flags it; the last few kept."""
-    key = (chunk, threshold, history)
-    walks = steps._walks
-    found = walks.get(key)
-    if found is None:
-        found = walks[key] = _content_flags(steps, chunk, threshold, history)
-        while len(walks) > _REMEMBERED_WALKS:
-            del walks[next(iter(walks))]
-    return found
+    return remembered_walk(steps._walks, (chunk, threshold, history),
+                           lambda: _content_flags(steps, chunk, threshold, history))
 
 
 _BLOCK: Final = 1 << 18
@@ -376,13 +372,8 @@ def run_columns(steps: Steps, config: GeminiConfig) -> dict[str, Any]:
         content = content_flags(steps, *config.content_constants)
     flagged = np.flatnonzero((steps.repeats >= config.tool_call_loop_threshold) | content)
     owners = steps.owner[flagged]
-    first = np.full(n, -1, dtype=np.int64)
-    if flagged.size:
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
     return {"refusals": np.bincount(owners, minlength=n).astype(np.int64),
-            "warnings": np.zeros(n, dtype=np.int64), "first": first,
+            "warnings": np.zeros(n, dtype=np.int64), "first": first_of_each(flagged, owners, n),
             "detector": steps.detector, "turn": steps.turn, "call": steps.call}
 
 
@@ -395,8 +386,10 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GeminiConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
-    that keeps derived data (the layout kept with it); None for anything else (a plain list is
+    """Two vectorised passes over the corpus's steps (:func:`run_columns`), for a table of the
+    engine's or a list of its prepared sessions that keeps derived data (the layout kept with
+    it); a configuration that changes a content constant first walks the stretches of text
+    that could loop under it (:func:`content_flags`). None for anything else (a plain list is
     run session by session)."""
     steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:

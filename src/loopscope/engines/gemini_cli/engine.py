@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
+from loopscope.engines.base import ConfigResolution, SessionReplay
 from loopscope.engines.contract import BaseEngine, CounterSeries, DetectorInfo, ExportFile
 from loopscope.engines.gemini_cli import fast
 from loopscope.engines.gemini_cli.config import (
@@ -30,7 +30,6 @@ from loopscope.model import Session
 
 if TYPE_CHECKING:
     from loopscope.engines.contract import FileSettings, GuideExample, Overrides, SettingSpec
-    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "GeminiCliEngine"]
 
@@ -51,7 +50,9 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
     step_unit: Literal["call", "turn"] = "call"
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
+    config_type = GeminiConfig
     strict_bool = True
+    columns_module = "loopscope.engines.gemini_cli.columns"
     detectors = (
         DetectorInfo(
             TOOL_CALL_LOOP, "tool-call loop (repeated call or cycle)",
@@ -75,20 +76,12 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
         self.check_version(version)
         return GeminiConfig()
 
-    def build_config(self, values: Mapping[str, Any], version: str
-                     ) -> tuple[GeminiConfig, tuple[str, ...]]:
-        config = GeminiConfig.from_values(values)
-        return config, config.notes
-
     def config(self, values: Mapping[str, Any], version: str | None = None
                ) -> ConfigResolution[GeminiConfig]:
         """Typed values by setting name (``model.disableLoopDetection`` accepted too)."""
         self.check_version(version)
         config = GeminiConfig.from_values(check_values(values))
         return ConfigResolution(config, config.notes)
-
-    def config_values(self, config: GeminiConfig) -> dict[str, Any]:
-        return config.values()
 
     def version_of(self, config: GeminiConfig) -> str:
         return VERSION
@@ -142,21 +135,6 @@ class GeminiCliEngine(BaseEngine[GeminiConfig, PreparedSession]):
 
     def run(self, prepared: PreparedSession, config: GeminiConfig) -> SessionReplay:
         return run(prepared, config)
-
-    def run_many(self, prepared: Sequence[Any], config: GeminiConfig) -> RunColumns:
-        """Two vectorised passes over the corpus's steps (:func:`columns.run_columns`); a
-        configuration that changes a content constant first walks the stretches of text that
-        could loop under it (:func:`columns.content_flags`). A plain list is run session by
-        session."""
-        from loopscope.engines.gemini_cli import columns
-
-        found = columns.run_many(self, prepared, config)
-        return super().run_many(prepared, config) if found is None else found
-
-    def table_spec(self, version: str | None = None) -> TableSpec | None:
-        from loopscope.engines.gemini_cli import columns
-
-        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None

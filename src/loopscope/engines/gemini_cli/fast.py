@@ -30,8 +30,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 from loopscope.bulk import keep_shared, memoised_by_json
 from loopscope.engines.base import FirstRefusal, FlaggedStep, Marker, SessionReplay, Step, new_step
@@ -67,8 +68,23 @@ __all__ = ["ContentHit", "PreparedSession", "Stretch", "prepare", "recall", "rem
 
 _GEMINI_CONSTANTS: Final = GeminiConfig().content_constants
 _REMEMBERED_WALKS: Final = 8
-"""Content walks kept per prepared session (a slider over a what-if makes a new one per
-value; each holds a count per reply)."""
+"""Content walks kept per prepared session, and content flags per corpus (a slider over a
+what-if makes a new walk per value; each holds a count per reply, or a byte per step)."""
+_W = TypeVar("_W")
+
+
+def remembered_walk(memo: dict[tuple[int, int, int], _W], key: tuple[int, int, int],
+                    walk: Callable[[], _W]) -> _W:
+    """``memo[key]``, walked on first use. A content walk under other constants is a pass over
+    all the text again, and a what-if slider comes back to values it left: the last
+    :data:`_REMEMBERED_WALKS` walks are kept, those under Gemini CLI's own constants always
+    (the oldest other walk goes first)."""
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = walk()
+        if len(memo) > _REMEMBERED_WALKS:
+            del memo[next(k for k in memo if k != _GEMINI_CONSTANTS)]
+    return found
 
 
 @dataclass(slots=True)
@@ -139,14 +155,8 @@ class PreparedSession:
     def content_run(self, chunk: int, threshold: int, history: int) -> ContentRun:
         """The content walk under these constants, remembered (Gemini CLI's own and the last
         few what-ifs)."""
-        key = (chunk, threshold, history)
-        memo = self._content
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = _content_run(self, chunk, threshold, history)
-            if len(memo) > _REMEMBERED_WALKS:
-                del memo[next(k for k in memo if k != _GEMINI_CONSTANTS)]
-        return found
+        return remembered_walk(self._content, (chunk, threshold, history),
+                               lambda: _content_run(self, chunk, threshold, history))
 
 
 # --------------------------------------------------------------------------- prepare

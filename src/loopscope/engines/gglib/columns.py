@@ -30,6 +30,7 @@ from loopscope.engines.table import (
     StringPool,
     TableError,
     TableSpec,
+    first_of_each,
     pool_schema,
     session_of,
     starts_of,
@@ -378,13 +379,8 @@ def run_columns(pack: Pack, config: GglibConfig) -> dict[str, Any]:
         first_at.append(stagnated)
     refused = np.concatenate(refused_at) if refused_at else np.zeros(0, dtype=np.int64)
     refusals = np.bincount(pack.owner[refused], minlength=n).astype(np.int64)
-    first = np.full(n, -1, dtype=np.int64)
     flagged = _merged(first_at)
-    if flagged.size:
-        owners = pack.owner[flagged]
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
+    first = first_of_each(flagged, pack.owner[flagged], n)
     # Detector codes: 0 loop (a batch step), 1 stagnation (a prose step).
     return {"refusals": refusals, "warnings": np.zeros(n, dtype=np.int64), "first": first,
             "detector": pack.detector, "turn": pack.turn, "call": pack.call,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigResolution, RunColumns, SessionReplay
+from loopscope.engines.base import ConfigResolution, SessionReplay
 from loopscope.engines.contract import BaseEngine, CounterSeries, DetectorInfo, ExportFile
 from loopscope.engines.gglib import fast
 from loopscope.engines.gglib.config import SETTINGS, GglibConfig, pattern_notes, resolve_config
@@ -18,7 +18,6 @@ from loopscope.model import Session
 
 if TYPE_CHECKING:
     from loopscope.engines.contract import FileSettings, GuideExample, Overrides, SettingSpec
-    from loopscope.engines.table import TableSpec
 
 # ``columns`` (and numpy with it) is imported where a table is first used, so that listing or
 # configuring engines does not load numpy; it imports nothing of this module.
@@ -42,6 +41,7 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
     step_unit: Literal["call", "turn"] = "turn"
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
+    columns_module = "loopscope.engines.gglib.columns"
     detectors = (
         DetectorInfo(
             "loop", "the same set of tool calls again and again",
@@ -129,18 +129,6 @@ class GglibEngine(BaseEngine[GglibConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: GglibConfig) -> SessionReplay:
         return run_lazy(prepared.messages, config, session=prepared.session,
                         source=prepared.source, format=prepared.format, engine=self.name)
-
-    def run_many(self, prepared: Sequence[Any], config: GglibConfig) -> RunColumns:
-        """A vectorised pass over the corpus's steps (:func:`columns.run_many`)."""
-        from loopscope.engines.gglib import columns
-
-        found = columns.run_many(self, prepared, config)
-        return super().run_many(prepared, config) if found is None else found
-
-    def table_spec(self, version: str | None = None) -> TableSpec | None:
-        from loopscope.engines.gglib import columns
-
-        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         if type(prepared) is not PreparedSession:

@@ -38,6 +38,7 @@ from loopscope.engines.table import (
     PreparedTable,
     TableError,
     TableSpec,
+    first_of_each,
     json_table_spec,
     laid_out,
     ranges,
@@ -199,12 +200,8 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     streak = np.minimum(np.minimum(np.minimum(c.ra, c.re), np.minimum(n_a, n_o)), ae + 1)
     # A session's first nudge: up to it, the plain windows are the session's windows.
     nudge_at = at[(streak == ae) & (c.newest_obs >= 0)]
-    nudge_owner = checks.owner[nudge_at]
-    lead = np.ones(nudge_at.size, dtype=np.bool_)
-    lead[1:] = nudge_owner[1:] != nudge_owner[:-1]
-    one_by_one = nudge_owner[lead]
-    first_nudge = np.full(n, total, dtype=np.int64)
-    first_nudge[one_by_one] = nudge_at[lead]
+    first_nudge = first_of_each(nudge_at, checks.owner[nudge_at], n, missing=total)
+    one_by_one = np.flatnonzero(first_nudge < total)
     before_nudge = at < first_nudge[c.owner]
     length = c.base - start
     same_pair = (n_a >= ao) & (n_o >= ao) & (c.ra >= ao) & (c.ro >= ao)
@@ -221,11 +218,7 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
                                   [0, 1, 2], 3)
     owners = checks.owner[flagged]
     refusals = out["refusals"] = np.bincount(owners, minlength=n).astype(np.int64)
-    first = out["first"]
-    if flagged.size:
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
+    first = out["first"] = first_of_each(flagged, owners, n)
     # From its first nudge on, a session is run by the per-session rule (no nudge before:
     # it starts from the same state as a run from the first check would reach there).
     codes = {name: code for code, name in enumerate(DETECTORS)}
@@ -367,7 +360,8 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: OpenHandsConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
+    """Vectorised passes over every check of the corpus (:func:`run_columns`; the sessions
+    that nudge run one by one), for a table of the engine's or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
     checks = laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)

@@ -4,11 +4,11 @@ behind :class:`loopscope.engines.contract.Engine`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loopscope.bulk import CollectorPaused
-from loopscope.engines.base import ConfigError, RunColumns, SessionReplay
+from loopscope.engines.base import ConfigError, SessionReplay
 from loopscope.engines.contract import BaseEngine, DetectorInfo, ExportFile
 from loopscope.engines.openhands import fast
 from loopscope.engines.openhands.config import (
@@ -29,7 +29,6 @@ from loopscope.model import Session
 
 if TYPE_CHECKING:
     from loopscope.engines.contract import CounterSeries, GuideExample, SettingSpec
-    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "OpenHandsEngine", "python_snippet"]
 
@@ -62,6 +61,8 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
     step_unit: Literal["call", "turn"] = "turn"
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
+    config_type = OpenHandsConfig
+    columns_module = "loopscope.engines.openhands.columns"
     detectors = (
         DetectorInfo(
             ACTION_OBSERVATION, "the same call with the same result",
@@ -87,14 +88,6 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
     )
 
     # ------------------------------------------------------------------ configs
-
-    def build_config(self, values: Mapping[str, Any], version: str
-                     ) -> tuple[OpenHandsConfig, tuple[str, ...]]:
-        config = OpenHandsConfig.from_values(values)
-        return config, config.notes
-
-    def config_values(self, config: OpenHandsConfig) -> dict[str, Any]:
-        return config.values()
 
     def file_values(self, file_settings: Mapping[str, Any], version: str) -> dict[str, Any]:
         """Flat setting names, or OpenHands' own ``Conversation`` keywords
@@ -152,19 +145,6 @@ class OpenHandsEngine(BaseEngine[OpenHandsConfig, PreparedSession]):
 
     def run(self, prepared: PreparedSession, config: OpenHandsConfig) -> SessionReplay:
         return run(prepared, config)
-
-    def run_many(self, prepared: Sequence[Any], config: OpenHandsConfig) -> RunColumns:
-        """Vectorised passes over every check of the corpus, the sessions that nudge run one
-        by one (:func:`columns.run_columns`)."""
-        from loopscope.engines.openhands import columns
-
-        found = columns.run_many(self, prepared, config)
-        return super().run_many(prepared, config) if found is None else found
-
-    def table_spec(self, version: str | None = None) -> TableSpec | None:
-        from loopscope.engines.openhands import columns
-
-        return columns.table_spec(self, version)
 
     def encode_prepared(self, prepared: Any) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None

@@ -69,6 +69,7 @@ from loopscope.engines.table import (
     Column,
     PreparedTable,
     TableError,
+    first_of_each,
     json_table_spec,
     laid_out,
     session_of,
@@ -453,11 +454,7 @@ def run_columns(steps: Steps, config: QwenConfig,
     detector[at] = np.where(call_hit, call_code, -1)
     flagged = np.flatnonzero(hit)
     owners = steps.owner[flagged]
-    first = np.full(n, -1, dtype=np.int64)
-    if flagged.size:
-        lead = np.ones(flagged.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = flagged[lead]
+    first = first_of_each(flagged, owners, n)
     refusals = np.bincount(owners, minlength=n).astype(np.int64)
     turn, call = steps.turn, steps.call
     alone = one_by_one(steps, config, always)
@@ -494,9 +491,11 @@ def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> Tabl
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: QwenConfig
              ) -> RunColumns | None:
-    """:func:`run_columns` over a table of the engine's, or a list of its prepared sessions
-    that keeps derived data (the layout kept with it); None for anything else (a plain list is
-    run session by session)."""
+    """Vectorised passes over every step of the corpus (:func:`run_columns`), for a table of
+    the engine's or a list of its prepared sessions that keeps derived data (the layout kept
+    with it); with the opt-in checks on, the few sessions whose reply checks an always-on
+    detection changes, and any session with reply text under a content or thought what-if, are
+    run one by one. None for anything else (a plain list is run session by session)."""
     steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
     if steps is None:
         return None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
-from loopscope.engines.base import ConfigError, RunColumns, SessionReplay
+from loopscope.engines.base import ConfigError, SessionReplay
 from loopscope.engines.contract import (
     BaseEngine,
     CounterSeries,
@@ -42,9 +42,6 @@ from loopscope.engines.qwen_code.upstream import (
 )
 from loopscope.engines.qwen_code.upstream import CAP as CAP_LOOP
 from loopscope.model import Session
-
-if TYPE_CHECKING:
-    from loopscope.engines.table import TableSpec
 
 __all__ = ["ENGINE", "QwenCodeEngine"]
 
@@ -87,7 +84,9 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     step_unit: Literal["call", "turn"] = "call"
     schema: tuple[SettingSpec, ...] = SETTINGS
     explainer = EXPLAINER
+    config_type = QwenConfig
     strict_bool = True
+    columns_module = "loopscope.engines.qwen_code.columns"
     replayed_one_by_one: tuple[str, ...] = ("CONTENT_LOOP_THRESHOLD", "THOUGHT_REPEAT_THRESHOLD")
     """With the opt-in checks on, a change of these what-ifs replays every session with reply
     text (thoughts) one by one: the text walk is not kept in columns for other constants."""
@@ -95,14 +94,6 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
                       for key, text in _DESCRIPTIONS.items())
 
     # ------------------------------------------------------------------ configs
-
-    def build_config(self, values: Mapping[str, Any], version: str
-                     ) -> tuple[QwenConfig, tuple[str, ...]]:
-        config = QwenConfig.from_values(values)
-        return config, config.notes
-
-    def config_values(self, config: QwenConfig) -> dict[str, Any]:
-        return config.values()
 
     def version_of(self, config: QwenConfig) -> str:
         return VERSION
@@ -162,26 +153,11 @@ class QwenCodeEngine(BaseEngine[QwenConfig, PreparedSession]):
     def run(self, prepared: PreparedSession, config: QwenConfig) -> SessionReplay:
         return run(prepared, config)
 
-    def run_many(self, prepared: Sequence[Any], config: QwenConfig) -> RunColumns:
-        """Vectorised passes over every step of the corpus (:func:`columns.run_columns`); with
-        the opt-in checks on, the few sessions whose reply checks an always-on detection
-        changes, and any session with reply text under a content or thought what-if, are run
-        one by one. A plain list is run session by session."""
-        from loopscope.engines.qwen_code import columns
-
-        found = columns.run_many(self, prepared, config)
-        return super().run_many(prepared, config) if found is None else found
-
     def encode_prepared(self, prepared: PreparedSession) -> dict[str, Any] | None:
         return fast.encode(prepared) if type(prepared) is PreparedSession else None
 
     def decode_prepared(self, data: Any) -> PreparedSession:
         return fast.decode(data)
-
-    def table_spec(self, version: str | None = None) -> TableSpec | None:
-        from loopscope.engines.qwen_code import columns
-
-        return columns.table_spec(self, version)
 
     def replay(self, session: Session, config: QwenConfig) -> SessionReplay:
         return replay_session(session, config)

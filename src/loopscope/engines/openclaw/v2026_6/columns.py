@@ -38,6 +38,7 @@ from loopscope.engines.table import (
     StringPool,
     TableError,
     TableSpec,
+    first_of_each,
     pool_schema,
     session_of,
     starts_of,
@@ -474,12 +475,7 @@ def run_columns(pack: Pack, config: OpenClawConfig) -> dict[str, Any]:
     owner = pack.owner
     refusals = np.bincount(owner[refused], minlength=n_sessions).astype(np.int64)
     warnings = np.bincount(owner[warned], minlength=n_sessions).astype(np.int64)
-    first = np.full(n_sessions, -1, dtype=np.int64)
-    if refused.size:
-        owners = owner[refused]
-        lead = np.ones(refused.size, dtype=np.bool_)
-        lead[1:] = owners[1:] != owners[:-1]
-        first[owners[lead]] = refused[lead]
+    first = first_of_each(refused, owner[refused], n_sessions)
     out = {"refusals": refusals, "warnings": warnings, "first": first, "detector": detector,
            "turn": pack.turn, "call": pack.call, "offsets": offsets}
     if r.guard_enabled and pack.with_ops.any():
