@@ -187,6 +187,13 @@ def options(found: Mapping[str, CorpusEffect]) -> dict[str, str]:
     return out
 
 
+def narrowing() -> bool:
+    """Whether a pill is chosen (the overview may be narrowed to one of its groups): only
+    then does the overview need :func:`effects` before its timeline."""
+    value = st.session_state.get(ONLY_KEY)
+    return isinstance(value, str) and ":" in value
+
+
 def selected(found: Mapping[str, CorpusEffect]) -> tuple[str, str, tuple[int, ...]] | None:
     """The group the overview is narrowed to: (guard, kind, session positions)."""
     value = st.session_state.get(ONLY_KEY)

@@ -480,6 +480,18 @@ def first_refusals_and_warnings(replays: Sequence[SessionReplay]
     return [r.first_refusal for r in replays], [r.warning_count for r in replays]
 
 
+def window_refusals_and_warnings(replays: Sequence[SessionReplay], window: Sequence[int]
+                                 ) -> tuple[list[Any], list[int]]:
+    """:func:`first_refusals_and_warnings` of the sessions at ``window`` only (the page of
+    rows a table shows): read off a batch run's columns, so a slider move makes a first
+    refusal for each row shown, not for each of the thousands of refused sessions."""
+    if isinstance(replays, RunColumns):
+        counts = replays.warning_counts
+        return [replays.first_refusal(i) for i in window], [int(counts[i]) for i in window]
+    return ([replays[i].first_refusal for i in window],
+            [replays[i].warning_count for i in window])
+
+
 def session_index() -> dict[str, int]:
     """Session source → position in :func:`corpus` ``.sessions``."""
     return {source: i for i, source in enumerate(corpus().sources)}

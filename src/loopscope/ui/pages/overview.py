@@ -34,12 +34,14 @@ def render() -> None:
     _welcome()
     engines = state.shown_engines()
     results = {name: state.replays(name) for name in engines}
-    found = baseline.effects(engines)
     # What the settings change, the counts and the guards' table keep their place above the
     # timeline but are filled after it: on a slider move the browser draws the elements in
     # the order they arrive, and the timeline is what the person moving the slider watches.
+    # What the settings change is worked out after the timeline too, unless a pill narrows
+    # the timeline to one of its groups.
     changes, summary, guards = st.container(), st.container(), st.container()
-    _sessions(corpus, results, found)
+    _sessions(corpus, results, baseline.effects(engines) if baseline.narrowing() else None)
+    found = baseline.effects(engines)
     with changes:
         baseline.render(found)
     with summary:
@@ -92,8 +94,20 @@ def _summary(corpus: Any, results: dict[str, Any]) -> None:
                 st.caption(f"{warned:,} with warnings")
 
 
+# The guards' comparison's expander: open or closed (session state). (A comment, not a
+# docstring: Streamlit's "magic" would print a bare string on the page.)
+GUARDS_KEY = "guards_compare"
+
+
 def _guards(corpus: Any, results: dict[str, Any]) -> None:
-    with st.expander("How the guards compare on these sessions", icon=":material/compare:"):
+    """The guards' comparison, made only while its expander is open: closed (as the page
+    opens), a slider move neither works it out over every session nor sends its table; opening
+    it re-runs the page with the table in it."""
+    box = st.expander("How the guards compare on these sessions", icon=":material/compare:",
+                      key=GUARDS_KEY, on_change="rerun")
+    if not box.open:
+        return
+    with box:
         rows = summaries.guard_rows(results, labelling.current_labels(corpus), corpus.sources,
                                     corpus.turn_counts)
         # An HTML table: its cells wrap, so each guard's notes are read whole at any width.
@@ -104,7 +118,10 @@ def _guards(corpus: Any, results: dict[str, Any]) -> None:
 
 
 @st.fragment
-def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> None:
+def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any] | None) -> None:
+    """The overview's controls, timeline and table. ``found``: what the settings change
+    (:func:`baseline.effects`), when a pill narrows the rows to one of its groups; otherwise
+    None, and it is worked out after the timeline is sent (the table's last column needs it)."""
     c1, c2, c3, c4 = st.columns([1.3, 1.3, 0.7, 0.7])
     with c1:
         view = st.selectbox(
@@ -123,7 +140,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     engines = list(results) if view in (None, ALL) or view not in results else [str(view)]
     shown = {e: results[e] for e in engines}
     order = page_helpers.overview_order(corpus, shown, sort or "refusals")
-    group = baseline.selected(found)
+    group = baseline.selected(found) if found is not None else None
     if group is not None:
         keep = set(group[2])
         order = [i for i in order if i in keep]
@@ -142,6 +159,7 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
     start = (int(page) - 1) * int(size)
     window = order[start:start + int(size)]
     if group is not None:
+        assert found is not None  # (a group is one of found's)
         what = baseline.options({group[0]: found[group[0]]})[f"{group[0]}:{group[1]}"]
         st.caption(f"Showing only {md(state.engine_titles()[group[0]])}: {md(what)}, against "
                    f"{baseline.describe_baseline()}. Click the pill again to show every session.")
@@ -153,7 +171,8 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any]) -> No
                    "warned; each detector has its own shape. Hatched grey: after the first "
                    "refusal (would not have happened). **Click a marker or a row to open the "
                    "session.**")
-    _table(corpus, results, window, found)
+    _table(corpus, results, window,
+           found if found is not None else baseline.effects(list(results)))
 
 
 def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
@@ -258,10 +277,10 @@ def _table(corpus: Any, results: dict[str, Any], window: list[int],
     compact: dict[str, list[str]] = {}
     for name in results:
         title = state.engine_titles()[name]
-        firsts, warnings = state.first_refusals_and_warnings(results[name])
-        columns[f"{title} first refusal"] = [_refusal_text(firsts[i]) for i in window]
-        columns[f"{title} warnings"] = [warnings[i] for i in window]
-        compact[title] = [_compact_text(firsts[i], warnings[i]) for i in window]
+        firsts, warnings = state.window_refusals_and_warnings(results[name], window)
+        columns[f"{title} first refusal"] = [_refusal_text(f) for f in firsts]
+        columns[f"{title} warnings"] = warnings
+        compact[title] = [_compact_text(f, w) for f, w in zip(firsts, warnings, strict=True)]
     changed = any(e.changed for e in found.values())
     if changed:
         columns["against the baseline"] = _change_texts(window, found)
