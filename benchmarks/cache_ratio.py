@@ -210,6 +210,9 @@ def main() -> None:
                              "scratch folder deleted at the end)")
     parser.add_argument("--src", action="append", default=None, metavar="NAME=PATH",
                         help="a source tree to measure (default: new=REPO/src)")
+    parser.add_argument("--off-once", action="store_true",
+                        help="with several --src: run the cache-off side with the first only "
+                             "(when the import path is the same in all)")
     parser.add_argument("--node", action="store_true",
                         help="also the real OpenClaw under node (an OpenAI-chat corpus)")
     parser.add_argument("--node-runs", type=int, default=2)
@@ -240,20 +243,27 @@ def main() -> None:
                 and (args.skip is None or not re.search(args.skip, k))}
         rows: list[Row] = []
         for label, cmd in todo.items():
-            for name, src in srcs:
-                row = Row(label, name)
-                for i in range(args.runs):
-                    order = ("off", "cache") if i % 2 == 0 else ("cache", "off")
+            by_src = {name: Row(label, name) for name, _ in srcs}
+            for i in range(args.runs):  # (sides and source trees alternate)
+                order = ("off", "cache") if i % 2 == 0 else ("cache", "off")
+                for name, src in srcs if i % 2 == 0 else srcs[::-1]:
                     for side in order:
+                        if side == "off" and args.off_once and name != srcs[0][0]:
+                            continue  # (the import path, measured with the first tree)
                         env = environ(src, None if side == "off" else caches[name])
                         run = measured([sys.executable, "-m", "loopscope", *cmd], env, REPO)
-                        getattr(row, side).append(run)
-                first = row.off[0]
+                        getattr(by_src[name], side).append(run)
+            if args.off_once:
+                for row in by_src.values():
+                    row.off = by_src[srcs[0][0]].off
+            first = by_src[srcs[0][0]].off[0]
+            for name, row in by_src.items():
                 for run in row.off + row.cache:
                     if (run.stdout_sha, run.code) != (first.stdout_sha, first.code):
                         raise SystemExit(f"{label} ({name}): outputs differ: {row}")
+            for row in by_src.values():
                 rows.append(row)
-                print(f"{label:<28} {name:<5} off {_runs(row.off)}  cache {_runs(row.cache)}"
+                print(f"{label:<28} {row.src:<5} off {_runs(row.off)}  cache {_runs(row.cache)}"
                       f"  ratio {row.ratio():.2f} (CPU {row.cpu_ratio():.2f})  "
                       f"ROW {json.dumps(_row(row))}", file=sys.stderr, flush=True)
         figures["rows"] = [_row(r) for r in rows]
