@@ -278,3 +278,77 @@ def test_replay_from_the_cache_in_workers_equals_an_import(engine: str, folder: 
                         or original(job, runs, task, workers))
     assert run_cli(args, cwd=folder.parent) == expected
     assert len(tasks) >= 2, "replayed in workers"
+
+
+_SWEEPS = {"gglib": ["--vary", "max_repeated_batch_steps=1:3"],
+           "openclaw": ["--vary", "criticalThreshold=4:10:3"],
+           "openhands": ["--vary", "action_observation=2:4"],
+           "gemini-cli": ["--vary", "TOOL_CALL_LOOP_THRESHOLD=2:4"],
+           "qwen-code": ["--vary", "TOOL_CALL_LOOP_THRESHOLD=2:4"]}
+_COMPARES = {"gglib": ["--a", "max_repeated_batch_steps=2", "--b", "max_repeated_batch_steps=4"],
+             "openclaw": ["--a", "criticalThreshold=4", "--b", "criticalThreshold=9"],
+             "openhands": ["--a", "action_observation=3", "--b", "action_observation=6"],
+             "gemini-cli": ["--a", "TOOL_CALL_LOOP_THRESHOLD=2", "--b",
+                            "TOOL_CALL_LOOP_THRESHOLD=8"],
+             "qwen-code": ["--a", "TOOL_CALL_LOOP_THRESHOLD=2", "--b",
+                           "TOOL_CALL_LOOP_THRESHOLD=8"]}
+
+
+@pytest.mark.parametrize("command", ["sweep", "compare"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sweep_and_compare_from_the_cache_do_not_read_the_whole_string_pool(
+        command: str, engine: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sweep`` and ``compare`` print counts and first refusals, which every engine's batch
+    run (``run_many``) reads off the table's columns (and a few strings: gglib's tool names):
+    read back from the cache, they must not read the table's whole string pool (the sessions'
+    texts — most of a snapshot, hundreds of MB on a large corpus — which an import never
+    builds), neither to check it nor to use it."""
+    from loopscope import cache
+    from loopscope.cli import experiments
+
+    assert set(_SWEEPS) == set(ENGINES) == set(_COMPARES)
+    # (the pools of the samples are small: kept piece by piece as a large corpus's are)
+    monkeypatch.setattr(cache, "PIECEWISE_FROM_BYTES", 1)
+    _prepare(folder)
+    args = [command, "sessions", "--engine", engine,
+            *(_SWEEPS if command == "sweep" else _COMPARES)[engine], "--json"]
+    expected = _imported(args, folder.parent, monkeypatch)
+    assert expected[1].strip() and expected[0] == 2, expected  # (exit 2: the broken file)
+    whole: list[int] = []
+    read_whole = cache.KeptBytes.__array__
+    monkeypatch.setattr(cache.KeptBytes, "__array__",
+                        lambda self, *a, **kw: whole.append(len(self)) or read_whole(self, *a, **kw))
+    monkeypatch.setattr(experiments, "_load_sessions", _never)  # from the cache, or it fails
+    assert run_cli(args, cwd=folder.parent) == expected
+    assert whole == [], f"the whole pool read: {whole} bytes"
+    # The check is live: a replay, which prints every step, reads the whole pool first.
+    monkeypatch.setattr(replay_module, "_file_parts", _never)
+    code, _out, _err = run_cli(["replay", "sessions", "--engine", engine, "--json"],
+                               cwd=folder.parent)
+    assert code == 2 and whole, "the pool is kept piece by piece"
+
+
+def test_a_damaged_piece_of_a_table_read_by_a_sweep_imports_instead(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool not read whole is checked piece by piece as it is used: a damaged piece met
+    during the batch runs deletes the snapshot, and the command imports the files instead
+    (the same output)."""
+    from loopscope import cache
+    from loopscope.experiments import sweep as sweep_module
+
+    monkeypatch.setattr(cache, "PIECEWISE_FROM_BYTES", 1)
+    _prepare(folder)
+    args = ["sweep", "sessions", "--engine", "openhands", *_SWEEPS["openhands"], "--json"]
+    expected = _imported(args, folder.parent, monkeypatch)
+    original = sweep_module.sweep_prepared
+
+    def damaged(engine: str, prepared: Any, *a: Any, **kw: Any) -> Any:
+        pool = prepared.columns["string_bytes"]
+        assert isinstance(pool, cache.KeptBytes)
+        pool._checksums = pool._checksums ^ 1  # (every piece now fails its check)
+        pool.read(0, 1)
+        return original(engine, prepared, *a, **kw)
+
+    monkeypatch.setattr("loopscope.cli.experiments.sweep_prepared", damaged)
+    assert run_cli(args, cwd=folder.parent) == expected
+    assert read_prepared(str(folder), get_engine("openhands"), None) is None  # (deleted)

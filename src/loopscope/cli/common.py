@@ -351,17 +351,19 @@ def iter_sessions(
 
 
 def prepared_folder(paths: Sequence[str], engine: Engine[Any, Any], version: str | None,
-                    format_id: str | None, import_limits: Sequence[str]) -> PreparedFolder | None:
+                    format_id: str | None, import_limits: Sequence[str], *,
+                    whole_pools: bool = True) -> PreparedFolder | None:
     """The sessions under ``paths`` read back from the on-disk cache
     (:class:`~loopscope.corpus.readback.PreparedFolder`) when one folder or file was given without
     ``--format`` or ``--import-limit`` and ``loopscope prepare`` (or the dashboard) prepared
     exactly its files as they are now for ``engine`` at ``version``; else ``None``: import.
-    What a command prints is the same either way (the tests compare them byte for byte)."""
+    What a command prints is the same either way (the tests compare them byte for byte).
+    ``whole_pools``: see :func:`~loopscope.corpus.readback.read_prepared`."""
     if len(paths) != 1 or format_id is not None or import_limits:
         return None
     from loopscope.corpus.readback import read_prepared
 
-    return read_prepared(paths[0], engine, version)
+    return read_prepared(paths[0], engine, version, whole_pools=whole_pools)
 
 
 def progress(iterable: Any, *, total: int | None = None, desc: str = "",

@@ -15,6 +15,7 @@ import click
 import orjson
 
 from loopscope import numbering
+from loopscope.cache import DamagedSnapshot
 from loopscope.cli.common import (
     EngineCommand,
     RunInputs,
@@ -28,6 +29,7 @@ from loopscope.cli.common import (
     resolve_engine_config,
     run_inputs,
 )
+from loopscope.corpus.readback import PreparedFolder
 from loopscope.engines import ConfigError, get_engine
 from loopscope.experiments.compare import CompareResult, compare_columns
 from loopscope.experiments.compare import compare as compare_configs
@@ -205,65 +207,37 @@ def sweep(
 
     status = RunStatus()
     # Prepared before (``loopscope prepare``, the dashboard) from exactly these files as they
-    # are now, at the cells' release: read back and swept here, one batch run per cell.
+    # are now, at the cells' release: read back and swept here, one batch run per cell (which
+    # reads no string of the table: its pool is not read whole).
     engine = get_engine(inputs.engine_name)
     folder = (prepared_folder(inputs.paths, engine, engine.version_of(cells[0].config),
-                              inputs.format_id, inputs.import_limits)
+                              inputs.format_id, inputs.import_limits, whole_pools=False)
               if cells and dask_address is None else None)
-    if folder is not None:
-        status.problems.extend(folder.problems())
-        status.count_prepared(folder)
-        sessions: Sequence[Any] = folder.heads()
-    else:
-        sessions = _load_sessions(inputs.paths, status, inputs.import_limits, inputs.format_id)
-    labels = _load_labels(inputs.paths, inputs.labels_file, status)
+    labelling = RunStatus()  # (its problems follow the files', as an import's do)
+    labels = _load_labels(inputs.paths, inputs.labels_file, labelling)
     if not labels:
         click.echo(
             "loopscope: warning: no labelled sessions found (labels.csv next to the sessions, "
             "or --labels FILE); only sessions, refused and warned are counted",
             err=True,
         )
-
-    from tqdm import tqdm
-
-    with tqdm(
-        total=len(sessions), desc=f"sweep {inputs.engine_name} ({len(cells)} cells)",
-        unit="session", file=sys.stderr, disable=None, leave=False,
-    ) as bar:
-        if dask_address is not None:
-            from loopscope.experiments.dask_backend import (
-                DaskUnavailable,
-                cluster_workers,
-                dask_client,
-                dask_runner,
-            )
-
-            try:
-                with dask_client(dask_address, workers=workers) as client:
-                    result = run_sweep(
-                        inputs.engine_name, sessions, cells, labels, axes=axes,
-                        workers=workers or cluster_workers(client),
-                        runner=dask_runner(client), progress=bar.update,
-                    )
-            except DaskUnavailable as exc:
-                raise click.UsageError(str(exc)) from exc
-        elif folder is not None:
-            result = sweep_prepared(
-                inputs.engine_name, folder.prepared, [h.turns for h in sessions], cells, labels,
-                sources=[h.source for h in sessions], axes=axes,
-                progress=lambda _cells: bar.update(len(sessions) / len(cells)),
-            )
-        else:
-            result = run_sweep(
-                inputs.engine_name, sessions, cells, labels, axes=axes, workers=workers,
-                progress=bar.update,
-            )
+    result = _sweep_read_back(inputs.engine_name, folder, cells, labels, axes)
+    if result is not None and folder is not None:
+        status.problems.extend(folder.problems())
+        status.count_prepared(folder)
+        count = len(folder.prepared)
+    else:
+        sessions = _load_sessions(inputs.paths, status, inputs.import_limits, inputs.format_id)
+        count = len(sessions)
+        result = _sweep_imported(inputs.engine_name, sessions, cells, labels, axes, workers,
+                                 dask_address)
+    status.problems.extend(labelling.problems)
 
     if as_json:
         for cell in result:
             click.echo(orjson.dumps(cell.to_json()))
     else:
-        click.echo(f"{plural(len(sessions), 'session')}, "
+        click.echo(f"{plural(count, 'session')}, "
                    f"{_labels_note(labels, inputs.labels_file)}, "
                    f"engine {inputs.engine_name}, {plural(len(cells), 'cell')}")
         click.echo(_sweep_table(result))
@@ -271,6 +245,55 @@ def sweep(
     status.print_problems(verbose=inputs.verbose)
     status.print_import_line()
     sys.exit(status.exit_code())
+
+
+def _sweep_read_back(engine_name: str, folder: PreparedFolder | None,
+                     cells: Sequence[CellConfig], labels: Mapping[str, LabelLike],
+                     axes: Sequence[Axis]) -> SweepResult | None:
+    """The sweep of a folder read back from the cache; None when there is none, or when a
+    piece of its table read meanwhile was damaged (the snapshot is then deleted: import)."""
+    if folder is None:
+        return None
+    from tqdm import tqdm
+
+    heads = folder.heads()
+    try:
+        with tqdm(total=len(heads), desc=f"sweep {engine_name} ({len(cells)} cells)",
+                  unit="session", file=sys.stderr, disable=None, leave=False) as bar:
+            return sweep_prepared(
+                engine_name, folder.prepared, [h.turns for h in heads], cells, labels,
+                sources=[h.source for h in heads], axes=axes,
+                progress=lambda _cells: bar.update(len(heads) / len(cells)),
+            )
+    except DamagedSnapshot:
+        return None
+
+
+def _sweep_imported(engine_name: str, sessions: Sequence[Session], cells: Sequence[CellConfig],
+                    labels: Mapping[str, LabelLike], axes: Sequence[Axis],
+                    workers: int | None, dask_address: str | None) -> SweepResult:
+    """The sweep of imported sessions: here (``workers`` processes) or on a Dask cluster."""
+    from tqdm import tqdm
+
+    with tqdm(total=len(sessions), desc=f"sweep {engine_name} ({len(cells)} cells)",
+              unit="session", file=sys.stderr, disable=None, leave=False) as bar:
+        if dask_address is None:
+            return run_sweep(engine_name, sessions, cells, labels, axes=axes, workers=workers,
+                             progress=bar.update)
+        from loopscope.experiments.dask_backend import (
+            DaskUnavailable,
+            cluster_workers,
+            dask_client,
+            dask_runner,
+        )
+
+        try:
+            with dask_client(dask_address, workers=workers) as client:
+                return run_sweep(engine_name, sessions, cells, labels, axes=axes,
+                                 workers=workers or cluster_workers(client),
+                                 runner=dask_runner(client), progress=bar.update)
+        except DaskUnavailable as exc:
+            raise click.UsageError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- compare
@@ -296,15 +319,22 @@ def _compare(engine_name: str, paths: Sequence[str], status: RunStatus,
 
     engine = get_engine(engine_name)
     version_a, version_b = engine.version_of(config_a), engine.version_of(config_b)
-    folder = (prepared_folder(paths, engine, version_a, format_id, import_limits)
+    # (a batch run reads no string of the table: its pool is not read whole)
+    folder = (prepared_folder(paths, engine, version_a, format_id, import_limits,
+                              whole_pools=False)
               if engine.prepare_key(version_a) == engine.prepare_key(version_b) else None)
     if folder is not None:
-        status.problems.extend(folder.problems())
-        status.count_prepared(folder)
         heads = folder.heads()
-        return compare_columns(engine.run_many(folder.prepared, config_a),
-                               engine.run_many(folder.prepared, config_b),
-                               [h.source for h in heads], [h.id for h in heads])
+        try:
+            result = compare_columns(engine.run_many(folder.prepared, config_a),
+                                     engine.run_many(folder.prepared, config_b),
+                                     [h.source for h in heads], [h.id for h in heads])
+        except DamagedSnapshot:
+            pass  # (a damaged piece of the table: the snapshot was deleted; import)
+        else:
+            status.problems.extend(folder.problems())
+            status.count_prepared(folder)
+            return result
     sessions = _load_sessions(paths, status, import_limits, format_id)
     with tqdm(total=len(sessions), desc=f"compare {engine_name}", unit="session",
               file=sys.stderr, disable=None, leave=False) as bar:

@@ -86,8 +86,8 @@ class PreparedFolder:
         return [replace(h, source=f.source(h.source)) for f in self.files for h in f.result.heads]
 
 
-def read_prepared(path: str, engine: Engine[Any, Any], version: str | None
-                  ) -> PreparedFolder | None:
+def read_prepared(path: str, engine: Engine[Any, Any], version: str | None, *,
+                  whole_pools: bool = True) -> PreparedFolder | None:
     """The sessions under ``path`` prepared for ``engine`` at ``version``, when the on-disk
     cache holds them for exactly these files as they are now: the snapshot that ``loopscope
     prepare`` or the dashboard wrote for the folder (every engine at its default version).
@@ -96,6 +96,13 @@ def read_prepared(path: str, engine: Engine[Any, Any], version: str | None
 
     Read-only: a cold command line pays nothing for the cache. What the files give is what an
     import gives (the snapshot is keyed by every file's stamp, and checked when read).
+
+    ``whole_pools``: the table's string pool is read and checked whole here (a command that
+    prints every session's steps reads all of it anyway, and a damaged piece then makes this
+    ``None`` before the first line). Without it, the pool is read piece by piece when used —
+    a batch run (``run_many``) of the engines' columns reads none of it — and the caller must
+    take :class:`~loopscope.cache.DamagedSnapshot` from any use of :attr:`PreparedFolder.prepared`
+    as "import instead".
     """
     from loopscope.formats import expand_paths
 
@@ -121,7 +128,7 @@ def read_prepared(path: str, engine: Engine[Any, Any], version: str | None
     if snapshot is None:
         return None
     prepared = opened(snapshot.ingested.prepared.get((engine.name, engine.prepare_key(version))))
-    if prepared is None or not read_whole_pools(prepared):
+    if prepared is None or (whole_pools and not read_whole_pools(prepared)):
         return None
     out: list[PreparedFile] = []
     at = 0
