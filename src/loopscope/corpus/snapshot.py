@@ -59,7 +59,9 @@ def load_or_ingest(files: Sequence[tuple[str, bool]], wanted: Wanted, root: str 
                    progress: Progress | None, snapshot_in_background: bool) -> Ingested:
     """``files`` imported and prepared for ``wanted``
     (:func:`~loopscope.corpus.loaded.build_corpus`): read from the on-disk cache when kept,
-    else ingested by ``ingest_with`` (and kept)."""
+    else ingested by ``ingest_with`` (and kept). With no snapshot to start from, the parts
+    go straight into a new one (:func:`_ingest_into_snapshot`): a large corpus's tables are
+    then never all in memory while it loads."""
     names = snapshot_names(files, wanted, root) if cache.active() else None
     loaded, exact = None, False
     if names is not None:
