@@ -382,7 +382,7 @@ def _write_member(archive: Any, name: str, value: Any) -> Any:
             written += len(piece)
             if written > length:
                 raise ValueError(f"{name}: longer than said")
-            data = memoryview(piece).cast("B")
+            data = piece.data.cast("B")
             member.write(data)
             if crc is not None:
                 crc.add(data)

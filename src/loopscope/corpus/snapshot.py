@@ -9,6 +9,7 @@ and the corpus ingested again.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -236,7 +237,7 @@ def _write_spilled(names: SnapshotNames, files: Sequence[tuple[str, bool]], want
         for column, col in spec.schema.items():
             arrays[f"t{k}.{column}"] = cache.StreamedArray(
                 col.dtype, spill.length(key, column),
-                lambda key=key, spec=spec, column=column: spill.column(key, spec.schema, column))
+                functools.partial(spill.column, key, spec.schema, column))
     index = _index_doc(names, files, spill.files, specs, runs, arrays)
     if not _kept(names, cache.write_corpus(names.key, index, arrays)):
         return None

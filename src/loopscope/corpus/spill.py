@@ -95,7 +95,7 @@ class SpilledParts:
         offset = self._size
         try:
             for value in arrays.values():
-                view = memoryview(value).cast("B")
+                view = value.data.cast("B")
                 while view:
                     view = view[os.write(self._fh.fileno(), view):]
         except OSError:
