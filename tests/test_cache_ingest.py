@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -764,3 +765,126 @@ def test_joined_parts_give_up_their_columns(cache_dir: Path) -> None:
         eng = get_engine(key[0])
         assert [eng.encode_prepared(p) for p in table] == [
             eng.encode_prepared(p) for p in reference.prepared[key]]
+
+
+def _benchmark_folder(folder: Path, sessions: int) -> Path:
+    """``sessions`` files of the benchmark's generator (``benchmarks/corpus.py``): tables
+    large enough to tell them from what an ingest holds beside them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_bench_corpus", Path(__file__).resolve().parents[1] / "benchmarks" / "corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    try:
+        spec.loader.exec_module(module)
+        module.generate(folder, sessions=sessions)
+    finally:
+        del sys.modules[spec.name]
+    return folder
+
+
+def _members(snapshot: Path) -> dict[str, bytes]:
+    import zipfile
+
+    with zipfile.ZipFile(snapshot) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_a_cold_ingest_writes_its_snapshot_without_holding_its_tables(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables of a cold ingest go into its snapshot a column at a time, from the parts
+    kept on disk as they arrived: neither the parts nor the joined tables are held whole when
+    the snapshot is written (at 100,000 sessions they were ~3.5 GB each, and the parent
+    process peaked near 7 GB). Measured with tracemalloc (numpy's arrays included) when the
+    write starts and over it, against the size of the tables written."""
+    import tracemalloc
+
+    folder = _benchmark_folder(tmp_path / "bench", 300)
+    seen: dict[str, int] = {}
+    write = cache.write_corpus
+
+    def measured(key: str, index: Any, arrays: Any) -> bool:
+        seen["held"] = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        try:
+            return write(key, index, arrays)
+        finally:
+            seen["peak"] = tracemalloc.get_traced_memory()[1]
+
+    with monkeypatch.context() as off:  # (every module imported, every memo filled)
+        off.setenv("LOOPSCOPE_CACHE", "off")
+        _corpus(folder, workers=1)
+    monkeypatch.setattr(cache, "write_corpus", measured)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        corpus = _corpus(folder, workers=1)
+        after = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    seen["peak"] -= start
+    seen["held"] -= start
+    members = _members(_snapshot_of(cache_dir, folder))
+    tables = sum(len(data) for name, data in members.items() if name.startswith("t"))
+    assert tables > 2_000_000
+    # What is held beside the write: the files' outcomes and the re-runs, not the tables.
+    assert seen["held"] < tables / 4, (seen, tables)
+    assert seen["peak"] - seen["held"] < tables / 4, (seen, tables)
+    # The corpus reads its tables back from the snapshot when first used, as a reopen does.
+    assert isinstance(corpus._prepared[("gglib", get_engine("gglib").prepare_key(None))],
+                      snapshot_mod.KeptTable)
+    assert after < tables
+    assert corpus.cached_files == 0 and len(corpus.sessions) == 300
+
+
+def test_a_snapshot_streamed_from_the_parts_equals_one_written_from_joined_tables(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every member of the snapshot written a part at a time (two workers, parts of a few
+    files; pools checked in 64-byte chunks, so chunks straddle the parts) is byte for byte
+    the member written from the same parts' tables joined in memory, and the corpus equals
+    the one read back from it and one loaded without the cache."""
+    from loopscope.corpus import every_engine, ingest_part, join_parts
+
+    small_pieces(monkeypatch)
+    folder = _benchmark_folder(tmp_path / "bench", 90)
+    streamed = _corpus(folder, workers=2)
+    snapshot = _snapshot_of(cache_dir, folder)
+    members = _members(snapshot)
+    assert any(name.startswith("crc.") for name in members)
+    # The same snapshot, written by the in-memory path from a join of one-file parts.
+    files = _files(folder)
+    wanted = every_engine()
+    names = snapshot_mod.snapshot_names(files, wanted, str(folder))
+    assert names is not None and names.key == snapshot.stem
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(tmp_path / "other"))
+    size = part_size(len(files), 2)  # (the parts the pool made: each has its own pool)
+    joined = join_parts([ingest_part(files[at:at + size], wanted)
+                         for at in range(0, len(files), size)], wanted)
+    snapshot_mod._write_snapshot(names, files, wanted, joined)
+    reference = _members(tmp_path / "other" / "prepared" / "corpus" / snapshot.name)
+    assert list(members) == list(reference)
+    assert [name for name in members if members[name] != reference[name]] == []
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(cache_dir.parent))
+    again = _corpus(folder)
+    assert again.cached_files == 90
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    assert _everything(streamed) == _everything(again) == _everything(_corpus(folder))
+    assert not list(cache_dir.glob("corpus/.part-*"))
+
+
+def test_a_snapshot_that_cannot_be_written_leaves_the_tables_in_memory(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold ingest whose snapshot is not written (a full disk) still gives the whole
+    corpus: its tables joined in memory from the parts kept on disk, nothing left behind."""
+    from loopscope.engines.table import PreparedTable
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setattr(cache, "write_corpus", lambda *a, **k: False)
+    corpus = _corpus(folder, workers=1)
+    assert all(isinstance(t, PreparedTable) for t in corpus._prepared.values())
+    assert not list(cache_dir.glob("corpus/*"))
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    assert _everything(corpus) == _everything(_corpus(folder))

@@ -59,6 +59,7 @@ __all__ = [
     "KeptBytes",
     "KeptCorpus",
     "SessionHead",
+    "StreamedArray",
     "active",
     "cache_dir",
     "clear",
@@ -304,23 +305,44 @@ def _corpus_path(key: str) -> Path:
     return Path(os.path.join(cache_dir(), _CORPUS, key + ".npz"))
 
 
+@dataclass(frozen=True, slots=True)
+class StreamedArray:
+    """A 1-D array of a snapshot given a piece at a time (:func:`write_corpus`): a table
+    joined from the parts of an ingest as it is written, never held whole."""
+
+    dtype: Any
+    """Its numpy dtype (every piece is of it)."""
+    length: int
+    pieces: Callable[[], Iterable[Any]]
+    """The pieces (1-D arrays of ``dtype``), in order; called once, when written."""
+
+
 def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) -> bool:
     """Store a corpus snapshot atomically: ``index`` (JSON-ready) and ``arrays`` (name →
-    1-D numpy array; names of letters, digits, ``_`` and ``.``). Never raises."""
+    1-D numpy array or :class:`StreamedArray`; names of letters, digits, ``_`` and ``.``),
+    an uncompressed zip of ``.npy`` members as ``numpy.savez`` writes them. Each member is
+    written as it comes (a streamed one a piece at a time, its pieces' checksums taken on the
+    way): the file's arrays are never all in memory. Never raises."""
+    import zipfile
+
     import numpy as np
 
     try:
         doc = {**index, "format": CORPUS_FORMAT, "key": key}
-        members = {"index": np.frombuffer(orjson.dumps(doc), dtype=np.uint8), **arrays}
-        for name, value in arrays.items():
-            if value.dtype == np.uint8 and value.size >= PIECEWISE_FROM_BYTES:
-                members[_CHECKSUMS + name] = _chunk_checksums(value)
         target = _corpus_path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-", suffix=".npz")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **members)
+            with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(
+                    fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+                _write_member(archive, "index", np.frombuffer(orjson.dumps(doc), dtype=np.uint8))
+                checksums: dict[str, Any] = {}
+                for name, value in arrays.items():
+                    found = _write_member(archive, name, value)
+                    if found is not None:
+                        checksums[_CHECKSUMS + name] = found
+                for name, value in checksums.items():
+                    _write_member(archive, name, value)
             os.replace(tmp, target)
         except BaseException:
             with _quiet():
@@ -329,6 +351,44 @@ def write_corpus(key: str, index: Mapping[str, Any], arrays: Mapping[str, Any]) 
         return True
     except (OSError, TypeError, ValueError):
         return False
+
+
+def _write_member(archive: Any, name: str, value: Any) -> Any:
+    """Write the member ``name.npy`` of ``value`` (an array or a :class:`StreamedArray`) as
+    ``numpy.savez`` does; the checksums of its :data:`CHUNK_BYTES` chunks when it is a byte
+    array read piece by piece (:data:`PIECEWISE_FROM_BYTES`), else None."""
+    import numpy as np
+
+    if isinstance(value, StreamedArray):
+        dtype, length, pieces = np.dtype(value.dtype), value.length, value.pieces()
+    else:
+        whole = np.ascontiguousarray(np.asarray(value))
+        if whole.ndim != 1:
+            raise ValueError(f"{name}: not a 1-D array")
+        dtype, length, pieces = whole.dtype, len(whole), iter((whole,))
+    if dtype.hasobject:
+        raise ValueError(f"{name}: an array of objects")
+    crc = _ChunkChecksums() if dtype == np.uint8 and length >= PIECEWISE_FROM_BYTES else None
+    written = 0
+    # (always zip64, as numpy writes: a member may pass 4 GiB)
+    with archive.open(name + ".npy", "w", force_zip64=True) as member:
+        np.lib.format.write_array_header_1_0(member, {
+            "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+            "shape": (length,)})
+        for piece in pieces:
+            piece = np.ascontiguousarray(piece)
+            if piece.dtype != dtype or piece.ndim != 1:
+                raise ValueError(f"{name}: a piece of another type")
+            written += len(piece)
+            if written > length:
+                raise ValueError(f"{name}: longer than said")
+            data = piece.data.cast("B")
+            member.write(data)
+            if crc is not None:
+                crc.add(data)
+    if written != length:
+        raise ValueError(f"{name}: shorter than said")
+    return None if crc is None else crc.done()
 
 
 PIECEWISE_FROM_BYTES = 1 << 20
@@ -342,12 +402,32 @@ _KEEP_CHUNKS = 256
 other, and read again as its replays are built."""
 
 
-def _chunk_checksums(value: Any) -> Any:
-    import numpy as np
+class _ChunkChecksums:
+    """The CRC-32 of each :data:`CHUNK_BYTES` chunk of bytes given in pieces of any size."""
 
-    data: Any = np.ascontiguousarray(value)  # (read in place: a pool is hundreds of MB)
-    return np.array([zlib.crc32(data[at:at + CHUNK_BYTES])
-                     for at in range(0, len(data), CHUNK_BYTES)], dtype=np.uint32)
+    def __init__(self) -> None:
+        self._done: list[int] = []
+        self._crc = 0
+        self._filled = 0
+
+    def add(self, data: memoryview) -> None:
+        at = 0
+        while at < len(data):
+            take = min(CHUNK_BYTES - self._filled, len(data) - at)
+            self._crc = zlib.crc32(data[at:at + take], self._crc)
+            self._filled += take
+            at += take
+            if self._filled == CHUNK_BYTES:
+                self._done.append(self._crc)
+                self._crc = self._filled = 0
+
+    def done(self) -> Any:
+        import numpy as np
+
+        if self._filled:
+            self._done.append(self._crc)
+            self._crc = self._filled = 0
+        return np.array(self._done, dtype=np.uint32)
 
 
 class DamagedSnapshot(ValueError):

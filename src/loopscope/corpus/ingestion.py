@@ -28,7 +28,8 @@ from loopscope.model import Problem, escape_for_display
 if TYPE_CHECKING:
     from loopscope.engines.table import TableSpec
 
-__all__ = ["PARALLEL_MIN_FILES", "FileResult", "Ingested", "Progress", "Runs", "Wanted",
+__all__ = ["PARALLEL_MIN_FILES", "FileResult", "Ingested", "PartSink", "Progress", "Runs",
+           "Wanted",
            "every_engine", "ingest", "ingest_file", "ingest_part", "join_parts", "part_size",
            "reading_message", "table_spec_of", "time_left"]
 
@@ -139,32 +140,45 @@ _Part = tuple[str, Any]
 _PartResult = tuple[list["FileResult"], dict[tuple[str, str], _Part], Runs]
 
 
+PartSink = Callable[[Any], object]
+"""Where :func:`ingest` hands each part of the files as it arrives (in file order), instead
+of holding them all: ``into(part)`` with the :func:`ingest_part` result."""
+
+
 def ingest(files: Sequence[tuple[str, bool]], wanted: Wanted, *,
-           workers: int | None = None, progress: Progress | None = None) -> Ingested:
+           workers: int | None = None, progress: Progress | None = None,
+           into: PartSink | None = None) -> Ingested:
     """Import and prepare every file: on every core (a process pool of ``workers``, default
     one per core) when there are many files. Each part of the files comes back with its
     sessions prepared as tables (arrays) and re-run under each engine's default
-    configuration, joined here (:func:`join_parts`)."""
+    configuration, joined here (:func:`join_parts`).
+
+    ``into``: each part is handed to it as it arrives, in file order, and not kept (the
+    caller writes them out as they come: the parts of a large corpus are as large as its
+    tables); nothing is joined, and the :class:`Ingested` returned is empty."""
     if workers is None:
         workers = os.cpu_count() or 1
     without_huge_pages()  # (the parts are joined here: see there)
     wanted = list(wanted)
     n = len(files)
     parts: list[_PartResult] = []
+    keep: PartSink = into if into is not None else parts.append
     if workers <= 1 or n < PARALLEL_MIN_FILES:
         step = 50 if n >= 200 else 1
         for at in range(0, n, step):
             if progress:
                 name = escape_for_display(Path(files[at][0]).name, 80)
                 progress(at / max(n, 1), f"Reading {name} ({at + 1}/{n})")
-            parts.append(ingest_part(list(files[at:at + step]), wanted))
+            keep(ingest_part(list(files[at:at + step]), wanted))
     else:
-        parts = _ingest_pool(files, wanted, workers, progress)
+        _ingest_pool(files, wanted, workers, progress, keep)
+    if into is not None:
+        return Ingested([], {}, {})
     return join_parts(parts, wanted)
 
 
 def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: Wanted,
-                 workers: int, progress: Progress | None) -> list[_PartResult]:
+                 workers: int, progress: Progress | None, keep: PartSink) -> None:
     import concurrent.futures
     import multiprocessing
 
@@ -173,23 +187,25 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: Wanted,
     chunks = [list(files[i:i + size]) for i in range(0, n, size)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")
-    parts: list[_PartResult] = []
+    kept = 0
     done = 0
     message = reading_message(n, f"{workers} cores")
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
                                                     mp_context=context) as pool:
             for part in pool.map(ingest_part, chunks, [wanted] * len(chunks)):
-                parts.append(part)
                 done += len(part[0])
+                keep(part)
+                del part  # (not held while the next one is awaited)
+                kept += 1
                 if progress:
                     progress(done / n, message(done))
     except concurrent.futures.process.BrokenProcessPool:
         # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
         # guard, which "spawn" needs): the rest in this process.
-        for chunk in chunks[len(parts):]:
-            parts.append(ingest_part(chunk, wanted))
-    return parts
+        for chunk in chunks[kept:]:
+            keep(ingest_part(chunk, wanted))
+            kept += 1
 
 
 def ingest_part(files: list[tuple[str, bool]],

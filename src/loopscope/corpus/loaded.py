@@ -311,8 +311,11 @@ def build_corpus(
     when asked. ``on_large`` is called once the files are in when there are at least
     :data:`LARGE_CORPUS` sessions (the dashboard freezes them out of the cyclic collector).
     Other engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
-    ``snapshot_in_background``: write the snapshot in a thread (the dashboard draws its first
-    chart meanwhile; the process waits for it before it exits).
+    ``snapshot_in_background``: write the snapshot of a changed folder in a thread (the
+    dashboard draws its first chart meanwhile; the process waits for it before it exits). A
+    folder with no snapshot yet is written into one as it is joined, before this returns:
+    its tables are then read back from it as used, never all held twice
+    (:func:`~loopscope.corpus.snapshot.load_or_ingest`).
     """
     started = time.perf_counter()
     # (Its tables, joined from the workers' parts or read from a snapshot, are hundreds of MB

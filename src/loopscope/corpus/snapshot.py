@@ -9,6 +9,7 @@ and the corpus ingested again.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,12 +60,16 @@ def load_or_ingest(files: Sequence[tuple[str, bool]], wanted: Wanted, root: str 
                    progress: Progress | None, snapshot_in_background: bool) -> Ingested:
     """``files`` imported and prepared for ``wanted``
     (:func:`~loopscope.corpus.loaded.build_corpus`): read from the on-disk cache when kept,
-    else ingested by ``ingest_with`` (and kept)."""
+    else ingested by ``ingest_with`` (and kept). With no snapshot to start from, the parts
+    go straight into a new one (:func:`_ingest_into_snapshot`): a large corpus's tables are
+    then never all in memory while it loads."""
     names = snapshot_names(files, wanted, root) if cache.active() else None
     loaded, exact = None, False
     if names is not None:
         loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with, workers,
                                              progress)
+    if loaded is None and names is not None:
+        return _ingest_into_snapshot(names, files, wanted, ingest_with, workers, progress)
     if loaded is None:
         loaded = ingest_with(files, wanted, workers=workers, progress=progress)
     if names is not None and not exact:
@@ -197,6 +202,55 @@ def _with_changes(old: Snapshot, names: SnapshotNames, files: Sequence[tuple[str
     return Ingested(results, prepared, runs)
 
 
+def _ingest_into_snapshot(names: SnapshotNames, files: Sequence[tuple[str, bool]],
+                          wanted: Wanted, ingest_with: Callable[..., Ingested],
+                          workers: int | None, progress: Progress | None) -> Ingested:
+    """``files`` ingested by ``ingest_with`` and kept as the snapshot ``names.key``, its
+    tables never all in memory: each part's columns go to a temporary file as the part
+    arrives (:class:`~loopscope.corpus.spill.SpilledParts`), and each table is joined from
+    it into the snapshot a column at a time. The corpus returned reads its tables from the
+    snapshot when first used (:class:`KeptTable`, as a reopened corpus does); its files and
+    re-runs are the ingest's own. When the snapshot cannot be written, the tables are joined
+    in memory instead (and nothing is kept)."""
+    from loopscope.corpus.spill import SpilledParts
+
+    with SpilledParts(wanted, str(cache.cache_dir() / "corpus")) as spill:
+        ingest_with(files, wanted, workers=workers, progress=progress, into=spill.add)
+        if progress:
+            progress(1.0, "Keeping the prepared sessions for the next start")
+        written = _write_spilled(names, files, wanted, spill)
+        return written if written is not None else spill.joined()
+
+
+def _write_spilled(names: SnapshotNames, files: Sequence[tuple[str, bool]], wanted: Wanted,
+                   spill: Any) -> Ingested | None:
+    """Write the snapshot of ``spill``'s parts (a table's columns streamed from it); the
+    corpus, its tables read back from the snapshot as used; None when it is not written."""
+    specs = snapshot_specs(wanted)
+    keys = spill.keys()
+    if not all((spec.engine, spec.key) in keys for spec in specs):
+        return None
+    runs = spill.runs()
+    arrays: dict[str, Any] = {}
+    for k, spec in enumerate(specs):
+        key = (spec.engine, spec.key)
+        for column, col in spec.schema.items():
+            arrays[f"t{k}.{column}"] = cache.StreamedArray(
+                col.dtype, spill.length(key, column),
+                functools.partial(spill.column, key, spec.schema, column))
+    index = _index_doc(names, files, spill.files, specs, runs, arrays)
+    if not _kept(names, cache.write_corpus(names.key, index, arrays)):
+        return None
+    kept = cache.open_corpus(names.key)
+    if kept is None:
+        return None
+    sessions = sum(len(r.heads) for r in spill.files)
+    prepared: dict[tuple[str, str], Sequence[Any]] = {
+        (spec.engine, spec.key): KeptTable(spec, kept, f"t{k}.", sessions)
+        for k, spec in enumerate(specs)}
+    return Ingested(spill.files, prepared, runs)
+
+
 def _write_snapshot(names: SnapshotNames, files: Sequence[tuple[str, bool]],
                     wanted: Wanted, loaded: Ingested) -> None:
     """Keep ``loaded`` as the snapshot ``names.key`` (when every engine's table is there),
@@ -212,27 +266,41 @@ def _write_snapshot(names: SnapshotNames, files: Sequence[tuple[str, bool]],
         assert isinstance(table, PreparedTable)
         for column, value in table.columns.items():
             arrays[f"t{k}.{column}"] = value
-    runs = list(loaded.runs.items())
-    for k, (_key, (columns, _detectors)) in enumerate(runs):
+    runs = loaded.runs
+    index = _index_doc(names, files, loaded.files, specs, runs, arrays)
+    _kept(names, cache.write_corpus(names.key, index, arrays))
+
+
+def _index_doc(names: SnapshotNames, files: Sequence[tuple[str, bool]],
+               results: Sequence[FileResult], specs: Sequence[TableSpec], runs: Runs,
+               arrays: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot's index (its re-runs' columns added to ``arrays``)."""
+    for k, (_key, (columns, _detectors)) in enumerate(runs.items()):
         for column, value in columns.items():
             arrays[f"r{k}.{column}"] = value
-    index = {
+    return {
         "files": [[path, explicit, stamp,
                    [r.detection.format, r.detection.layout, r.detection.reason,
                     r.detection.unsupported],
                    cache.problems_doc(r.problems), [r.tally[0], r.tally[1], dict(r.tally[2])],
                    len(r.heads)]
-                  for (path, explicit), stamp, r in zip(files, names.stamps, loaded.files,
+                  for (path, explicit), stamp, r in zip(files, names.stamps, results,
                                                         strict=True)],
-        "heads": cache.heads_doc([h for r in loaded.files for h in r.heads]),
+        "heads": cache.heads_doc([h for r in results for h in r.heads]),
         "tables": [[spec.engine, spec.key] for spec in specs],
         "runs": [[engine, config, list(detectors)]
-                 for (engine, config), (_columns, detectors) in runs],
+                 for (engine, config), (_columns, detectors) in runs.items()],
     }
-    if cache.write_corpus(names.key, index, arrays) and names.pointer and names.root:
+
+
+def _kept(names: SnapshotNames, written: bool) -> bool:
+    """After a snapshot's write: when ``written``, it is remembered as the folder's last;
+    the cache is pruned. Returns ``written``."""
+    if written and names.pointer and names.root:
         cache.remember_corpus(names.pointer, names.key)
         cache.mark_folder(names.root)
     cache.prune()
+    return written
 
 
 def _read_snapshot(key: str, wanted: Wanted,

@@ -121,10 +121,11 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
     the files on ``client``'s cluster (``chunk`` files per task; by default about four tasks
     per worker, 8 to 256 files each), for ``build_corpus(..., ingest_with=...)``."""
     distributed = _distributed()
-    from loopscope.corpus.ingestion import ingest_part, join_parts, reading_message
+    from loopscope.corpus.ingestion import Ingested, ingest_part, join_parts, reading_message
 
     def run(files: Sequence[tuple[str, bool]], wanted: Wanted, *,
-            workers: int | None = None, progress: IngestProgress | None = None) -> Ingested:
+            workers: int | None = None, progress: IngestProgress | None = None,
+            into: Callable[[Any], object] | None = None) -> Ingested:
         del workers  # (the cluster's)
         files, wanted = list(files), list(wanted)
         n = len(files)
@@ -133,6 +134,7 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
         futures = [client.submit(ingest_part, part, wanted, pure=False) for part in parts]
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[Any] = [None] * len(futures)
+        handed = 0  # (with ``into``: the parts before this one were handed to it, in order)
         done = 0
         message = reading_message(n, "the Dask cluster")
         try:
@@ -140,11 +142,18 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
                 i = index[future.key]
                 results[i] = future.result()
                 done += len(parts[i])
+                while into is not None and handed < len(results) \
+                        and results[handed] is not None:
+                    into(results[handed])
+                    results[handed] = None
+                    handed += 1
                 if progress is not None:
                     progress(done / max(n, 1), message(done))
         except BaseException:
             client.cancel(futures)
             raise
+        if into is not None:
+            return Ingested([], {}, {})
         return join_parts(results, wanted)
 
     return run
