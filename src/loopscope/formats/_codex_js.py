@@ -466,19 +466,16 @@ def extract_code_mode_call(src: Any) -> Extraction:
     if start < len(src) and src[start] == ")":
         return Extraction(True, occurrence.name, None)
     try:
-        value, end = reader.value(start)
+        read = _read_literal(reader, start, "the argument is not a literal", "the argument")
     except _NotLiteral as exc:
         ident_end = exc.pos + len(exc.word)
         after = _skip_ws(src, ident_end)
         if after >= len(src) or src[after] != ")":
             return Extraction(False, reason="the argument is an expression, not a literal")
         return _bound_identifier(src, reader, exc.word, exc.pos, bindings, occurrence)
-    except _Substitution:
-        return Extraction(False, reason="a template literal with substitutions")
-    except LiteralError as exc:
-        return Extraction(False, reason=f"the argument is not a literal ({exc})")
-    except RecursionError:
-        return Extraction(False, reason="the argument is nested too deeply")
+    if isinstance(read, Extraction):
+        return read
+    value, end = read
     after = _skip_ws(src, end)
     if after < len(src) and src[after] == ",":
         rest = _skip_ws(src, after + 1)
@@ -490,6 +487,22 @@ def extract_code_mode_call(src: Any) -> Extraction:
     return Extraction(True, occurrence.name, value)
 
 
+def _read_literal(reader: _LiteralReader, pos: int, not_literal: str,
+                  subject: str) -> tuple[Any, int] | Extraction:
+    """The literal at ``pos`` and where it ends, or the refusal that says why the reader could
+    not read one (``not_literal`` heads the reader's own message, ``subject`` names what is
+    nested too deeply). A bare identifier (:class:`_NotLiteral`) is raised on: the argument
+    may name a bound literal, a bound value may not, so each caller decides."""
+    try:
+        return reader.value(pos)
+    except _Substitution:
+        return Extraction(False, reason="a template literal with substitutions")
+    except LiteralError as exc:
+        return Extraction(False, reason=f"{not_literal} ({exc})")
+    except RecursionError:
+        return Extraction(False, reason=f"{subject} is nested too deeply")
+
+
 def _bound_identifier(src: str, reader: _LiteralReader, ident: str, use_pos: int,
                       bindings: list[tuple[str, int]], occurrence: _Occurrence) -> Extraction:
     candidates = [pos for name, pos in bindings if name == ident and pos < use_pos]
@@ -499,15 +512,13 @@ def _bound_identifier(src: str, reader: _LiteralReader, ident: str, use_pos: int
         return Extraction(False, reason=f"the identifier {ident!r} is bound several times")
     pos = candidates[-1]
     try:
-        value, end = reader.value(pos)
+        read = _read_literal(reader, pos, f"{ident!r} is not bound to a literal",
+                             "the bound literal")
     except _NotLiteral:
         return Extraction(False, reason=f"{ident!r} is bound to an expression, not a literal")
-    except _Substitution:
-        return Extraction(False, reason="a template literal with substitutions")
-    except LiteralError as exc:
-        return Extraction(False, reason=f"{ident!r} is not bound to a literal ({exc})")
-    except RecursionError:
-        return Extraction(False, reason="the bound literal is nested too deeply")
+    if isinstance(read, Extraction):
+        return read
+    value, end = read
     # the statement must end right after the literal: ';', a newline, or the end of input
     j = end
     while j < len(src) and src[j] in " \t":
