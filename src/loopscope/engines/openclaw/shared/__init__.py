@@ -8,7 +8,9 @@ release and a difference between releases is always visible as two modules.
   2026.9.6 kept from 2026.6.11;
 * :mod:`.hashing` — argsHash, error formatting, unknown-tool names and the send/exec helpers
   both outcome hashes build on;
-* :mod:`.guard` — the post-compaction guard (unchanged between releases);
+* :mod:`.guard` — the post-compaction guard (unchanged between releases), also over a fast
+  path's coded calls;
+* :mod:`.verdicts` — a verdict's message and warning key from a fast path's counts;
 * :mod:`.session` — how a recorded session becomes the engine's inputs (runs, compactions,
   calls with their paired outcomes);
 * :mod:`.config` — agent ids, ``--set`` parsing of the configurable keys, JSON5 export;

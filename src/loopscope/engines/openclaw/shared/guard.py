@@ -8,6 +8,7 @@ run; if all of them are the identical ``(tool, argsHash, resultHash)`` triple, t
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,6 +17,11 @@ from loopscope.engines.openclaw.shared.upstream import guard_message
 
 GUARD_UPSTREAM_DETECTOR: Final = "compaction_loop_persisted"
 GUARD_ERROR_NAME: Final = "PostCompactionLoopPersistedError"
+
+USER_OP: Final = -1
+"""In a fast path's coded transcript: a user message (a new run, so a fresh, unarmed guard)."""
+COMPACTION_OP: Final = -2
+"""In a fast path's coded transcript: a compaction (arms the guard)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +80,33 @@ class PostCompactionGuard:
                 guard_message(tool_name, matches, self.window_size), GUARD_UPSTREAM_DETECTOR,
             )
         return GuardObservation(False, armed_after, self.remaining_attempts)
+
+
+def coded_guard_aborts(ops: Iterable[int], args_code: Sequence[int], result_code: Sequence[int],
+                       window_size: int) -> dict[int, int]:
+    """The guard over a fast path's coded transcript: call position → identical observations,
+    for every abort.
+
+    ``ops`` is the transcript in order: :data:`USER_OP`, :data:`COMPACTION_OP`, or the position
+    of a call. As :class:`PostCompactionGuard` (enabled) run per run: a call whose result code
+    is 0 has no result hash and is not observed; the ``(args code, result code)`` pair stands
+    for the ``(tool, argsHash, resultHash)`` triple, because an argsHash starts with its tool
+    name."""
+    aborts: dict[int, int] = {}
+    remaining = 0
+    seen: list[tuple[int, int]] = []
+    for op in ops:
+        if op == USER_OP:
+            remaining = 0
+            seen = []
+        elif op == COMPACTION_OP:
+            remaining = window_size
+            seen = []
+        elif remaining > 0 and result_code[op]:
+            remaining -= 1
+            pair = (args_code[op], result_code[op])
+            seen.append(pair)
+            matches = seen.count(pair)
+            if matches >= window_size:
+                aborts[op] = matches
+    return aborts

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from loopscope.engines.openclaw.shared.guard import COMPACTION_OP
 from loopscope.engines.openclaw.shared.session import ENGINE_NAME
 from loopscope.engines.openclaw.v2026_6.config import DEFAULT_HISTORY_SIZE, OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.fast import (
-    _COMPACTION_OP,
     _DETECTOR_CODES,
     PREPARE_KEY,
     Counters,
@@ -222,7 +222,7 @@ def check(table: PreparedTable) -> None:
     ops = c["op"]
     if ops.size:
         op_owner = session_of(c["op_start"], len(ops))
-        if bool((ops < _COMPACTION_OP).any()) or bool(
+        if bool((ops < COMPACTION_OP).any()) or bool(
                 (ops >= _sizes(table, "call_start", _CALL)[op_owner]).any()):
             raise TableError("op: outside its session's calls")
 

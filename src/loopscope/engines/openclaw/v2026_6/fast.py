@@ -29,7 +29,6 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
-from itertools import compress
 from typing import Any, Final, TypeVar
 
 import orjson
@@ -44,6 +43,7 @@ from loopscope.engines.base import (
     new_step,
 )
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
+from loopscope.engines.openclaw.shared.guard import COMPACTION_OP, USER_OP, coded_guard_aborts
 from loopscope.engines.openclaw.shared.hashing import (
     extract_unknown_tool_name,
     is_known_poll_call,
@@ -52,6 +52,11 @@ from loopscope.engines.openclaw.shared.hashing import (
 )
 from loopscope.engines.openclaw.shared.session import BLOCK_MARKERS, ENGINE_NAME, OPENCLAW_FORMAT
 from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.shared.verdicts import (
+    positions_reaching,
+    verdict_message,
+    verdict_warning_key,
+)
 from loopscope.engines.openclaw.v2026_6 import upstream as rules
 from loopscope.engines.openclaw.v2026_6.config import OpenClawConfig
 from loopscope.engines.openclaw.v2026_6.hashing import hash_tool_outcome
@@ -63,8 +68,6 @@ PREPARE_KEY: Final = "configurable"
 """The key of this prepared data: 2026.6.11 and 2026.7.35 share it (same loop code)."""
 
 _T = TypeVar("_T")
-_USER_OP = -1
-_COMPACTION_OP = -2
 _NO_ABORTS: dict[int, int] = {}
 
 # Tools whose outcome hash may look at params or details beyond ``{details, text}``
@@ -97,8 +100,7 @@ class Counters:
     """Memo of warning keys (they depend on the window, not on thresholds)."""
 
     def reaching(self, floor: int) -> list[int]:
-        """Positions (ascending) of the calls whose largest count is at least ``floor``."""
-        return list(compress(range(len(self.peak)), map(floor.__le__, self.peak)))
+        return positions_reaching(self.peak, floor)
 
 
 @dataclass(eq=False)
@@ -533,10 +535,10 @@ def prepare(session: Session) -> PreparedSession:
             run += 1
             run_id = f"run-{run}"
             current_run_start = len(rows)
-            ops.append(_USER_OP)
+            ops.append(USER_OP)
         elif isinstance(event, Compaction):
             has_compaction = True
-            ops.append(_COMPACTION_OP)
+            ops.append(COMPACTION_OP)
     (turn, call_index, tool_name, run_of, recorded_block, args_hash, unknown_tool,
      args_code_of, result_code_of, unknown_code_of, tool_code_of, tool_empty, poll, run_start,
      run_ids) = ([list(column) for column in zip(*rows, strict=True)] if rows
@@ -662,25 +664,7 @@ def _compute_counters(p: PreparedSession, history_size: int) -> Counters:
 
 
 def _compute_guard(p: PreparedSession, window_size: int) -> dict[int, int]:
-    aborts: dict[int, int] = {}
-    remaining = 0
-    history: list[tuple[int, int]] = []
-    args, res = p.args_code, p.result_code
-    for op in p.ops:
-        if op == _USER_OP:
-            remaining = 0
-            history = []
-        elif op == _COMPACTION_OP:
-            remaining = window_size
-            history = []
-        elif remaining > 0 and res[op]:
-            remaining -= 1
-            triple = (args[op], res[op])  # argsHash starts with the tool name
-            history.append(triple)
-            matches = history.count(triple)
-            if matches >= window_size:
-                aborts[op] = matches
-    return aborts
+    return coded_guard_aborts(p.ops, p.args_code, p.result_code, window_size)
 
 
 # A verdict: (call position, level or None, detector or None, count, guard abort count or None)
@@ -927,40 +911,21 @@ def _warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str, level
 
 def _compute_warning_key(p: PreparedSession, ctr: Counters, i: int, detector: str,
                          level: str) -> str:
-    tool = p.tool_name[i]
-    current = p.args_hash[i]
-    if detector == rules.UNKNOWN_TOOL_REPEAT:
-        code = ctr.unknown_name[i]
-        return f"unknown-tool:{tool}:{p.unknown_names[code - 1] if code else 'unknown'}"
-    if detector == rules.PING_PONG:
-        return rules.ping_pong_key(current, p.args_hash[ctr.ping_pong_last[i]])
-    if detector == rules.GENERIC_REPEAT and level == "warning":
-        return f"generic:{tool}:{current}"
-    code = ctr.latest_result[i]
-    latest = p.result_hashes[code - 1] if code else "none"
-    prefix = {rules.GLOBAL_CIRCUIT_BREAKER: "global", rules.KNOWN_POLL_NO_PROGRESS: "poll",
-              rules.GENERIC_REPEAT: "generic"}[detector]
-    return f"{prefix}:{tool}:{current}:{latest}"
+    code = ctr.unknown_name[i]
+    return verdict_warning_key(
+        detector, level, p.tool_name[i], p.args_hash[i],
+        unknown_name=p.unknown_names[code - 1] if code else None,
+        paired_args_hash=p.args_hash[ctr.ping_pong_last[i]],
+        latest_code=ctr.latest_result[i], result_hashes=p.result_hashes)
 
 
 def _message(p: PreparedSession, ctr: Counters, i: int, detector: str, level: str,
              count: int) -> str:
-    tool = p.tool_name[i]
-    if detector == rules.UNKNOWN_TOOL_REPEAT:
-        code = ctr.unknown_name[i]
-        return rules.unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
-    if detector == rules.GLOBAL_CIRCUIT_BREAKER:
-        return rules.breaker_message(tool, count)
-    critical = level == "critical"
-    if detector == rules.KNOWN_POLL_NO_PROGRESS:
-        poll = rules.poll_critical_message if critical else rules.poll_warning_message
-        return poll(tool, count)
-    if detector == rules.PING_PONG:
-        ping_pong = (rules.ping_pong_critical_message if critical
-                     else rules.ping_pong_warning_message)
-        return ping_pong(count)
-    generic = rules.generic_critical_message if critical else rules.generic_warning_message
-    return generic(tool, count)
+    code = ctr.unknown_name[i]
+    return verdict_message(detector, level == "critical", p.tool_name[i], count,
+                           p.unknown_names[code - 1] if code else None,
+                           breaker=rules.breaker_message,
+                           generic_critical=rules.generic_critical_message)
 
 
 def _step(p: PreparedSession, i: int, verdict: str, detector: str | None, count: int | None,
@@ -1077,7 +1042,7 @@ def decode(doc: Any) -> PreparedSession:
     result_code = ints_at(doc, "result_code", n, 0, len(hashes))
     unknown_code = ints_at(doc, "unknown_code", n, 0, len(unknown_names))
     run_start = ints_at(doc, "run_start", n, 0, n)
-    ops = ints_at(doc, "ops", None, _COMPACTION_OP, max(n - 1, 0))
+    ops = ints_at(doc, "ops", None, COMPACTION_OP, max(n - 1, 0))
     for i, start in enumerate(run_start):
         if start > i:
             raise CodecError("run_start: a run starts after its call")

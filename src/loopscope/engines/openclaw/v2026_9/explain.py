@@ -14,6 +14,7 @@ from typing import Any, Final
 from loopscope.engines.base import SessionReplay, Step
 from loopscope.engines.contract import GuideExample, StepExplanation
 from loopscope.engines.openclaw.shared import explain as common
+from loopscope.engines.openclaw.shared.verdicts import verdict_message
 from loopscope.engines.openclaw.v2026_9 import upstream as rules
 from loopscope.engines.openclaw.v2026_9.config import (
     UPSTREAM,
@@ -286,18 +287,13 @@ def _consequence(step: Step) -> str | None:
 def _loop_message(step: Step) -> str:
     """The loop detector's own message behind a terminal stop (as OpenClaw wrote it)."""
 
-    tool, n, loop = _name_of(step), step.count or 0, step.extra.get("loop_detector")
-    if loop == rules.UNKNOWN_TOOL_REPEAT:
-        return rules.unknown_tool_message(_unknown_name(step), n)
-    if loop == rules.GLOBAL_CIRCUIT_BREAKER:
-        return rules.breaker_message(tool, n)
-    if loop == rules.KNOWN_POLL_NO_PROGRESS:
-        return rules.poll_critical_message(tool, n)
-    if loop == rules.PING_PONG:
-        return rules.ping_pong_critical_message(n)
+    tool, n = _name_of(step), step.count or 0
+    loop: str = step.extra.get("loop_detector") or ""
     if loop == rules.ARGUMENT_CHURN:
         return rules.argument_churn_message(tool, _variants(step) or 0, n)
-    return rules.generic_critical_message(tool, n)
+    return verdict_message(loop, True, tool, n, _unknown_name(step),
+                           breaker=rules.breaker_message,
+                           generic_critical=rules.generic_critical_message)
 
 
 # --------------------------------------------------------------------------- limitations

@@ -21,9 +21,8 @@ only on the session and the history size:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
 from typing import Any, Final
 
 from loopscope.engines.base import (
@@ -35,9 +34,15 @@ from loopscope.engines.base import (
     new_step,
 )
 from loopscope.engines.codec import CodecError, ints_at, require_strings, strs_at
+from loopscope.engines.openclaw.shared.guard import COMPACTION_OP, USER_OP, coded_guard_aborts
 from loopscope.engines.openclaw.shared.hashing import hash_tool_call, is_known_poll_call
 from loopscope.engines.openclaw.shared.session import COMPACTION, ENGINE_NAME, USER
 from loopscope.engines.openclaw.shared.upstream import guard_message
+from loopscope.engines.openclaw.shared.verdicts import (
+    positions_reaching,
+    verdict_message,
+    verdict_warning_key,
+)
 from loopscope.engines.openclaw.v2026_9 import upstream as rules
 from loopscope.engines.openclaw.v2026_9.config import (
     MIN_STABLE_CALLS_PER_VARIANT,
@@ -55,8 +60,6 @@ from loopscope.model import Session
 PREPARE_KEY: Final = "fixed-2026.9"
 """The key of this prepared data: normalised names and 2026.9's outcome hashing."""
 
-_USER_OP: Final = -1
-_COMPACTION_OP: Final = -2
 _VETO: Final = 1
 _FAILURE: Final = 2
 _KIND_CODES: Final = {None: 0, TOOL_LOOP_VETO: _VETO, TERMINAL_EXEC_FAILURE: _FAILURE}
@@ -87,7 +90,7 @@ class Counters9:
     """The largest count: below the lowest threshold, no verdict."""
 
     def reaching(self, floor: int) -> list[int]:
-        return list(compress(range(len(self.peak)), map(floor.__le__, self.peak)))
+        return positions_reaching(self.peak, floor)
 
 
 @dataclass(eq=False)
@@ -188,10 +191,10 @@ def prepare(session: Session) -> Prepared9:
     ops: list[int] = []
     for item in session_messages(session):
         if item == USER:
-            ops.append(_USER_OP)
+            ops.append(USER_OP)
             continue
         if item == COMPACTION:
-            ops.append(_COMPACTION_OP)
+            ops.append(COMPACTION_OP)
             continue
         assert isinstance(item, list)
         ops.append(len(messages))
@@ -420,28 +423,16 @@ def _compute_counters(p: Prepared9, history_size: int) -> Counters9:
 
 
 def _compute_guard(p: Prepared9, window_size: int) -> dict[int, int]:
-    aborts: dict[int, int] = {}
-    remaining = 0
-    seen: list[tuple[int, int]] = []
+    return coded_guard_aborts(_call_ops(p), p.args_code, p.result_code, window_size)
+
+
+def _call_ops(p: Prepared9) -> Iterator[int]:
+    """The transcript with each message replaced by the positions of its calls."""
     for op in p.ops:
-        if op == _USER_OP:
-            remaining = 0
-            seen = []
-        elif op == _COMPACTION_OP:
-            remaining = window_size
-            seen = []
+        if op < 0:
+            yield op
         else:
-            first, end = p.messages[op]
-            for i in range(first, end):
-                if remaining <= 0 or not p.result_code[i]:
-                    continue
-                remaining -= 1
-                triple = (p.args_code[i], p.result_code[i])  # argsHash starts with the tool
-                seen.append(triple)
-                matches = seen.count(triple)
-                if matches >= window_size:
-                    aborts[i] = matches
-    return aborts
+            yield from range(*p.messages[op])
 
 
 # --------------------------------------------------------------------------- selection
@@ -677,43 +668,26 @@ def _paired(p: Prepared9, ctr: Counters9, i: int, detector: str) -> str | None:
 
 def _warning_key(p: Prepared9, ctr: Counters9, i: int, detector: str, level: str) -> str:
     tool = p.detected_name(i)
-    current = p.args_hashes[p.detect_args[i] - 1]
-    if detector == rules.UNKNOWN_TOOL_REPEAT:
-        code = ctr.unknown_name[i]
-        return f"unknown-tool:{tool}:{p.unknown_names[code - 1] if code else 'unknown'}"
-    if detector == rules.PING_PONG:
-        return rules.ping_pong_key(current, p.args_hashes[ctr.paired_args[i] - 1])
     if detector == rules.ARGUMENT_CHURN:
         return f"argument-churn:{tool}"
-    if detector == rules.GENERIC_REPEAT and level == "warning":
-        return f"generic:{tool}:{current}"
-    code = ctr.latest[i]
-    latest = p.result_hashes[code - 1] if code else "none"
-    prefix = {rules.GLOBAL_CIRCUIT_BREAKER: "global", rules.KNOWN_POLL_NO_PROGRESS: "poll",
-              rules.GENERIC_REPEAT: "generic"}[detector]
-    return f"{prefix}:{tool}:{current}:{latest}"
+    code = ctr.unknown_name[i]
+    return verdict_warning_key(
+        detector, level, tool, p.args_hashes[p.detect_args[i] - 1],
+        unknown_name=p.unknown_names[code - 1] if code else None,
+        paired_args_hash=p.args_hashes[ctr.paired_args[i] - 1],
+        latest_code=ctr.latest[i], result_hashes=p.result_hashes)
 
 
 def _message(p: Prepared9, ctr: Counters9, i: int, detector: str, level: str,
              count: int) -> str:
     tool = p.detected_name(i)
-    critical = level == "critical"
-    if detector == rules.UNKNOWN_TOOL_REPEAT:
-        code = ctr.unknown_name[i]
-        return rules.unknown_tool_message(p.unknown_names[code - 1] if code else tool, count)
-    if detector == rules.GLOBAL_CIRCUIT_BREAKER:
-        return rules.breaker_message(tool, count)
-    if detector == rules.KNOWN_POLL_NO_PROGRESS:
-        poll = rules.poll_critical_message if critical else rules.poll_warning_message
-        return poll(tool, count)
-    if detector == rules.PING_PONG:
-        ping_pong = (rules.ping_pong_critical_message if critical
-                     else rules.ping_pong_warning_message)
-        return ping_pong(count)
     if detector == rules.ARGUMENT_CHURN:
         return rules.argument_churn_message(tool, ctr.variants[i], count)
-    generic = rules.generic_critical_message if critical else rules.generic_warning_message
-    return generic(tool, count)
+    code = ctr.unknown_name[i]
+    return verdict_message(detector, level == "critical", tool, count,
+                           p.unknown_names[code - 1] if code else None,
+                           breaker=rules.breaker_message,
+                           generic_critical=rules.generic_critical_message)
 
 
 def step_counts(p: Prepared9, history_size: int, n: int) -> tuple[Sequence[int], Sequence[int]]:
@@ -817,7 +791,7 @@ def decode(doc: Any) -> Prepared9:
         kind_code=codes["kind_code"], fid_code=codes["fid_code"],
         no_progress_flag=flags["no_progress_flag"], unknown_code=codes["unknown_code"],
         message_of=message_of, messages=messages,
-        ops=ints_at(doc, "ops", None, _COMPACTION_OP, len(messages) - 1),
+        ops=ints_at(doc, "ops", None, COMPACTION_OP, len(messages) - 1),
         tool_names=names["tool_names"], args_hashes=names["args_hashes"],
         result_hashes=names["result_hashes"], unknown_names=names["unknown_names"],
     )
