@@ -21,9 +21,6 @@ meets that condition (with window hashes standing in for texts: equal texts have
 so the hashed condition holds wherever the exact one does) never fires, and only the others
 are walked exactly, by the same code as a single session (:func:`.fast.walk_stretch`). Finding
 them is a sort of one key per window, a block of the corpus's text at a time.
-
-The table keeps each session's JSON (:func:`~loopscope.engines.table.json_table_spec`) for
-the sessions that are read (a drawn row, an opened session), beside these columns.
 """
 
 from __future__ import annotations
@@ -33,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, columns_of
+from loopscope.engines.base import RunColumns
+from loopscope.engines.corpus_columns import JsonColumns, schema_arrays
 from loopscope.engines.gemini_cli.config import GeminiConfig
 from loopscope.engines.gemini_cli.fast import (
     ContentHit,
@@ -49,8 +47,6 @@ from loopscope.engines.table import (
     TableError,
     TableSpec,
     first_of_each,
-    json_table_spec,
-    laid_out,
     session_of,
 )
 
@@ -92,50 +88,35 @@ _OWN_CONSTANTS: Final = GeminiConfig().content_constants
 
 def step_columns(prepared: Sequence[Any]) -> dict[str, Any]:
     """The columns of :data:`SCHEMA` for prepared sessions (:class:`.fast.PreparedSession`)."""
-    starts: list[int] = []
-    turn: list[int] = []
-    call: list[int] = []
-    repeats: list[int] = []
-    content: list[bool] = []
-    piece_starts: list[int] = []
-    piece_end: list[int] = []
-    piece_step: list[int] = []
-    piece_opens: list[bool] = []
-    text_starts: list[int] = []
+    out: dict[str, list[Any]] = {name: [] for name in SCHEMA if name != "text"}
     texts: list[str] = []
     units = 0
     for p in prepared:
-        starts.append(len(turn))
-        piece_starts.append(len(piece_end))
-        text_starts.append(units)
+        out["step_start"].append(len(out["turn"]))
+        out["piece_start"].append(len(out["piece_end"]))
+        out["text_start"].append(units)
+        session_units = units
         for stretch in p.stretches:
-            piece_end.extend([units - text_starts[-1] + end for end in stretch.ends])
-            piece_step.extend(stretch.positions)
-            piece_opens.append(True)
-            piece_opens.extend([False] * (len(stretch.ends) - 1))
+            out["piece_end"].extend([units - session_units + end for end in stretch.ends])
+            out["piece_step"].extend(stretch.positions)
+            out["piece_opens"].append(True)
+            out["piece_opens"].extend([False] * (len(stretch.ends) - 1))
             texts.append(stretch.text)
             units += len(stretch.text)
         n = p.n
-        turn.extend(p.turn)
-        call.extend(-1 if c is None else c for c in p.call)
+        out["turn"].extend(p.turn)
+        out["call"].extend(-1 if c is None else c for c in p.call)
         by_step = p.repeats
-        repeats.extend(by_step.get(i, 0) for i in range(n))
+        out["repeats"].extend(by_step.get(i, 0) for i in range(n))
         flagged = [False] * n
         for hit in p.content_run(*_OWN_CONSTANTS).detections:
             flagged[hit.position] = True
-        content.extend(flagged)
-    return {"step_start": np.array(starts, dtype=np.int64),
-            "turn": np.array(turn, dtype=np.int32), "call": np.array(call, dtype=np.int32),
-            "repeats": np.array(repeats, dtype=np.int32),
-            "content": np.array(content, dtype=np.bool_),
-            "piece_start": np.array(piece_starts, dtype=np.int64),
-            "piece_end": np.array(piece_end, dtype=np.int32),
-            "piece_step": np.array(piece_step, dtype=np.int32),
-            "piece_opens": np.array(piece_opens, dtype=np.bool_),
-            "text_start": np.array(text_starts, dtype=np.int64),
-            # (one Python character per code unit: each one is its own UTF-16 unit)
-            "text": np.frombuffer("".join(texts).encode("utf-16-le", "surrogatepass"),
-                                  dtype="<u2").astype(np.uint16)}
+        out["content"].extend(flagged)
+    columns = schema_arrays(SCHEMA, out)
+    # (one Python character per code unit: each one is its own UTF-16 unit)
+    columns["text"] = np.frombuffer("".join(texts).encode("utf-16-le", "surrogatepass"),
+                                    dtype="<u2").astype(np.uint16)
+    return columns
 
 
 def check(table: PreparedTable) -> None:
@@ -377,11 +358,14 @@ def run_columns(steps: Steps, config: GeminiConfig) -> dict[str, Any]:
             "detector": steps.detector, "turn": steps.turn, "call": steps.call}
 
 
+_COLUMNS: Final = JsonColumns(SCHEMA, step_columns, check, PreparedSession, Steps, DETECTORS)
+"""These columns beside each session's JSON, laid out as :class:`Steps`."""
+
+
 def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
     """The table of the engine's prepared sessions: each session's JSON (what a drawn row or an
     opened session reads) beside these columns (what :func:`run_columns` reads)."""
-    engine.check_version(version)
-    return json_table_spec(engine, version, columns=SCHEMA, encode_columns=step_columns, check=check)
+    return _COLUMNS.table_spec(engine, version)
 
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: GeminiConfig
@@ -391,8 +375,5 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Gemi
     it); a configuration that changes a content constant first walks the stretches of text
     that could loop under it (:func:`content_flags`). None for anything else (a plain list is
     run session by session)."""
-    steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
-    if steps is None:
-        return None
-    return columns_of(run_columns(steps, config), lambda i: engine.run(prepared[i], config),
-                      DETECTORS)
+    return _COLUMNS.run_many(engine, prepared, config,
+                            lambda steps, _replay_of: run_columns(steps, config))

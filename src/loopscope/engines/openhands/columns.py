@@ -10,9 +10,6 @@ window (no nudge comes before it). So the re-run takes every check of every sess
 in vectorised passes, with plain windows, up to each session's first nudge; from there on,
 the sessions that nudge are run one by one, in Python, by the per-session rule itself over
 their rows of the columns.
-
-The table keeps each session's JSON (:func:`~loopscope.engines.table.json_table_spec`) for
-the sessions that are read (a drawn row, an opened session), beside these columns.
 """
 
 from __future__ import annotations
@@ -23,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, columns_of
+from loopscope.engines.base import RunColumns
+from loopscope.engines.corpus_columns import JsonColumns, schema_arrays
 from loopscope.engines.openhands.config import OpenHandsConfig
 from loopscope.engines.openhands.fast import PreparedSession, _evaluate
 from loopscope.engines.openhands.upstream import (
@@ -39,8 +37,6 @@ from loopscope.engines.table import (
     TableError,
     TableSpec,
     first_of_each,
-    json_table_spec,
-    laid_out,
     ranges,
     session_of,
 )
@@ -91,11 +87,8 @@ def check_columns(prepared: Sequence[Any]) -> dict[str, Any]:
         call.extend(-1 if c is None else c for c in p.call)
         for name, values in lists.items():
             values.extend(getattr(p, name))
-    out = {"check_start": np.array(check_start, dtype=np.int64),
-           "prefix_start": np.array(prefix_start, dtype=np.int64),
-           "turn": np.array(turn, dtype=np.int32), "call": np.array(call, dtype=np.int32)}
-    out.update((name, np.array(values, dtype=np.int32)) for name, values in lists.items())
-    return out
+    return schema_arrays(SCHEMA, {"check_start": check_start, "prefix_start": prefix_start,
+                                  "turn": turn, "call": call, **lists})
 
 
 def check(table: PreparedTable) -> None:
@@ -351,11 +344,14 @@ class _Candidates:
         self.newest_obs, self.owner = pick(checks.newest_obs), pick(checks.owner)
 
 
+_COLUMNS: Final = JsonColumns(SCHEMA, check_columns, check, PreparedSession, Checks, DETECTORS)
+"""These columns beside each session's JSON, laid out as :class:`Checks`."""
+
+
 def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
     """The table of the engine's prepared sessions: each session's JSON (what a drawn row or an
     opened session reads) beside these columns (what :func:`run_columns` reads)."""
-    engine.check_version(version)
-    return json_table_spec(engine, version, columns=SCHEMA, encode_columns=check_columns, check=check)
+    return _COLUMNS.table_spec(engine, version)
 
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: OpenHandsConfig
@@ -364,8 +360,5 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Open
     that nudge run one by one), for a table of the engine's or a list of its prepared sessions
     that keeps derived data (the layout kept with it); None for anything else (a plain list is
     run session by session)."""
-    checks = laid_out(prepared, engine.name, PreparedSession, Checks, check_columns)
-    if checks is None:
-        return None
-    return columns_of(run_columns(checks, config), lambda i: engine.run(prepared[i], config),
-                      DETECTORS)
+    return _COLUMNS.run_many(engine, prepared, config,
+                             lambda checks, _replay_of: run_columns(checks, config))

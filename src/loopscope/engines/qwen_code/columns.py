@@ -29,9 +29,6 @@ and the replay goes on). What each check reads, and which part of it a configura
   follows; such a session is replayed one by one (the per-session rule itself), as is any
   session with reply text or thoughts under a changed content or thought constant (a
   what-if).
-
-The table keeps each session's JSON (:func:`~loopscope.engines.table.json_table_spec`) for
-the sessions that are read (a drawn row, an opened session), beside these columns.
 """
 
 from __future__ import annotations
@@ -41,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from loopscope.engines.base import RunColumns, SessionReplay, columns_of
+from loopscope.engines.base import RunColumns, SessionReplay
+from loopscope.engines.corpus_columns import JsonColumns, schema_arrays
 from loopscope.engines.qwen_code.config import QwenConfig
 from loopscope.engines.qwen_code.events import CallItem, ContentItem, Item, PromptItem
 from loopscope.engines.qwen_code.fast import PreparedSession
@@ -70,8 +68,6 @@ from loopscope.engines.table import (
     PreparedTable,
     TableError,
     first_of_each,
-    json_table_spec,
-    laid_out,
     session_of,
 )
 
@@ -206,10 +202,7 @@ def step_columns(prepared: Sequence[Any]) -> dict[str, Any]:
     for p in prepared:
         starts.append(len(out["turn"]))
         _session_rows(p.items, out)
-    columns = {"step_start": np.array(starts, dtype=np.int64)}
-    columns.update((name, np.array(values, dtype=SCHEMA[name].dtype))
-                   for name, values in out.items())
-    return columns
+    return schema_arrays(SCHEMA, {"step_start": starts, **out})
 
 
 def check(table: PreparedTable) -> None:
@@ -481,12 +474,14 @@ def run_columns(steps: Steps, config: QwenConfig,
             "detector": np.maximum(detector, 0), "turn": turn, "call": call}
 
 
+_COLUMNS: Final = JsonColumns(SCHEMA, step_columns, check, PreparedSession, Steps, DETECTORS)
+"""These columns beside each session's JSON, laid out as :class:`Steps`."""
+
+
 def table_spec(engine: BaseEngine[Any, Any], version: str | None = None) -> TableSpec:
     """The table of the engine's prepared sessions: each session's JSON (what a drawn row or an
     opened session reads) beside these step columns (what :func:`run_columns` reads)."""
-    engine.check_version(version)
-    return json_table_spec(engine, version, columns=SCHEMA, encode_columns=step_columns,
-                           check=check)
+    return _COLUMNS.table_spec(engine, version)
 
 
 def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: QwenConfig
@@ -496,11 +491,5 @@ def run_many(engine: BaseEngine[Any, Any], prepared: Sequence[Any], config: Qwen
     with it); with the opt-in checks on, the few sessions whose reply checks an always-on
     detection changes, and any session with reply text under a content or thought what-if, are
     run one by one. None for anything else (a plain list is run session by session)."""
-    steps = laid_out(prepared, engine.name, PreparedSession, Steps, step_columns)
-    if steps is None:
-        return None
-
-    def replay_of(i: int) -> SessionReplay:
-        return engine.run(prepared[i], config)
-
-    return columns_of(run_columns(steps, config, replay_of), replay_of, DETECTORS)
+    return _COLUMNS.run_many(engine, prepared, config,
+                             lambda steps, replay_of: run_columns(steps, config, replay_of))
