@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import threading
 import time
 
 import pytest
 
+from loopscope import background
 from loopscope.ui import gc_policy
 
 
@@ -113,3 +115,121 @@ def test_idle_work_is_not_kept_while_it_is_off() -> None:
     collector.enabled = True
     collector.collect_now()
     assert done == []
+
+
+def _run_in_thread(collector: gc_policy.IdleCollector, begun: threading.Event,
+                   release: threading.Event, events: list[str], *, ends: bool = True
+                   ) -> threading.Thread:
+    """A script run on its own thread: starts once ``begun`` is set, ends when ``release`` is."""
+
+    def run() -> None:
+        collector.before_run()
+        begun.set()
+        release.wait(5)
+        events.append("run ends")
+        if ends:
+            collector.after_run()
+        else:
+            release.wait(5)  # (the thread stays alive, and never says the run ended)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_idle_work_gives_way_to_a_run_that_starts_meanwhile() -> None:
+    collector, calls = _collector(0.01)
+    events: list[str] = []
+    job_started, run_begun, release = threading.Event(), threading.Event(), threading.Event()
+
+    def job() -> None:  # an engine's batch run: sessions one after the other
+        job_started.set()
+        run_begun.wait(5)
+        for n in range(3):
+            background.give_way()
+            events.append(f"session {n}")
+
+    collector.when_idle("warm", job)
+    previous = background._hook
+    background.set_give_way(collector.give_way)
+    try:
+        collector.after_run()
+        assert job_started.wait(5)
+        _run_in_thread(collector, run_begun, release, events)
+        assert run_begun.wait(5)
+        time.sleep(0.2)
+        assert events == []  # the idle work waits while the run is under way
+        release.set()
+        deadline = time.monotonic() + 5
+        while len(events) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert events == ["run ends", "session 0", "session 1", "session 2"]
+        _wait_for(calls, 1)
+        assert calls
+    finally:
+        background.set_give_way(previous)
+
+
+def test_only_idle_work_gives_way() -> None:
+    """A run's own re-run calls the same loops: there it must not wait (for itself)."""
+    collector, _calls = _collector(60.0)
+    collector.before_run()  # a run is under way on this thread
+    started = time.monotonic()
+    collector.give_way()
+    assert time.monotonic() - started < 0.05 and collector.run_under_way()
+    collector.after_run()
+    assert not collector.run_under_way()
+
+
+def test_idle_work_stops_waiting_for_a_run_that_never_says_it_ended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gc_policy, "GIVE_WAY_AT_MOST_SECONDS", 0.2)
+    collector, calls = _collector(0.01)
+    events: list[str] = []
+    begun, release = threading.Event(), threading.Event()
+    thread = _run_in_thread(collector, begun, release, events, ends=False)
+    assert begun.wait(5)
+    collector.when_idle("warm", lambda: events.append("job"))
+    collector.after_run()  # (from this thread: the other run is still under way)
+    _wait_for(calls, 1, timeout=3)
+    assert events == ["job"] and len(calls) == 1  # after at most the limit, not never
+    assert not collector.run_under_way()
+    release.set()
+    thread.join(5)
+
+
+def test_a_run_that_ends_in_an_exception_is_no_longer_under_way() -> None:
+    collector, _calls = _collector(60.0)
+    failed = threading.Thread(target=collector.before_run)  # its thread ends, no after_run
+    failed.start()
+    failed.join()
+    assert not collector.run_under_way()
+
+
+def test_idle_work_resumes_only_once_the_app_is_idle_again() -> None:
+    """Slider moves are runs a fraction of a second apart: work resumed between two of them
+    would take the cores the next one needs."""
+    collector, _calls = _collector(0.3)
+    resumed: list[float] = []
+    run_begun, release = threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def job() -> None:
+        _run_in_thread(collector, run_begun, release, events)
+        run_begun.wait(5)
+        release.set()
+        background.give_way()
+        resumed.append(time.monotonic())
+
+    collector.when_idle("warm", job)
+    previous = background._hook
+    background.set_give_way(collector.give_way)
+    try:
+        collector.after_run()
+        deadline = time.monotonic() + 5
+        while not resumed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert resumed and events == ["run ends"]
+        assert resumed[0] - collector._last_run_ended >= 0.3
+    finally:
+        background.set_give_way(previous)

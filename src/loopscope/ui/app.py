@@ -24,8 +24,15 @@ LAST_RUN_KEY = "_loopscope_last_run_ms"
 
 
 def main() -> None:
-    started = time.perf_counter()
     gc_policy.before_run()
+    try:
+        _run()
+    finally:  # (a run stopped by a rerun, st.stop or an error has ended too)
+        gc_policy.after_run()
+
+
+def _run() -> None:
+    started = time.perf_counter()
     st.set_page_config(
         page_title="loopscope",
         # An emoji, not a Material icon: the browser would fetch a Material icon's image
@@ -64,7 +71,6 @@ def main() -> None:
         if page_first:
             _render_settings(settings_slot)
     st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
-    gc_policy.after_run()
 
 
 PAGE_LIBRARIES = ("pandas", "plotly.graph_objects")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from loopscope.background import give_way
 from loopscope.engines.base import RunColumns
 from loopscope.engines.corpus_columns import JsonColumns, schema_arrays
 from loopscope.engines.openhands.config import OpenHandsConfig
@@ -217,6 +218,7 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     codes = {name: code for code, name in enumerate(DETECTORS)}
     check_start = checks.check_start
     for i, session in _views(checks, one_by_one, at[~before_nudge]):
+        give_way()  # (a loop of seconds over a large corpus: see loopscope.background)
         # (a view has every attribute of a PreparedSession that _evaluate reads)
         verdicts, _nudges, first_check = _evaluate(session, config)  # type: ignore[arg-type]
         refused_later = sum(1 for v in verdicts.values() if v[0] == "refuse")
@@ -314,6 +316,7 @@ def _made_views(checks: Checks, sessions: Any) -> Iterator[tuple[int, _SessionVi
     row = pos = 0
     for i, n_checks, length in zip(sessions.tolist(), check_counts.tolist(),
                                    (end - begin).tolist(), strict=True):
+        give_way()
         view = _SessionView()
         for name, values in lists.items():
             setattr(view, name, values[row:row + n_checks])
