@@ -217,10 +217,11 @@ def run_columns(checks: Checks, config: OpenHandsConfig) -> dict[str, Any]:
     # it starts from the same state as a run from the first check would reach there).
     codes = {name: code for code, name in enumerate(DETECTORS)}
     check_start = checks.check_start
-    for i, session in _views(checks, one_by_one, at[~before_nudge]):
+    for i, session, candidates in _views(checks, one_by_one, at[~before_nudge]):
         give_way()  # (a loop of seconds over a large corpus: see loopscope.background)
         # (a view has every attribute of a PreparedSession that _evaluate reads)
-        verdicts, _nudges, first_check = _evaluate(session, config)  # type: ignore[arg-type]
+        verdicts, _nudges, first_check = _evaluate(
+            session, config, candidates)  # type: ignore[arg-type]
         refused_later = sum(1 for v in verdicts.values() if v[0] == "refuse")
         refusals[i] += refused_later
         out["warnings"][i] = len(verdicts) - refused_later
@@ -244,7 +245,7 @@ class _SessionView:
     :class:`.fast.PreparedSession` that :func:`.fast._evaluate` reads (the same values: the
     columns are those attributes, :func:`check_columns`)."""
 
-    __slots__ = ("base", "candidates_now", "ka", "ko", "mono_start", "newest_obs",
+    __slots__ = ("base", "ka", "ko", "mono_start", "newest_obs",
                  "nudge_error", "nudge_tool", "pre_actions", "pre_agent", "pre_observations",
                  "ra", "re", "ro", "user")
 
@@ -262,21 +263,16 @@ class _SessionView:
     pre_agent: array[int]
     nudge_tool: _NoText
     nudge_error: _NoText
-    candidates_now: list[int]
-    """The candidate checks under the configuration being run."""
-
-    def candidates(self, config: OpenHandsConfig) -> list[int]:
-        del config  # (worked out for the configuration being run)
-        return self.candidates_now
 
 
 _VIEW_ROWS: Final = ("base", "user", "ra", "ro", "re", "ka", "ko", "newest_obs")
 
 
 def _views(checks: Checks, sessions: Any, candidates: Any
-           ) -> Iterator[tuple[int, _SessionView]]:
-    """``(i, view)`` for each session ``i`` of ``sessions`` (sorted), its candidate checks
-    ``candidates`` (flat positions, sorted). Views are made once per session (kept in
+           ) -> Iterator[tuple[int, _SessionView, list[int]]]:
+    """``(i, view, its candidates)`` for each session ``i`` of ``sessions`` (sorted), its
+    candidate checks from ``candidates`` (flat positions, sorted) as positions in the session.
+    Views are made once per session (kept in
     :attr:`Checks.views`), from gathered columns turned into Python arrays (read by index as
     fast as a list, unlike a numpy array's scalars)."""
     if not sessions.size:
@@ -290,9 +286,9 @@ def _views(checks: Checks, sessions: Any, candidates: Any
     lows = np.searchsorted(by_session, sessions, "left").tolist()
     highs = np.searchsorted(by_session, sessions, "right").tolist()
     for i, low, high in zip(sessions.tolist(), lows, highs, strict=True):
-        view = views[i]
-        view.candidates_now = local[low:high]
-        yield i, view
+        # (the candidates go beside the view, not on it: views are shared by every re-run,
+        # and two may run at once — a person's and the idle warm-up, or two browser tabs)
+        yield i, views[i], local[low:high]
 
 
 def _ints(values: Any) -> array[int]:

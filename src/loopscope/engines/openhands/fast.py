@@ -28,6 +28,7 @@ and thresholds.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import attrgetter
@@ -504,9 +505,12 @@ _Verdict = tuple[str, str, int, str | None]
 """(verdict, detector, count, nudge text) of a check that did not pass."""
 
 
-def _evaluate(p: PreparedSession, config: OpenHandsConfig
+def _evaluate(p: PreparedSession, config: OpenHandsConfig,
+              candidates: Sequence[int] | None = None
               ) -> tuple[dict[int, _Verdict], list[int], int]:
-    """The flagged checks, the nudges (events in the log at each) and the first refusal."""
+    """The flagged checks, the nudges (events in the log at each) and the first refusal.
+    ``candidates``: the checks that can flag under ``config`` when the caller has them
+    (default: ``p.candidates(config)``)."""
     flagged: dict[int, _Verdict] = {}
     nudges: list[int] = []
     first = -1
@@ -519,7 +523,7 @@ def _evaluate(p: PreparedSession, config: OpenHandsConfig
     needed = max(ao, ae + 1)
     last_nudged = -1
     base, user, pre_a, pre_o = p.base, p.user, p.pre_actions, p.pre_observations
-    for i in p.candidates(config):
+    for i in p.candidates(config) if candidates is None else candidates:
         b, u = base[i], user[i]
         start, kept = _window(b, u, nudges, len(nudges), size)
         n_a = pre_a[b] - pre_a[start]
