@@ -391,3 +391,31 @@ def test_side_effects_count_past_a_thousand_with_separators() -> None:
         "of the other 1,235 sessions, 1,234 are newly refused (1,001 of them labelled good "
         "work) and 1 is no longer refused (it is labelled a real loop)")
     assert others_words(corpus_effect([a], [a]), 2) == "no other session changes"
+
+
+def test_the_search_builds_each_candidate_configuration_once_per_corpus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every refused session of a corpus is searched with the same nearby values: the second
+    session's search reuses the configurations the first one built (and finds the same)."""
+    from loopscope import advice
+
+    monkeypatch.setattr(advice, "_RESOLVED", {})
+    built: list[Any] = []
+    real = OPENCLAW.config
+
+    def counting(values: Any, version: Any = None) -> Any:
+        built.append(values)
+        return real(values, version)
+
+    monkeypatch.setattr(OPENCLAW, "config", counting)
+    config = OPENCLAW.default_config()
+    found = []
+    for path in ("/a", "/b"):
+        s = S().user()
+        for _ in range(25):
+            s.call("read", {"path": path}, "same")
+        found.append(smallest_changes(OPENCLAW, OPENCLAW.prepare(s.build()), config))
+        if path == "/a":
+            first = len(built)
+    assert first > 0 and len(built) == first  # (the second session built none)
+    assert [c.changes for c in found[0]] == [c.changes for c in found[1]]

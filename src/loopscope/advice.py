@@ -245,9 +245,8 @@ def smallest_changes(
                                                         tuple[str, ...]]:
         key = tuple(sorted((k, _hashable(v)) for k, v in candidate.items()))
         if key not in tried:
-            try:
-                res = engine.config(candidate, version)
-            except ConfigError:
+            res = _resolved(engine, version, key, candidate)
+            if res is None:
                 tried[key] = (False, None, None, ())
             else:
                 rerun = engine.run(prepared, res.config)
@@ -308,6 +307,29 @@ def smallest_changes(
 
     found.sort(key=size)
     return found[:limit]
+
+
+_RESOLVED: dict[tuple[Any, ...], Any] = {}
+_RESOLVED_MAX = 4096
+
+
+def _resolved(engine: Engine[Any, Any], version: str | None, key: tuple[Any, ...],
+              candidate: Mapping[str, Any]) -> Any:
+    """``engine.config(candidate, version)``, or None where it raises :class:`ConfigError`;
+    kept across calls. The search tries the same few hundred candidates for every refused
+    session of a corpus (the nearest values of each setting), and building a configuration
+    (its block copied, resolved and described) costs several times a session's re-run;
+    configurations are frozen values, so one serves every session. Bounded: cleared when
+    full."""
+    whose = (type(engine).__module__, type(engine).__qualname__, engine.name, version, key)
+    if whose not in _RESOLVED:
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        try:
+            _RESOLVED[whose] = engine.config(candidate, version)
+        except ConfigError:
+            _RESOLVED[whose] = None
+    return _RESOLVED[whose]
 
 
 def _hashable(value: Any) -> Any:
