@@ -270,6 +270,16 @@ def test_the_why_block_starts_within_the_first_screen_on_the_longest_session(
     shot(page, "long-session.png", full=False)
 
 
+def test_a_link_to_a_session_that_is_not_loaded_says_so(page: Any, server: Any) -> None:
+    """A shared link names a session this dashboard has not loaded: the page says so and
+    shows no other session's verdicts under the empty picker."""
+    open_app(page, server.url + "/session?session=" + quote("not_loaded_here.jsonl"))
+    no_exception(page)
+    page.get_by_text("No loaded session is called not_loaded_here.jsonl").wait_for()
+    assert page.locator(".st-key-why").count() == 0
+    assert page.get_by_text("Why did it stop?").count() == 0
+
+
 def test_a_settings_change_in_the_url_shows_what_it_changed(page: Any, server: Any) -> None:
     from loopscope.advice import corpus_effect
     from loopscope.engines import get_engine

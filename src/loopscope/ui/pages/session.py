@@ -76,14 +76,21 @@ def _body() -> None:
     if SESSION_KEY not in st.session_state and SESSION_KEY not in st.query_params:
         # No default option: the URL always names the session shown, so a link is exact.
         st.session_state[SESSION_KEY] = sources[0]
+    asked = st.query_params.get(SESSION_KEY)  # (read before the picker drops an unknown one)
     top = st.columns([3, 1, 1.9])  # (the layout's two options side by side at 1000 px)
     with top[0]:
         source = st.selectbox(
             "Session", options=sources, format_func=corpus.display, key=SESSION_KEY,
             index=None, bind="query-params", on_change=_on_session_change,
             help="Every loaded session. The URL remembers the choice.",
-        ) or sources[0]
-    idx = sources.index(source) if source in sources else 0
+        )
+    if source not in sources:
+        # A link to a session that is not loaded (another folder, a renamed file): say so,
+        # rather than show another session's verdicts under it.
+        st.warning((f"No loaded session is called {md(asked)}. " if asked else "")
+                   + "Choose a session above: the page shows the one chosen.")
+        return
+    idx = sources.index(source)
     session = corpus.sessions[idx]
     configs = state.current_configs()
     engines = state.shown_engines()
