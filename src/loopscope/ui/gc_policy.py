@@ -16,8 +16,9 @@ of a whole re-run inside most slider moves. So, once a large corpus is loaded:
 The same idle moments take other work that would otherwise land inside the user's next action
 (:func:`when_idle`): what an engine derives from the whole corpus on its first re-run. That
 work can take seconds on a large corpus, and a person may act before it ends: it then gives
-way (:mod:`loopscope.background`) — it waits between sessions, between jobs and before the
-collection while any script run is under way, so the run has the interpreter to itself.
+way (:mod:`loopscope.background`) — between sessions, between jobs and before the collection
+it waits while a script run is under way and until the app is idle again, so the runs of a
+person moving a slider have the interpreter and the cores to themselves.
 """
 
 from __future__ import annotations
