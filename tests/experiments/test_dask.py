@@ -139,3 +139,36 @@ def test_loopscope_prepare_with_dask_local_fills_the_cache(
         here = corpus_mod.build_corpus(files, fingerprint="t", origin="folder",
                                        root=str(folder.resolve()), workers=1)
     assert _corpus_facts(kept) == _corpus_facts(here)
+
+
+def test_prepare_with_dask_local_writes_the_local_snapshot_byte_for_byte(
+        tmp_path: object) -> None:
+    """``loopscope prepare --dask local`` cuts its tasks as the local import cuts its parts
+    (each part's string pools are its own), so both keep the same snapshot file, byte for
+    byte — on a folder large enough for the local process pool (its parts of several files,
+    where the Dask tasks used to be larger)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.test_cache_ingest import _benchmark_folder
+
+    root = Path(__file__).resolve().parents[2]
+    folder = _benchmark_folder(Path(str(tmp_path)) / "sessions", 96)
+    snapshots = []
+    for name, extra in (("here", []), ("dask", ["--dask", "local"])):
+        cache = Path(str(tmp_path)) / name
+        env = {**os.environ, "LOOPSCOPE_CACHE_DIR": str(cache)}
+        env.pop("LOOPSCOPE_CACHE", None)
+        proc = subprocess.run([sys.executable, "-m", "loopscope", "prepare", str(folder),
+                               "--workers", "2", *extra], cwd=root, capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert " 96 sessions, " in proc.stdout
+        found = list((cache / "prepared" / "corpus").glob("*.npz"))
+        assert len(found) == 1
+        snapshots.append(found[0])
+    here, there = snapshots
+    assert here.name == there.name
+    assert here.read_bytes() == there.read_bytes()

@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from loopscope.engines.table import TableSpec
 
 __all__ = ["PARALLEL_MIN_FILES", "FileResult", "Ingested", "PartSink", "Progress", "Runs",
-           "Wanted",
-           "every_engine", "ingest", "ingest_file", "ingest_part", "join_parts", "part_size",
-           "reading_message", "table_spec_of", "time_left"]
+           "Wanted", "every_engine", "ingest", "ingest_file", "ingest_part", "ingest_part_size",
+           "join_parts", "part_size", "reading_message", "table_spec_of", "time_left"]
 
 Progress = Callable[[float, str], object]
 """``progress(fraction done, what is happening)``."""
@@ -101,6 +100,17 @@ def part_size(n_files: int, workers: int) -> int:
     return max(1, min(PART_MAX_FILES, -(-n_files // (workers * PARTS_PER_WORKER))))
 
 
+def ingest_part_size(n_files: int, workers: int) -> int:
+    """How many files each part of :func:`ingest` of ``n_files`` with ``workers`` processes
+    holds: on a process pool, :func:`part_size`; in this process (one worker, or too few
+    files for a pool) 50, or one with fewer than 200 files, so that its progress moves file
+    by file. A part's string pools are its own (joined one after the other), so the same cut
+    gives the same snapshot bytes: the Dask import cuts its tasks with this too."""
+    if workers <= 1 or n_files < PARALLEL_MIN_FILES:
+        return 50 if n_files >= 200 else 1
+    return part_size(n_files, workers)
+
+
 _clock = time.monotonic
 """The clock of the time left (a test moves it)."""
 
@@ -164,7 +174,7 @@ def ingest(files: Sequence[tuple[str, bool]], wanted: Wanted, *,
     parts: list[_PartResult] = []
     keep: PartSink = into if into is not None else parts.append
     if workers <= 1 or n < PARALLEL_MIN_FILES:
-        step = 50 if n >= 200 else 1
+        step = ingest_part_size(n, workers)
         for at in range(0, n, step):
             if progress:
                 name = escape_for_display(Path(files[at][0]).name, 80)
@@ -183,7 +193,7 @@ def _ingest_pool(files: Sequence[tuple[str, bool]], wanted: Wanted,
     import multiprocessing
 
     n = len(files)
-    size = part_size(n, workers)
+    size = ingest_part_size(n, workers)
     chunks = [list(files[i:i + size]) for i in range(0, n, size)]
     # "spawn": the dashboard's server runs threads, which a forked child must not inherit.
     context = multiprocessing.get_context("spawn")

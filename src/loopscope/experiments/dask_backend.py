@@ -118,10 +118,22 @@ def dask_runner(client: Any) -> ChunkRunner:
 
 def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested]:
     """A function with :func:`loopscope.corpus.ingestion.ingest`'s signature that imports and prepares
-    the files on ``client``'s cluster (``chunk`` files per task; by default about four tasks
-    per worker, 8 to 256 files each), for ``build_corpus(..., ingest_with=...)``."""
+    the files on ``client``'s cluster, for ``build_corpus(..., ingest_with=...)``.
+
+    A task is one part of the files, cut as the local import cuts them for as many processes
+    as the cluster has workers (:func:`~loopscope.corpus.ingestion.ingest_part_size`;
+    ``chunk`` files per task instead, where given): a part's string pools are its own, joined
+    one after the other, so the same cut gives the same snapshot, byte for byte, as
+    ``loopscope prepare --workers N`` here (and from 512 files a worker on, any number of
+    workers cuts the same parts)."""
     distributed = _distributed()
-    from loopscope.corpus.ingestion import Ingested, ingest_part, join_parts, reading_message
+    from loopscope.corpus.ingestion import (
+        Ingested,
+        ingest_part,
+        ingest_part_size,
+        join_parts,
+        reading_message,
+    )
 
     def run(files: Sequence[tuple[str, bool]], wanted: Wanted, *,
             workers: int | None = None, progress: IngestProgress | None = None,
@@ -129,7 +141,7 @@ def dask_ingest(client: Any, chunk: int | None = None) -> Callable[..., Ingested
         del workers  # (the cluster's)
         files, wanted = list(files), list(wanted)
         n = len(files)
-        size = chunk or min(256, max(8, n // (4 * cluster_workers(client)) or 1))
+        size = chunk or ingest_part_size(n, cluster_workers(client))
         parts = [files[i:i + size] for i in range(0, n, size)]
         futures = [client.submit(ingest_part, part, wanted, pure=False) for part in parts]
         index = {f.key: i for i, f in enumerate(futures)}
