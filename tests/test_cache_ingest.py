@@ -888,3 +888,169 @@ def test_a_snapshot_that_cannot_be_written_leaves_the_tables_in_memory(
     assert not list(cache_dir.glob("corpus/*"))
     monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
     assert _everything(corpus) == _everything(_corpus(folder))
+
+
+def _watch_spills(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every :class:`~loopscope.corpus.spill.SpilledParts` a cold ingest makes from now on,
+    each with ``adds``: per part added, ``(its tables' bytes, held_bytes, spilled)`` after."""
+    import numpy as np
+
+    from loopscope.corpus import spill as spill_mod
+
+    made: list[Any] = []
+
+    class Watched(spill_mod.SpilledParts):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.adds: list[tuple[int, int, bool]] = []
+            made.append(self)
+
+        def add(self, part: Any) -> None:
+            size = sum(np.asarray(value).nbytes for kind, columns in part[1].values()
+                       if kind == "table" for value in columns.values())
+            super().add(part)
+            self.adds.append((size, self.held_bytes, self.spilled))
+
+    monkeypatch.setattr(spill_mod, "SpilledParts", Watched)
+    return made
+
+
+def test_held_parts_stay_within_the_budget_and_join_as_the_parts_do(
+        cache_dir: Path, tmp_path: Path) -> None:
+    """Parts added to :class:`SpilledParts` under budgets from none to all of them: the bytes
+    held never pass the budget (with the part arriving, never the budget plus one part); the
+    first part that would pass it sends every held part to the file and none is held after;
+    the tables joined equal a join of the same parts in memory, whichever the budget, and
+    leave the parts as they are joined."""
+    import copy
+
+    import numpy as np
+
+    from loopscope.corpus import every_engine, ingest_part, join_parts
+    from loopscope.corpus.spill import SpilledParts
+
+    wanted = every_engine()
+    files = _files(SAMPLES)
+    parts = [ingest_part([f], wanted) for f in files]
+    sizes = [sum(np.asarray(value).nbytes for kind, columns in data.values()
+                 if kind == "table" for value in columns.values()) for _, data, _ in parts]
+    assert len(parts) >= 8 and sizes[0] == 0 < min(sizes[1:])  # (README.md: no sessions)
+    reference = join_parts(copy.deepcopy(parts), wanted)
+    total = sum(sizes)
+    for budget in (0, sum(sizes[:4]), total // 2, total):
+        with SpilledParts(wanted, str(tmp_path / "spill"), hold_bytes=budget) as spill:
+            crossed = None
+            for k, part in enumerate(copy.deepcopy(parts)):
+                spill.add(part)
+                assert spill.held_bytes <= budget
+                if crossed is None and spill.spilled:
+                    crossed = k
+                if crossed is not None:  # (every part so far in the file: none held)
+                    assert spill.held_bytes == 0 and spill._size == sum(sizes[:k + 1])
+                else:
+                    assert spill.held_bytes == sum(sizes[:k + 1])
+            assert spill.peak_held_bytes <= budget + max(sizes)
+            held = [k for k in range(len(parts)) if sum(sizes[:k + 1]) <= budget]
+            assert crossed == (0 if budget == 0 else None if budget == total else len(held))
+            joined = spill.joined()
+            assert not any(spill._tables)  # (the tables left the parts as they were joined)
+        assert joined.files == reference.files
+        assert set(joined.prepared) == set(reference.prepared)
+        for key, table in joined.prepared.items():
+            eng = get_engine(key[0])
+            assert [eng.encode_prepared(p) for p in table] == [
+                eng.encode_prepared(p) for p in reference.prepared[key]], (budget, key)
+        assert _runs_of(joined) == _runs_of(reference)
+
+
+def _runs_of(ingested: Any) -> dict[Any, Any]:
+    return {key: ({name: value.tolist() for name, value in columns.items()}, detectors)
+            for key, (columns, detectors) in ingested.runs.items()}
+
+
+def _cold_snapshot(folder: Path, cache_root: Path, monkeypatch: pytest.MonkeyPatch,
+                   background: bool) -> tuple[Any, bytes]:
+    """``folder`` loaded cold into the cache at ``cache_root`` (as the dashboard when
+    ``background``, as ``loopscope prepare`` else); the corpus, and its snapshot's bytes
+    once written."""
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(cache_root))
+    corpus = _corpus(folder, workers=1, snapshot_in_background=background)
+    _join_snapshot_writers()
+    (snapshot,) = (cache_root / "prepared" / "corpus").glob("*.npz")
+    return corpus, snapshot.read_bytes()
+
+
+def test_a_budget_held_crossed_or_zero_gives_the_same_corpus_and_snapshot(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold ingest whose parts all fit the dashboard's budget, one whose budget is passed
+    a few parts in (held parts then written to the file), and one with no budget (the
+    command line): the same corpus, and the same snapshot file, byte for byte."""
+    import time
+    import types
+    import zipfile
+
+    from loopscope.engines.table import PreparedTable
+
+    # (a zip member's header carries the time it was written: the same for all three)
+    monkeypatch.setattr(zipfile, "time", types.SimpleNamespace(
+        time=lambda: 1_800_000_000.0, localtime=time.localtime))
+    folder = _benchmark_folder(tmp_path / "bench", 30)
+    spills = _watch_spills(monkeypatch)
+    held, held_bytes = _cold_snapshot(folder, tmp_path / "held", monkeypatch, True)
+    (whole,) = spills
+    assert not whole.spilled and len(whole.adds) == 30
+    assert all(isinstance(t, PreparedTable) for t in held._prepared.values())
+    sizes = [size for size, _, _ in whole.adds]
+    budget = sum(sizes[:4])
+    monkeypatch.setattr(snapshot_mod, "HOLD_IN_MEMORY_BYTES", budget)
+    crossed, crossed_bytes = _cold_snapshot(folder, tmp_path / "crossed", monkeypatch, True)
+    part = spills[1]
+    assert [spilled for _, _, spilled in part.adds] == [False] * 4 + [True] * 26
+    assert [now for _, now, _ in part.adds][:5] == [sum(sizes[:k]) for k in (1, 2, 3, 4)] + [0]
+    assert part.peak_held_bytes <= budget + max(sizes) and part._size == sum(sizes)
+    assert all(isinstance(t, snapshot_mod.KeptTable) for t in crossed._prepared.values())
+    zero, zero_bytes = _cold_snapshot(folder, tmp_path / "zero", monkeypatch, False)
+    assert spills[2].spilled and spills[2].hold_bytes == 0
+    assert held_bytes == crossed_bytes == zero_bytes
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    assert _everything(held) == _everything(crossed) == _everything(zero) == _everything(
+        _corpus(folder))
+
+
+def test_the_command_line_spills_every_part_and_the_dashboard_holds_a_small_corpus(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``loopscope prepare`` (no budget) writes every part to the file even for a few
+    files, waits for the snapshot and says so; the dashboard's cold load of a corpus within
+    its budget writes nothing to the file, returns tables in memory, says nothing of
+    keeping, and writes the snapshot in a thread: the next start reads it."""
+    from loopscope.engines.table import PreparedTable
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    spills = _watch_spills(monkeypatch)
+    result = CliRunner().invoke(main, ["prepare", str(folder), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    (cli,) = spills
+    assert cli.spilled and cli._size > 0 and cli.peak_held_bytes == 0
+    assert all(not held for _, held, _ in cli.adds)
+    cache.clear()
+    said: list[str] = []
+    corpus = _corpus(folder, workers=1, progress=lambda _f, text: said.append(text))
+    assert "Keeping the prepared sessions for the next start" in said
+    assert spills[1].spilled
+    assert all(isinstance(t, snapshot_mod.KeptTable) for t in corpus._prepared.values())
+    cache.clear()
+    said.clear()
+    corpus = _corpus(folder, workers=1, progress=lambda _f, text: said.append(text),
+                     snapshot_in_background=True)
+    dashboard = spills[2]
+    assert not dashboard.spilled and dashboard._fh is None and dashboard._size == 0
+    assert dashboard.hold_bytes == snapshot_mod.HOLD_IN_MEMORY_BYTES
+    assert "Keeping the prepared sessions for the next start" not in said
+    assert corpus._prepared and all(isinstance(t, PreparedTable)
+                                    for t in corpus._prepared.values())
+    _join_snapshot_writers()
+    again = _corpus(folder, workers=1, snapshot_in_background=True)
+    assert again.cached_files == len(again.report.files) and len(spills) == 3
+    monkeypatch.setenv("LOOPSCOPE_CACHE", "off")
+    assert _everything(again) == _everything(corpus) == _everything(_corpus(folder))

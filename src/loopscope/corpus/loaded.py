@@ -312,9 +312,11 @@ def build_corpus(
     :data:`LARGE_CORPUS` sessions (the dashboard freezes them out of the cyclic collector).
     Other engines prepare the sessions when first asked (:meth:`Corpus.prepared`).
     ``snapshot_in_background``: write the snapshot of a changed folder in a thread (the
-    dashboard draws its first chart meanwhile; the process waits for it before it exits). A
-    folder with no snapshot yet is written into one as it is joined, before this returns:
-    its tables are then read back from it as used, never all held twice
+    dashboard draws its first chart meanwhile; the process waits for it before it exits),
+    and so that of a folder with no snapshot yet whose tables fit the dashboard's budget
+    (:data:`~loopscope.corpus.snapshot.HOLD_IN_MEMORY_BYTES`). A larger one, or any without
+    ``snapshot_in_background``, is written into its snapshot as it is joined, before this
+    returns: its tables are then read back from it as used, never all held twice
     (:func:`~loopscope.corpus.snapshot.load_or_ingest`).
     """
     started = time.perf_counter()

@@ -62,25 +62,45 @@ def load_or_ingest(files: Sequence[tuple[str, bool]], wanted: Wanted, root: str 
     (:func:`~loopscope.corpus.loaded.build_corpus`): read from the on-disk cache when kept,
     else ingested by ``ingest_with`` (and kept). With no snapshot to start from, the parts
     go straight into a new one (:func:`_ingest_into_snapshot`): a large corpus's tables are
-    then never all in memory while it loads."""
+    then never all in memory while it loads. ``snapshot_in_background``: a snapshot written
+    from tables in memory is written in a thread (:func:`_keep`)."""
     names = snapshot_names(files, wanted, root) if cache.active() else None
     loaded, exact = None, False
     if names is not None:
         loaded, exact = _load_from_snapshots(names, files, wanted, ingest_with, workers,
                                              progress)
     if loaded is None and names is not None:
-        return _ingest_into_snapshot(names, files, wanted, ingest_with, workers, progress)
+        return _ingest_into_snapshot(names, files, wanted, ingest_with, workers, progress,
+                                     snapshot_in_background)
     if loaded is None:
         loaded = ingest_with(files, wanted, workers=workers, progress=progress)
     if names is not None and not exact:
-        if snapshot_in_background:
-            threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
-                             name="loopscope-snapshot").start()
-        else:
-            if progress:
-                progress(1.0, "Keeping the prepared sessions for the next start")
-            _write_snapshot(names, files, wanted, loaded)
+        _keep(names, files, wanted, loaded, progress, snapshot_in_background)
     return loaded
+
+
+HOLD_IN_MEMORY_BYTES = 1 << 30
+"""The most bytes of tables the dashboard's cold ingest keeps in memory rather than in a
+temporary file (:class:`~loopscope.corpus.spill.SpilledParts`). Below it the tables fit
+comfortably beside the rest of the server, and the first chart should not wait for the
+snapshot's write: they are joined in memory and the snapshot written in a thread. Above it,
+memory wins: the parts go to the file, and the snapshot is written from it before the corpus
+is returned. The command line (``loopscope prepare``) holds nothing: it waits for its
+snapshot either way, and its memory stays bounded whatever the corpus."""
+
+
+def _keep(names: SnapshotNames, files: Sequence[tuple[str, bool]], wanted: Wanted,
+          loaded: Ingested, progress: Progress | None, in_background: bool) -> None:
+    """Write the snapshot of ``loaded`` (its tables in memory): in a thread named
+    ``loopscope-snapshot`` when ``in_background`` (the dashboard draws its first chart
+    meanwhile; the process waits for it before it exits), else now, said."""
+    if in_background:
+        threading.Thread(target=_write_snapshot, args=(names, list(files), wanted, loaded),
+                         name="loopscope-snapshot").start()
+    else:
+        if progress:
+            progress(1.0, "Keeping the prepared sessions for the next start")
+        _write_snapshot(names, files, wanted, loaded)
 
 
 def snapshot_names(files: Sequence[tuple[str, bool]], wanted: Wanted,
@@ -204,22 +224,33 @@ def _with_changes(old: Snapshot, names: SnapshotNames, files: Sequence[tuple[str
 
 def _ingest_into_snapshot(names: SnapshotNames, files: Sequence[tuple[str, bool]],
                           wanted: Wanted, ingest_with: Callable[..., Ingested],
-                          workers: int | None, progress: Progress | None) -> Ingested:
-    """``files`` ingested by ``ingest_with`` and kept as the snapshot ``names.key``, its
-    tables never all in memory: each part's columns go to a temporary file as the part
-    arrives (:class:`~loopscope.corpus.spill.SpilledParts`), and each table is joined from
-    it into the snapshot a column at a time. The corpus returned reads its tables from the
+                          workers: int | None, progress: Progress | None,
+                          in_background: bool) -> Ingested:
+    """``files`` ingested by ``ingest_with`` and kept as the snapshot ``names.key``, a large
+    corpus's tables never all in memory: each part's columns go to a temporary file as the
+    part arrives (:class:`~loopscope.corpus.spill.SpilledParts`), and each table is joined
+    from it into the snapshot a column at a time. The corpus returned reads its tables from the
     snapshot when first used (:class:`KeptTable`, as a reopened corpus does); its files and
     re-runs are the ingest's own. When the snapshot cannot be written, the tables are joined
-    in memory instead (and nothing is kept)."""
+    in memory instead (and nothing is kept).
+
+    ``in_background`` (the dashboard): the parts are held in memory up to
+    :data:`HOLD_IN_MEMORY_BYTES`; when none had to go to the file, the tables are joined in
+    memory and returned at once, and the snapshot is written from them in a thread
+    (:func:`_keep`), as for a changed folder."""
     from loopscope.corpus.spill import SpilledParts
 
-    with SpilledParts(wanted, str(cache.cache_dir() / "corpus")) as spill:
+    hold = HOLD_IN_MEMORY_BYTES if in_background else 0
+    with SpilledParts(wanted, str(cache.cache_dir() / "corpus"), hold_bytes=hold) as spill:
         ingest_with(files, wanted, workers=workers, progress=progress, into=spill.add)
-        if progress:
-            progress(1.0, "Keeping the prepared sessions for the next start")
-        written = _write_spilled(names, files, wanted, spill)
-        return written if written is not None else spill.joined()
+        if spill.spilled or not in_background:
+            if progress:
+                progress(1.0, "Keeping the prepared sessions for the next start")
+            written = _write_spilled(names, files, wanted, spill)
+            return written if written is not None else spill.joined()
+        loaded = spill.joined()
+    _keep(names, files, wanted, loaded, progress, in_background)
+    return loaded
 
 
 def _write_spilled(names: SnapshotNames, files: Sequence[tuple[str, bool]], wanted: Wanted,

@@ -7,6 +7,12 @@ at once. Here each part's columns go to one unnamed temporary file beside the sn
 the part arrives; a joined column is then read back from it a part at a time, each part's
 positions shifted as :func:`loopscope.engines.table.concat` shifts them, so what is held is
 one part's column, the files' outcomes and the re-runs (small).
+
+A budget (``hold_bytes``) keeps the parts in memory while their tables are small: they are
+then joined in memory, and nothing waits for the file (the dashboard draws its first chart
+from them while its snapshot is written). The first part that would take the parts held past
+it sends every held part to the file, and every later part goes there as it arrives: what
+is held is never more than the budget and the part arriving.
 """
 
 from __future__ import annotations
@@ -31,10 +37,24 @@ class SpilledParts:
     file order, handed one at a time to :meth:`add`: their files' outcomes and re-runs kept
     here, their tables' columns written to a temporary file in ``folder`` (deleted when
     closed, or when the process ends). If that file cannot be written (a full disk), the
-    columns are kept in memory instead."""
+    columns are kept in memory instead.
 
-    def __init__(self, wanted: Wanted, folder: str) -> None:
+    ``hold_bytes``: the parts' columns are kept in memory, not written, while all those
+    held come to no more than this many bytes; the first part that would pass it sends
+    every held part to the file (in file order) and no part is held after it. 0: every part
+    is written as it arrives. The file is made when the first part is written."""
+
+    def __init__(self, wanted: Wanted, folder: str, hold_bytes: int = 0) -> None:
         self.wanted = list(wanted)
+        self.hold_bytes = hold_bytes
+        self._holding = hold_bytes > 0
+        """Whether parts are still held (until the budget is first passed)."""
+        self.held_bytes = 0
+        """The bytes of the columns of the parts held now (never more than the budget)."""
+        self.peak_held_bytes = 0
+        """The most held at once: the parts held and the part arriving (the budget plus one
+        part at most)."""
+        self._folder = folder
         self.files: list[FileResult] = []
         self._runs: list[Runs] = []
         """The parts' re-runs; the first ``_runs_joined`` each joined from
@@ -46,16 +66,11 @@ class SpilledParts:
         self._layouts: dict[_Layout, dict[str, tuple[int, int]]] = {}
         """Each layout's columns: name → (position, bytes per value)."""
         self._fh: Any = None
-        self._writing = False
-        """Whether columns still go to the file (not after a write failed)."""
+        self._writing = True
+        """Whether columns still go to the file (not after it could not be made or
+        written)."""
         self._size = 0
-        try:
-            os.makedirs(folder, exist_ok=True)
-            self._fh = tempfile.TemporaryFile(  # noqa: SIM115 (closed by close())
-                dir=folder, prefix=".part-", suffix=".spill", buffering=0)
-            self._writing = True
-        except OSError:
-            self._fh = None
+        self._written = False
 
     def __enter__(self) -> SpilledParts:
         return self
@@ -69,25 +84,58 @@ class SpilledParts:
             self._fh = None
         self._tables = []
 
+    @property
+    def spilled(self) -> bool:
+        """Whether any part's table went to the file (else every table is in memory)."""
+        return self._written
+
     def add(self, part: Any) -> None:
-        """Keep the next part (its columns written out as they come)."""
+        """Keep the next part: held in memory within the budget, else its columns written
+        out (and those of every part held before it)."""
+        import numpy as np
+
         results, data, runs = part
         self.files.extend(results)
         self._runs.append(runs)
         if len(self._runs) - self._runs_joined >= _RUNS_AT_ONCE:  # (a few large arrays, not
             self._runs[self._runs_joined:] = [_joined_runs(self._runs[self._runs_joined:])]
             self._runs_joined += 1  # thousands of small ones: they are joined in the end)
-        self._tables.append({key: self._spilled(columns)
-                             for key, (kind, columns) in data.items() if kind == "table"})
+        tables = {key: {name: np.ascontiguousarray(value) for name, value in columns.items()}
+                  for key, (kind, columns) in data.items() if kind == "table"}
+        if self._holding:
+            size = sum(a.nbytes for arrays in tables.values() for a in arrays.values())
+            self.peak_held_bytes = max(self.peak_held_bytes, self.held_bytes + size)
+            if self.held_bytes + size <= self.hold_bytes:
+                self.held_bytes += size
+                self._tables.append(tables)
+                return
+            self._write_held()
+        self._tables.append({key: self._spilled(arrays) for key, arrays in tables.items()})
 
-    def _spilled(self, columns: Mapping[str, Any]) -> Any:
-        """A part's table written to the file (where it lies), or kept as it is."""
+    def _write_held(self) -> None:
+        """Write every part held to the file, in file order; hold none from now on."""
+        self._holding = False
+        for tables in self._tables:
+            for key, arrays in tables.items():
+                tables[key] = self._spilled(arrays)
+        self.held_bytes = 0
+
+    def _spilled(self, arrays: Mapping[str, Any]) -> Any:
+        """A part's table (its columns, contiguous) written to the file (where it lies), or
+        kept as it is."""
         import numpy as np
 
-        arrays = {name: np.ascontiguousarray(value) for name, value in columns.items()}
         if not self._writing or any(a.dtype.hasobject or a.ndim != 1
                                     for a in arrays.values()):
             return arrays
+        if self._fh is None:
+            try:
+                os.makedirs(self._folder, exist_ok=True)
+                self._fh = tempfile.TemporaryFile(  # noqa: SIM115 (closed by close())
+                    dir=self._folder, prefix=".part-", suffix=".spill", buffering=0)
+            except OSError:
+                self._writing = False
+                return arrays
         layout = tuple((name, a.dtype.str) for name, a in arrays.items())
         if layout not in self._layouts:
             self._layouts[layout] = {name: (k, np.dtype(dtype).itemsize)
@@ -101,6 +149,7 @@ class SpilledParts:
         except OSError:
             self._writing = False  # (what was written before stays readable)
             return arrays
+        self._written = True
         self._size += sum(a.nbytes for a in arrays.values())
         return (next(k for k in self._layouts if k == layout), offset,
                 tuple(len(a) for a in arrays.values()))
@@ -186,10 +235,14 @@ class SpilledParts:
         return _joined_runs(self._runs)
 
     def joined(self) -> Ingested:
-        """Every part as one :class:`Ingested`, its tables joined in memory."""
+        """Every part as one :class:`Ingested`, its tables joined in memory. Each table
+        leaves the parts as it is joined (as :func:`join_parts` does: the parts held and the
+        joined tables are never both held whole), so this is the parts' last use."""
         prepared: dict[tuple[str, str], Sequence[Any]] = {}
         for key in self.keys():
             prepared[key] = self.table(key)
+            for tables in self._tables:
+                del tables[key]
         return Ingested(self.files, prepared, self.runs())
 
 
