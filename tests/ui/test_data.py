@@ -12,7 +12,7 @@ pytest.importorskip("streamlit")
 
 from loopscope import config_io
 from loopscope.engines import ConfigError, get_engine
-from loopscope.ui import data_source, settings, state
+from loopscope.ui import data_source, gc_policy, settings, state
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_transcripts"
@@ -214,6 +214,9 @@ def test_a_large_folder_is_rescanned_in_the_background(
     shutil.copytree(SAMPLES, folder)
     monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
     monkeypatch.setattr(data_source, "_BACKGROUND_RESCAN_FROM", 1)
+    # (A collector of its own: the app's remembers the runs of earlier tests, and the clock
+    # below is frozen.)
+    monkeypatch.setattr(gc_policy, "_collector", gc_policy.IdleCollector(0.01))
     clock = [5000.0]
     monkeypatch.setattr(data_source.time, "monotonic", lambda: clock[0])
     first = data_source.load_folder(folder, "folder")
@@ -224,6 +227,70 @@ def test_a_large_folder_is_rescanned_in_the_background(
         thread.join(10)
     later = data_source.load_folder(folder, "folder")
     assert later is not first and len(later.sessions) == len(first.sessions) + 1
+
+
+def test_a_background_rescan_waits_until_the_app_is_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rescan of a large folder is most of a second of Python at 100,000 files: started
+    beside a slider move (the run that found the scan expired), it took the interpreter from
+    that move. It waits for the run to end and the app to be idle, as the idle work does."""
+    import shutil
+    import time
+
+    folder = tmp_path / "samples"
+    shutil.copytree(SAMPLES, folder)
+    monkeypatch.setenv("LOOPSCOPE_ALLOWED_ROOTS", str(tmp_path))
+    monkeypatch.setattr(data_source, "_BACKGROUND_RESCAN_FROM", 1)
+    collector = gc_policy.IdleCollector(0.2)
+    monkeypatch.setattr(gc_policy, "_collector", collector)
+    scans: list[float] = []
+    scan = data_source.scan_files
+    monkeypatch.setattr(data_source, "scan_files",
+                        lambda *a: scans.append(time.monotonic()) or scan(*a))
+    first = data_source.load_folder(folder, "folder")
+    assert len(scans) == 1
+    monkeypatch.setattr(data_source, "_SCAN_TTL_SECONDS", 0.0)
+    begun, release = threading.Event(), threading.Event()
+
+    def run() -> None:  # the script run of the slider move
+        collector.before_run()
+        begun.set()
+        assert data_source.load_folder(folder, "folder") is first  # the scan expired
+        release.wait(5)
+        collector.after_run()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert begun.wait(5)
+    time.sleep(0.3)
+    assert len(scans) == 1  # not while the run is under way
+    release.set()
+    thread.join(5)
+    ended = collector._last_run_ended
+    for rescan in [t for t in threading.enumerate() if t.name == "loopscope-rescan"]:
+        rescan.join(10)
+    assert len(scans) == 2 and scans[1] - ended >= 0.2  # once idle for the idle delay
+
+
+def test_a_scan_and_a_fingerprint_give_way_every_so_many_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between files, a scan gives way (a no-op unless it is idle work): a background rescan
+    of a large folder then never holds the interpreter for long."""
+    from loopscope import background
+    from loopscope.formats import loader
+
+    for n in range(7):
+        (tmp_path / f"s{n}.json").write_text("{}")
+    monkeypatch.setattr(loader, "SCAN_GIVE_WAY_EVERY", 2)
+    monkeypatch.setattr(data_source, "GIVE_WAY_EVERY_FILES", 3)
+    calls: list[str] = []
+    monkeypatch.setattr(background, "_hook", lambda: calls.append("way"))
+    found, _ignored = data_source.scan_files(tmp_path, [tmp_path])
+    assert len(found) == 7 and len(calls) == 3
+    data_source.fingerprint_files([p for p, _ in found])
+    assert len(calls) == 3 + 2
 
 
 def test_display_names_are_computed_once_per_source() -> None:

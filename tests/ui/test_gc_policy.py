@@ -233,3 +233,29 @@ def test_idle_work_resumes_only_once_the_app_is_idle_again() -> None:
         assert resumed[0] - collector._last_run_ended >= 0.3
     finally:
         background.set_give_way(previous)
+
+
+def test_work_run_as_idle_work_starts_once_the_app_is_idle() -> None:
+    """``as_idle_work`` (a folder's rescan): started during a run, the job waits for the run
+    to end and the idle delay to pass, then runs as idle work (its loops give way)."""
+    collector, _calls = _collector(0.2)
+    events: list[str] = []
+    begun, release = threading.Event(), threading.Event()
+    _run_in_thread(collector, begun, release, events)
+    assert begun.wait(5)
+    started: list[float] = []
+
+    def job() -> None:
+        started.append(time.monotonic())
+        events.append("job")
+        assert collector._idle_work.active  # (its give_way calls wait for runs)
+
+    worker = threading.Thread(target=collector.as_idle_work, args=(job,))
+    worker.start()
+    time.sleep(0.3)
+    assert events == []
+    release.set()
+    worker.join(5)
+    assert events == ["run ends", "job"]
+    assert started[0] - collector._last_run_ended >= 0.2
+    assert not getattr(collector._idle_work, "active", False)

@@ -16,6 +16,7 @@ digests), so moving a slider never re-reads a file.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import shutil
@@ -30,6 +31,7 @@ from typing import Any
 
 import streamlit as st
 
+from loopscope import background
 from loopscope.corpus import Corpus, Progress
 from loopscope.corpus import build_corpus as core_build_corpus
 from loopscope.model import Problem, escape_for_display
@@ -133,10 +135,17 @@ def _inside(real: Path, roots: Sequence[Path]) -> bool:
     return any(real.is_relative_to(r) for r in roots)
 
 
+GIVE_WAY_EVERY_FILES = 1_000
+"""How many files a scan or fingerprint reads between two chances to give way (see
+:data:`_BACKGROUND_RESCAN_FROM`)."""
+
+
 def fingerprint_files(files: Iterable[str | Path], extra: str = "") -> str:
     """Paths + sizes + mtimes: changes when any file is added, removed or rewritten."""
     lines = [extra]
-    for f in files:
+    for n, f in enumerate(files, start=1):
+        if n % GIVE_WAY_EVERY_FILES == 0:
+            background.give_way()
         p = os.fspath(f)
         try:
             stat = os.stat(p)
@@ -234,7 +243,9 @@ first interaction after this."""
 _BACKGROUND_RESCAN_FROM = 2_000
 """From this many files, an expired scan is served once more while a thread scans again
 (a rescan of a large folder is a noticeable part of a slider move): changes then show up at the
-first interaction after that scan."""
+first interaction after that scan. The thread scans as idle work (:func:`gc_policy.as_idle_work`):
+once the user pauses, and giving way to the runs of a user who acts meanwhile — a scan of
+100,000 files is most of a second of Python, which a slider move beside it waited for."""
 _recent_scans: dict[tuple[str, str, tuple[Path, ...]], tuple[float, Any]] = {}
 _rescanning: set[tuple[str, str, tuple[Path, ...]]] = set()
 _scan_lock = threading.Lock()
@@ -258,7 +269,8 @@ def _folder_snapshot(folder: Path, origin: str,
             start = key not in _rescanning
             _rescanning.add(key)
         if start:
-            threading.Thread(target=_rescan, args=(folder, origin, roots, key), daemon=True,
+            rescan = functools.partial(_rescan, folder, origin, roots, key)
+            threading.Thread(target=gc_policy.as_idle_work, args=(rescan,), daemon=True,
                              name="loopscope-rescan").start()
         return hit[1]
     return _rescan(folder, origin, roots, key)

@@ -122,9 +122,15 @@ class IdleCollector:
 
     def _collect_when_idle(self) -> None:
         """:meth:`collect_now` as idle work, which gives way to runs (the timer's thread)."""
+        self.as_idle_work(self.collect_now)
+
+    def as_idle_work(self, job: Callable[[], object]) -> None:
+        """Run ``job`` in this (background) thread as idle work: from the next idle moment
+        on, giving way to runs wherever it calls :meth:`give_way` (``background.give_way``)."""
         self._idle_work.active = True
         try:
-            self.collect_now()
+            self.give_way()
+            job()
         finally:
             self._idle_work.active = False
 
@@ -172,6 +178,13 @@ def before_run() -> None:
 def after_run() -> None:
     """Call at the end of every script run."""
     _collector.after_run()
+
+
+def as_idle_work(job: Callable[[], object]) -> None:
+    """Run ``job`` in the calling background thread once the app is idle, as idle work that
+    gives way to runs (:mod:`loopscope.background`): work the next run can do without, such
+    as rescanning a large folder, then never shares the interpreter with a slider move."""
+    _collector.as_idle_work(job)
 
 
 def when_idle(key: Hashable, job: Callable[[], object]) -> None:
