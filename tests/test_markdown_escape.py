@@ -98,3 +98,40 @@ def test_code_spans_hold_any_string(payload: str) -> None:
 def test_limit_is_applied_before_escaping() -> None:
     assert escape_markdown("a" * 10 + "[", 5) == "aaaaa…"
     assert escape_markdown("[x]") == "\\[x\\]"
+
+
+def _escape_one_by_one(text: str, limit: int | None = None) -> str:
+    """The rule of ``escape_for_display``, character by character (its first form): the
+    reference its table and printable fast path are held to."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif 0x80 <= code < 0xA0 or code in (0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028,
+                                             0x2029, 0x2060, 0xFEFF) \
+                or 0x202A <= code < 0x202F or 0x2066 <= code < 0x206A:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    escaped = "".join(out)
+    return escaped[:limit] + "…" if limit is not None and len(escaped) > limit else escaped
+
+
+_TRICKY = st.sampled_from(["\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9f", "\xa0",
+                           "\xad", "\u200b", "\u200f", "\u2028", "\u202e", "\u2066", "\u2069",
+                           "\u206a", "\u3000", "\ufeff", "\U000e0001", "é", " ", "a"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.characters(), _TRICKY), max_size=60).map("".join),
+       st.one_of(st.none(), st.integers(0, 80)))
+def test_escape_for_display_equals_the_character_by_character_rule(text: str,
+                                                                   limit: int | None) -> None:
+    assert escape_for_display(text, limit) == _escape_one_by_one(text, limit)

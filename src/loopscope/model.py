@@ -26,24 +26,11 @@ PairedBy = Literal["id", "position", "structure"]
 def escape_for_display(text: str, limit: int | None = None) -> str:
     """Escape control characters, newlines and bidi marks so a hostile name cannot forge output.
 
-    Used for file names and quoted values in every message.
+    Used for file names and quoted values in every message. Every character escaped is one
+    Python calls unprintable, so a printable text (nearly every name) is returned as it is
+    without looking at each character: the dashboard shows 100,000 session names.
     """
-    out: list[str] = []
-    for ch in text:
-        code = ord(ch)
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0x80 <= code < 0xA0 or code in _INVISIBLE_FORMAT_CHARS:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    escaped = "".join(out)
+    escaped = text if text.isprintable() else text.translate(_DISPLAY_ESCAPES)
     if limit is not None and len(escaped) > limit:
         escaped = escaped[:limit] + "…"
     return escaped
@@ -90,6 +77,15 @@ _INVISIBLE_FORMAT_CHARS = frozenset(
     [0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF,
      *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 )
+
+_DISPLAY_ESCAPES: dict[int, str] = {
+    **{code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]},
+    **{code: f"\\u{code:04x}" for code in [*range(0x80, 0xA0), *_INVISIBLE_FORMAT_CHARS]},
+    ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
+}
+"""What :func:`escape_for_display` writes for each character it escapes: newline, return and
+tab as in Python; other C0 controls and DEL as ``\\xNN``; C1 controls, zero-width and bidi
+marks as ``\\uNNNN``."""
 
 
 @dataclass(frozen=True, slots=True)
