@@ -410,6 +410,63 @@ def test_a_damaged_snapshot_is_ignored_and_rebuilt(cache_dir: Path, tmp_path: Pa
     assert cache.read_corpus(snapshot.stem) is not None  # written again, and sound
 
 
+def test_a_snapshot_reads_its_arrays_as_numpy_writes_them_in_one_read_each(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every array of a snapshot read back equals ``numpy.load``'s (values, type, writable),
+    without ``numpy.load``'s read through the zip (a few KiB at a time, its checksum updated in
+    Python with the interpreter held: a large corpus's tables are gigabytes)."""
+    import numpy as np
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    _corpus(folder)
+    snapshot = _snapshot_of(cache_dir, folder)
+    kept = cache.open_corpus(snapshot.stem)
+    assert kept is not None
+    through_zip: list[str] = []
+    original = np.lib.npyio.NpzFile.__getitem__
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__",
+                        lambda self, key: through_zip.append(key) or original(self, key))
+    found = kept.read(sorted(kept.names))
+    assert through_zip == []
+    with np.load(snapshot, allow_pickle=False) as archive:
+        dtypes = set()
+        for name, value in found.items():
+            if isinstance(value, cache.KeptBytes):  # (a pool read piecewise: its bytes)
+                value = np.frombuffer(value.read(0, len(value)), dtype=np.uint8)
+            want = original(archive, name)
+            assert value.dtype == want.dtype and np.array_equal(value, want), name
+            assert value.flags.writeable or isinstance(found[name], cache.KeptBytes)
+            dtypes.add(value.dtype.kind)
+    assert {"b", "i", "u"} <= dtypes
+
+
+def test_a_flipped_bit_in_an_array_header_is_found(cache_dir: Path, tmp_path: Path) -> None:
+    """The check covers a member's npy header as well as its bytes (zip's CRC-32 covers
+    both)."""
+    import zipfile
+
+    folder = tmp_path / "s"
+    shutil.copytree(SAMPLES, folder)
+    _corpus(folder)
+    snapshot = _snapshot_of(cache_dir, folder)
+    with zipfile.ZipFile(snapshot) as archive:
+        member = next(i for i in archive.infolist() if i.filename.startswith("t0."))
+    data = bytearray(snapshot.read_bytes())
+    start = member.header_offset + 30 + int.from_bytes(
+        data[member.header_offset + 26:member.header_offset + 28], "little") + int.from_bytes(
+        data[member.header_offset + 28:member.header_offset + 30], "little")
+    padding = data.index(b"  ", start)  # (the header's padding: still a valid header)
+    assert padding < start + 128
+    data[padding] = ord("\t")
+    snapshot.write_bytes(bytes(data))
+    kept = cache.open_corpus(snapshot.stem)
+    assert kept is not None
+    with pytest.raises(cache.DamagedSnapshot):
+        kept.read([member.filename.removesuffix(".npy")])
+    assert not snapshot.exists()
+
+
 @pytest.mark.parametrize("table", ["t0.", "t1.", "t2.", "t3."])
 @pytest.mark.parametrize("many_files", [False, True])
 def test_a_table_found_damaged_when_first_used_is_prepared_again(

@@ -391,6 +391,9 @@ def _write_member(archive: Any, name: str, value: Any) -> Any:
     return None if crc is None else crc.done()
 
 
+_NPY_HEADER_MAX = 1 << 16
+"""The most a ``.npy`` header of a snapshot's member takes (numpy's own headers of 1-D arrays
+take 128 bytes)."""
 PIECEWISE_FROM_BYTES = 1 << 20
 """A byte array of a snapshot at least this large (a table's string pool: the sessions' JSON
 texts of some guards) is read piece by piece when used (:class:`KeptBytes`), its pieces
@@ -464,10 +467,10 @@ class KeptCorpus:
             with self._lock:
                 out = {}
                 for name in names:
-                    found = None
                     if _CHECKSUMS + name in self._archive.files:
-                        found = self._piecewise(name)
-                    out[name] = self._archive[name] if found is None else found
+                        out[name] = self._piecewise(name)
+                    else:
+                        out[name] = self._whole(name)
                 return out
         except DamagedSnapshot:
             raise
@@ -486,9 +489,13 @@ class KeptCorpus:
         return DamagedSnapshot(f"the kept snapshot {self.key[:12]}… is damaged; it was "
                                "deleted, and the sessions are prepared again from their files")
 
-    def _piecewise(self, name: str) -> KeptBytes:
-        """The byte array ``name`` as a :class:`KeptBytes`: where its bytes lie in the file
-        (an uncompressed member, as numpy writes them) and their checksums."""
+    def _member(self, name: str) -> tuple[int, int, Any, int, int]:
+        """Where the array ``name`` lies in the file (an uncompressed ``.npy`` member, as
+        numpy writes them): ``(start of the member's data, its CRC-32, dtype, length, start of
+        the array's bytes)``, the npy header read and checked (a 1-D array in C order, of no
+        objects, filling the member). Read with ``pread``: the zip's own reads are left
+        where they are."""
+        import io
         import zipfile
 
         import numpy as np
@@ -496,28 +503,57 @@ class KeptCorpus:
         info = self._archive.zip.getinfo(name + ".npy")
         if info.compress_type != zipfile.ZIP_STORED:
             raise ValueError(f"{name}: compressed")
-        fh = self._archive.fid  # (positioned here under the lock, as the zip reads it)
-        fh.seek(info.header_offset)
-        local = fh.read(30)
+        fd = self._archive.fid.fileno()
+        local = os.pread(fd, 30, info.header_offset)
         if len(local) != 30 or local[:4] != b"PK\x03\x04":
             raise ValueError(f"{name}: no local header")
         start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") \
             + int.from_bytes(local[28:30], "little")
-        fh.seek(start)
-        version = np.lib.format.read_magic(fh)
+        head = io.BytesIO(os.pread(fd, min(info.file_size, _NPY_HEADER_MAX), start))
+        version = np.lib.format.read_magic(head)
         read_header = {(1, 0): np.lib.format.read_array_header_1_0,
                        (2, 0): np.lib.format.read_array_header_2_0}.get(version)
         if read_header is None:
             raise ValueError(f"{name}: npy version {version}")
-        shape, fortran, dtype = read_header(fh)
-        begin = fh.tell()
-        if dtype != np.uint8 or len(shape) != 1 or fortran \
-                or begin + shape[0] != start + info.file_size:
+        shape, fortran, dtype = read_header(head)
+        begin = start + head.tell()
+        if dtype.hasobject or len(shape) != 1 or fortran \
+                or begin + shape[0] * dtype.itemsize != start + info.file_size:
+            raise ValueError(f"{name}: not a plain 1-D array")
+        return start, info.CRC, dtype, shape[0], begin
+
+    def _whole(self, name: str) -> Any:
+        """The array ``name``, read with one system call into memory of its own and checked
+        against its member's CRC-32 (zip's check: the npy header and the bytes).
+
+        Why not ``numpy.load``'s read: it goes through :mod:`zipfile` a few KiB at a time,
+        updating the checksum in Python at each step with the interpreter held; a reopened
+        large corpus reads every table so (gigabytes) in a thread beside the first chart,
+        which then waited for the interpreter. ``pread`` and ``zlib.crc32`` of a large buffer
+        let go of it."""
+        import numpy as np
+
+        start, crc, dtype, length, begin = self._member(name)
+        fd = self._archive.fid.fileno()
+        data = bytearray(length * dtype.itemsize)  # (writable, as numpy.load's arrays are)
+        if data and os.preadv(fd, [data], begin) != len(data):
+            raise self.damaged()
+        if zlib.crc32(data, zlib.crc32(os.pread(fd, begin - start, start))) != crc:
+            raise self.damaged()
+        return np.frombuffer(data, dtype=dtype)
+
+    def _piecewise(self, name: str) -> KeptBytes:
+        """The byte array ``name`` as a :class:`KeptBytes`: where its bytes lie in the file
+        and their checksums."""
+        import numpy as np
+
+        _start, _crc, dtype, length, begin = self._member(name)
+        if dtype != np.uint8:
             raise ValueError(f"{name}: not a byte array")
-        checksums = self._archive[_CHECKSUMS + name]
-        if checksums.dtype != np.uint32 or len(checksums) != -(-shape[0] // CHUNK_BYTES):
+        checksums = self._whole(_CHECKSUMS + name)
+        if checksums.dtype != np.uint32 or len(checksums) != -(-length // CHUNK_BYTES):
             raise ValueError(f"{name}: checksums")
-        return KeptBytes(self, fh.fileno(), begin, shape[0], checksums)
+        return KeptBytes(self, self._archive.fid.fileno(), begin, length, checksums)
 
     def forget(self) -> None:
         """Delete the snapshot (its contents did not pass the caller's checks)."""
