@@ -19,6 +19,11 @@ from collections.abc import Callable
 
 _hook: Callable[[], None] | None = None
 
+GIVE_WAY_EVERY = 1_000
+"""How many items (files of a folder scan, files stat-ed) a loop over many cheap items handles
+between two calls of :func:`give_way`: often enough that a request never waits long, rarely
+enough that the calls cost nothing."""
+
 
 def give_way() -> None:
     """Wait here while a request runs, when this thread is background work (see the module

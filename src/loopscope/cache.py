@@ -489,9 +489,9 @@ class KeptCorpus:
         return DamagedSnapshot(f"the kept snapshot {self.key[:12]}… is damaged; it was "
                                "deleted, and the sessions are prepared again from their files")
 
-    def _member(self, name: str) -> tuple[int, int, Any, int, int]:
+    def _member(self, name: str) -> tuple[bytes, int, Any, int, int]:
         """Where the array ``name`` lies in the file (an uncompressed ``.npy`` member, as
-        numpy writes them): ``(start of the member's data, its CRC-32, dtype, length, start of
+        numpy writes them): ``(the member's npy header, its CRC-32, dtype, length, start of
         the array's bytes)``, the npy header read and checked (a 1-D array in C order, of no
         objects, filling the member). Read with ``pread``: the zip's own reads are left
         where they are."""
@@ -509,7 +509,8 @@ class KeptCorpus:
             raise ValueError(f"{name}: no local header")
         start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") \
             + int.from_bytes(local[28:30], "little")
-        head = io.BytesIO(os.pread(fd, min(info.file_size, _NPY_HEADER_MAX), start))
+        read = os.pread(fd, min(info.file_size, _NPY_HEADER_MAX), start)
+        head = io.BytesIO(read)
         version = np.lib.format.read_magic(head)
         read_header = {(1, 0): np.lib.format.read_array_header_1_0,
                        (2, 0): np.lib.format.read_array_header_2_0}.get(version)
@@ -520,7 +521,7 @@ class KeptCorpus:
         if dtype.hasobject or len(shape) != 1 or fortran \
                 or begin + shape[0] * dtype.itemsize != start + info.file_size:
             raise ValueError(f"{name}: not a plain 1-D array")
-        return start, info.CRC, dtype, shape[0], begin
+        return read[:head.tell()], info.CRC, dtype, shape[0], begin
 
     def _whole(self, name: str) -> Any:
         """The array ``name``, read with one system call into memory of its own and checked
@@ -533,12 +534,11 @@ class KeptCorpus:
         let go of it."""
         import numpy as np
 
-        start, crc, dtype, length, begin = self._member(name)
-        fd = self._archive.fid.fileno()
+        header, crc, dtype, length, begin = self._member(name)
         data = bytearray(length * dtype.itemsize)  # (writable, as numpy.load's arrays are)
-        if data and os.preadv(fd, [data], begin) != len(data):
+        if data and os.preadv(self._archive.fid.fileno(), [data], begin) != len(data):
             raise self.damaged()
-        if zlib.crc32(data, zlib.crc32(os.pread(fd, begin - start, start))) != crc:
+        if zlib.crc32(data, zlib.crc32(header)) != crc:
             raise self.damaged()
         return np.frombuffer(data, dtype=dtype)
 
@@ -547,7 +547,7 @@ class KeptCorpus:
         and their checksums."""
         import numpy as np
 
-        _start, _crc, dtype, length, begin = self._member(name)
+        _header, _crc, dtype, length, begin = self._member(name)
         if dtype != np.uint8:
             raise ValueError(f"{name}: not a byte array")
         checksums = self._whole(_CHECKSUMS + name)

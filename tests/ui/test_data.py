@@ -279,18 +279,16 @@ def test_a_scan_and_a_fingerprint_give_way_every_so_many_files(
     """Between files, a scan gives way (a no-op unless it is idle work): a background rescan
     of a large folder then never holds the interpreter for long."""
     from loopscope import background
-    from loopscope.formats import loader
 
     for n in range(7):
         (tmp_path / f"s{n}.json").write_text("{}")
-    monkeypatch.setattr(loader, "SCAN_GIVE_WAY_EVERY", 2)
-    monkeypatch.setattr(data_source, "GIVE_WAY_EVERY_FILES", 3)
+    monkeypatch.setattr(background, "GIVE_WAY_EVERY", 2)
     calls: list[str] = []
     monkeypatch.setattr(background, "_hook", lambda: calls.append("way"))
     found, _ignored = data_source.scan_files(tmp_path, [tmp_path])
     assert len(found) == 7 and len(calls) == 3
     data_source.fingerprint_files([p for p, _ in found])
-    assert len(calls) == 3 + 2
+    assert len(calls) == 3 + 3
 
 
 def test_display_names_are_computed_once_per_source() -> None:

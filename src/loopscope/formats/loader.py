@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
-from loopscope.background import give_way
+from loopscope import background
 from loopscope.bulk import CollectorPaused
 from loopscope.formats import jsonio
 from loopscope.formats._construct import positional_constructor
@@ -620,12 +620,6 @@ def _is_recording(path: str) -> bool:
     return known
 
 
-SCAN_GIVE_WAY_EVERY = 1_000
-"""How many names a folder scan reads between two calls of
-:func:`loopscope.background.give_way`: a host rescanning a large folder in the background
-(the dashboard) lets a person's request run meanwhile."""
-
-
 def _scan(root: str) -> tuple[list[str], int]:
     """Candidate files under ``root`` (sorted, hidden skipped, directory symlinks not
     followed) and the number of ignored files: every file of a :data:`SCAN_EXTENSIONS`
@@ -639,8 +633,8 @@ def _scan(root: str) -> tuple[list[str], int]:
                          and not os.path.islink(os.path.join(folder, d)))
         for name in sorted(files):
             seen += 1
-            if seen % SCAN_GIVE_WAY_EVERY == 0:  # (a rescan in the background: see there)
-                give_way()
+            if seen % background.GIVE_WAY_EVERY == 0:  # (a host rescanning a large folder in
+                background.give_way()  # the background lets a person's request run meanwhile)
             if name.startswith("."):
                 continue
             path = os.path.join(folder, name)

@@ -135,17 +135,12 @@ def _inside(real: Path, roots: Sequence[Path]) -> bool:
     return any(real.is_relative_to(r) for r in roots)
 
 
-GIVE_WAY_EVERY_FILES = 1_000
-"""How many files a scan or fingerprint reads between two chances to give way (see
-:data:`_BACKGROUND_RESCAN_FROM`)."""
-
-
 def fingerprint_files(files: Iterable[str | Path], extra: str = "") -> str:
     """Paths + sizes + mtimes: changes when any file is added, removed or rewritten."""
     lines = [extra]
     for n, f in enumerate(files, start=1):
-        if n % GIVE_WAY_EVERY_FILES == 0:
-            background.give_way()
+        if n % background.GIVE_WAY_EVERY == 0:  # (a rescan in the background: see
+            background.give_way()  # _BACKGROUND_RESCAN_FROM)
         p = os.fspath(f)
         try:
             stat = os.stat(p)
