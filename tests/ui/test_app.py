@@ -665,6 +665,47 @@ def test_a_pinned_baseline_is_what_later_changes_are_measured_against() -> None:
     assert "These are the shipped defaults" in _delta_text(at)
 
 
+def test_rows_keep_their_places_while_a_setting_moves_and_follow_a_pinned_baseline() -> None:
+    at = run_app({"rows": "25"})
+    first = list(table(at).index)
+    control(at, "gglib.max_repeated_batch_steps").set_value(3)
+    at.run()
+    assert cell(at, WRITE_LOOP, "gglib first refusal") == ""  # (no longer refused) ...
+    assert list(table(at).index) == first  # ... yet in the same place
+    assert any("by the baseline's verdicts" in c.value for c in at.caption)
+    # Sorted by the current verdicts, the rows move: what pinning them as the baseline does.
+    at.button(key="delta.pin").click()
+    at.run()
+    pinned = list(table(at).index)
+    assert pinned != first and pinned.index(WRITE_LOOP) > first.index(WRITE_LOOP)
+    # A sort that reads no verdict says nothing of the baseline.
+    control(at, "sort").set_value("name")
+    at.run()
+    assert list(table(at).index) == sorted(first)
+    assert not any("baseline's verdicts" in c.value for c in at.caption)
+
+
+def _main_shape(at: AppTest) -> list[str]:
+    """The main area's elements, in order, by type and key (what the browser matches a run's
+    elements to the last run's by)."""
+    def name(node: Any) -> str:
+        proto = getattr(node, "proto", None)
+        return f"{node.type}:{getattr(proto, 'id', '') or getattr(node, 'key', '') or ''}"
+    return [name(node) for node in at.main.children.values()]
+
+
+def test_a_slider_move_keeps_every_element_in_its_place() -> None:
+    """The first run's loading bar and chart primer leave no element the next run lacks:
+    otherwise every element after them moves up a place and the browser builds every chart
+    again on the first slider move."""
+    at = run_app()
+    first = _main_shape(at)
+    control(at, "openclaw.warningThreshold").set_value(9)
+    at.run()
+    assert not at.exception
+    assert _main_shape(at) == first
+
+
 # --------------------------------------------------------------------------- run order
 
 

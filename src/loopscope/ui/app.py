@@ -48,28 +48,29 @@ def _run() -> None:
     page = st.navigation(nav_pages, position="sidebar")
     with st.sidebar:
         settings.render_data_source()
-    primer = _prime_browser_charts()
-    _preload_page_libraries()
-    corpus = data_source.load_current_corpus(show_progress=True)
-    if primer is not None:
-        primer.empty()
-    _await_page_libraries()
-    state.set_corpus(corpus)
-    with st.sidebar:
-        settings.render_corpus_status(corpus)
-        settings_slot = st.container()
-    notices.render(corpus, getattr(page, "url_path", None))
-    # A slider move re-runs everything; the browser applies the run's elements in the order
-    # they are sent, so after a move the page (the chart the user is watching) goes before the
-    # sidebar's ~50 controls when it can (see settings.page_runs_first).
-    page_first = settings.page_runs_first()
-    if not page_first:
-        _render_settings(settings_slot)
-    try:
-        page.run()
-    finally:  # (the controls stay drawn when a page fails)
-        if page_first:
+    with progress.run_slot() as slot:
+        with slot.container():
+            _prime_browser_charts()
+            _preload_page_libraries()
+            corpus = data_source.load_current_corpus(show_progress=True)
+        slot.empty()  # (the primer and the loading bar go)
+        _await_page_libraries()
+        state.set_corpus(corpus)
+        with st.sidebar:
+            settings.render_corpus_status(corpus)
+            settings_slot = st.container()
+        notices.render(corpus, getattr(page, "url_path", None))
+        # A slider move re-runs everything; the browser applies the run's elements in the
+        # order they are sent, so after a move the page (the chart the user is watching) goes
+        # before the sidebar's ~50 controls when it can (see settings.page_runs_first).
+        page_first = settings.page_runs_first()
+        if not page_first:
             _render_settings(settings_slot)
+        try:
+            page.run()
+        finally:  # (the controls stay drawn when a page fails)
+            if page_first:
+                _render_settings(settings_slot)
     st.session_state[LAST_RUN_KEY] = (time.perf_counter() - started) * 1000
 
 
@@ -117,25 +118,23 @@ def _await_page_libraries() -> None:
 CHARTS_PRIMED_KEY = "_loopscope_charts_primed"
 
 
-def _prime_browser_charts() -> DeltaGenerator | None:
+def _prime_browser_charts() -> None:
     """On a browser session's first run, an empty chart one pixel tall while the corpus loads
-    (then removed): the browser fetches, compiles and starts Plotly's code (a script of
-    megabytes) only when the page first holds a Plotly chart, so a large folder's first chart
-    waited several times as long as a slider move's to be drawn. Loaded meanwhile, Plotly is
-    ready when the first chart arrives. Returns the slot to
-    empty after the load (None after the first run, the browser keeping Plotly loaded, or
-    while another browser session's preload imports pandas: the primer is only a head start)."""
+    (in the run's progress slot, emptied after the load): the browser fetches, compiles and
+    starts Plotly's code (a script of megabytes) only when the page first holds a Plotly
+    chart, so a large folder's first chart waited several times as long as a slider move's to
+    be drawn. Loaded meanwhile, Plotly is ready when the first chart arrives. Not after the
+    first run (the browser keeps Plotly loaded), nor while another browser session's preload
+    imports pandas (the primer is only a head start)."""
     if st.session_state.get(CHARTS_PRIMED_KEY) or not _importing.acquire(blocking=False):
-        return None
+        return
     try:
         st.session_state[CHARTS_PRIMED_KEY] = True
-        slot = st.empty()
-        with slot.container(height=1, border=False):
+        with st.container(height=1, border=False):
             st.plotly_chart(charts.primer_figure(), key="loopscope_plotly_primer", theme=None,
                             config={"staticPlot": True, "displayModeBar": False})
     finally:
         _importing.release()
-    return slot
 
 
 def _render_settings(slot: DeltaGenerator) -> None:

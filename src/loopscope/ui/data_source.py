@@ -36,7 +36,7 @@ from loopscope.corpus import Corpus, Progress
 from loopscope.corpus import build_corpus as core_build_corpus
 from loopscope.model import Problem, escape_for_display
 from loopscope.ui import gc_policy
-from loopscope.ui.progress import throttled
+from loopscope.ui.progress import new_bar, throttled
 
 # The extensions a folder scan reads (JSON, JSON Lines, SWE-agent trajectories, inspect_ai
 # logs, Markdown exports); uploads also accept zip archives.
@@ -366,7 +366,7 @@ def load_current_corpus(show_progress: bool = True) -> Corpus:
         if not show_progress:
             return
         if bar is None:
-            bar = st.progress(0.0, text=text)
+            bar = new_bar(text)
         bar.progress(min(max(fraction, 0.0), 1.0), text=text)
 
     progress = throttled(draw)

@@ -13,8 +13,10 @@ cores), every redraw of a bar is browser work taken from the workers importing t
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import streamlit as st
@@ -53,6 +55,35 @@ def still_bars() -> None:
     Called on every run, outside any cached function: Streamlit cannot replay an element
     placed out of the page's flow from its cache."""
     st.html(STILL_BAR_STYLE)
+
+
+_run_slot = threading.local()
+"""This script run's :func:`run_slot` (a script runs on its session's own thread)."""
+
+
+@contextlib.contextmanager
+def run_slot() -> Iterator[Any]:
+    """A place at the top of the main area for the run's progress bars (loading a folder,
+    preparing it for another guard version), made on every full run whether or not a bar is
+    shown, and emptied when the run ends. Streamlit matches a run's elements to the last
+    run's by position: a bar shown in one run only, then emptied, left an element the next
+    run did not make, every element after it moved up one place, and the browser built each
+    of them (every chart) again. Yields the slot; :func:`new_bar` draws into it."""
+    slot = st.empty()
+    _run_slot.value = slot
+    try:
+        yield slot
+    finally:
+        _run_slot.value = None
+
+
+def new_bar(text: str) -> Any:
+    """A progress bar at 0, in this run's :func:`run_slot` (in place where there is none: a
+    fragment's own re-run). ``.empty()`` it when done."""
+    slot = getattr(_run_slot, "value", None)
+    if slot is None:
+        return st.progress(0.0, text=text)
+    return slot.progress(0.0, text=text)
 
 
 def bar_progress(bar: Any, every_s: float = PROGRESS_EVERY_S) -> Progress:

@@ -398,15 +398,22 @@ def prepared(engine: str, config: Any = None) -> Sequence[Any]:
     return prepared_version(corpus(), engine, version)
 
 
-def prepared_version(c: Corpus, engine: str, version: str) -> Sequence[Any]:
+def prepared_version(c: Corpus, engine: str, version: str, *,
+                     bar_in_run_slot: bool = False) -> Sequence[Any]:
+    """``c``'s sessions prepared for ``engine`` at ``version``, prepared (with a progress
+    bar) on first use. ``bar_in_run_slot``: the bar goes in the run's progress slot
+    (:func:`loopscope.ui.progress.run_slot`), which keeps the page's elements in their places;
+    only outside a cached function, which may not draw into a block made outside it (there
+    the bar is drawn in place)."""
     eng = get_engine(engine)
     if c.is_prepared(eng, version):
         return c.prepared(eng, version)
     from loopscope.corpus import LARGE_CORPUS
     from loopscope.ui import gc_policy
-    from loopscope.ui.progress import bar_progress
+    from loopscope.ui.progress import bar_progress, new_bar
 
-    bar = st.progress(0.0, text=f"Preparing sessions for {eng.title}")
+    text = f"Preparing sessions for {eng.title}"
+    bar = new_bar(text) if bar_in_run_slot else st.progress(0.0, text=text)
     try:
         out = c.prepared(eng, version, progress=bar_progress(bar))
     finally:
@@ -430,8 +437,14 @@ def warm_when_idle(engines: Sequence[str]) -> None:
 
 
 def replays_for(engine: str, config: Any) -> RunColumns:
-    """One replay per session of :func:`corpus` under ``config`` (cached per corpus × config)."""
+    """One replay per session of :func:`corpus` under ``config`` (cached per corpus × config).
+    A version not prepared yet is prepared first, outside the cached function, so that its
+    progress bar can go in the run's progress slot."""
     c = corpus()
+    eng = get_engine(engine)
+    version = eng.version_of(config)
+    if not c.is_prepared(eng, version):
+        prepared_version(c, engine, version, bar_in_run_slot=True)
     return _cached_replays(c.fingerprint, engine, config_key(config), c, config)
 
 

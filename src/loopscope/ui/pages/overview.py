@@ -135,11 +135,15 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any] | None
             "Sort sessions", options=list(charts.SORT_KEYS),
             format_func=lambda k: charts.SORT_TITLES[k], key="sort", bind="query-params",
             help="Refusals: refused sessions first, most refusals first. Label: real loops, then "
-            "good work, then unlabelled.",
+            "good work, then unlabelled. Both count the refusals of the baseline settings (the "
+            "shipped defaults, or the settings you pinned), so the rows keep their places while "
+            "you move a setting; the box above lists the sessions a move changes. Pin these "
+            "settings to sort by them.",
         )
     engines = list(results) if view in (None, ALL) or view not in results else [str(view)]
     shown = {e: results[e] for e in engines}
-    order = page_helpers.overview_order(corpus, shown, sort or "refusals")
+    by = sort or "refusals"
+    order = page_helpers.overview_order(corpus, _sorted_by(shown, by), by)
     group = baseline.selected(found) if found is not None else None
     if group is not None:
         keep = set(group[2])
@@ -166,13 +170,33 @@ def _sessions(corpus: Any, results: dict[str, Any], found: dict[str, Any] | None
     # The timeline comes first (the first screen shows it); what it draws is said below it.
     _timeline(corpus, shown, engines, window)
     if group is None:
-        st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order):,}, in this order. "
+        sorted_by = (" (by the baseline's verdicts: rows keep their places as you move a "
+                     "setting)" if by in VERDICT_SORTS else "")
+        st.caption(f"Sessions {start + 1}–{start + len(window)} of {len(order):,}, in this order"
+                   f"{sorted_by}. "
                    "One row per session; x is the tool call. Filled marker = refused, hollow = "
                    "warned; each detector has its own shape. Hatched grey: after the first "
                    "refusal (would not have happened). **Click a marker or a row to open the "
                    "session.**")
     _table(corpus, results, window,
            found if found is not None else baseline.effects(list(results)))
+
+
+# The sorts that read the guards' verdicts. (A comment, not a docstring: Streamlit's "magic"
+# would print a bare string on the page.)
+VERDICT_SORTS = frozenset({"refusals", "label"})
+
+
+def _sorted_by(shown: dict[str, Any], by: str) -> dict[str, Any]:
+    """The replays the rows are sorted by: for a sort on verdicts, the baseline's (the
+    shipped defaults, or the pinned settings), not the current ones. A slider move then keeps
+    every row in its place: the markers change where the person is looking, and only the
+    moved guard's panel is drawn again (sorted by the current verdicts, most moves reordered
+    the rows and every guard's panel was drawn again). The baseline's replays are the ones
+    the box above compares against, run once per baseline."""
+    if by not in VERDICT_SORTS:
+        return shown
+    return {e: state.replays_for(e, baseline.baseline_config(e)) for e in shown}
 
 
 def _timeline(corpus: Any, shown: dict[str, list[Any]], engines: list[str],
