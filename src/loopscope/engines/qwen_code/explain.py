@@ -48,6 +48,25 @@ def _config(config: Any) -> QwenConfig:
     return config if isinstance(config, QwenConfig) else QwenConfig()
 
 
+_OPT_IN_RULES: Final[Mapping[str, tuple[str, str]]] = {
+    GLOBAL_DUPLICATE: ("global_duplicate_threshold",
+                       "the same tool call {n} times anywhere in one prompt stops it."),
+    ALTERNATING: ("alternating_pattern_cycles",
+                  "two calls alternating {n} times (A B A B A B) stop the prompt."),
+    READ_FILE: ("file_read_threshold",
+                "{n} reads or listings among the last 15 calls stop the prompt (once it has made "
+                "any other kind of call)."),
+    STAGNATION: ("stagnation_threshold",
+                 "the same tool {n} times in a row, whatever its arguments, stops the prompt."),
+    CHANTING: ("content_loop_threshold",
+               "text whose 50-character stretch comes back {n} times close together (or a long "
+               "block repeated exactly) stops the prompt."),
+    THOUGHTS: ("thought_repeat_threshold", "{n} identical thoughts in a row stop the prompt."),
+}
+"""The opt-in checks' rules (they run only with ``skipLoopDetection`` false): the constant
+of :class:`.upstream.Constants` each one reads, and the rule with that number as ``{n}``."""
+
+
 def reason(detector: str, config: QwenConfig) -> str:
     """The rule that fired, in plain words, with this configuration's numbers."""
     c = config.constants
@@ -66,25 +85,9 @@ def reason(detector: str, config: QwenConfig) -> str:
                 f"calls in one prompt, Qwen Code stops when one call has come "
                 f"{c.global_duplicate_threshold} times, and always past "
                 f"{cap * c.adaptive_cap_hard_multiplier} calls.")
-    if detector == GLOBAL_DUPLICATE:
-        return (f"With {SKIP}=false, the same tool call {c.global_duplicate_threshold} times "
-                "anywhere in one prompt stops it.")
-    if detector == ALTERNATING:
-        return (f"With {SKIP}=false, two calls alternating {c.alternating_pattern_cycles} times "
-                "(A B A B A B) stop the prompt.")
-    if detector == READ_FILE:
-        return (f"With {SKIP}=false, {c.file_read_threshold} reads or listings among the last 15 "
-                "calls stop the prompt (once it has made any other kind of call).")
-    if detector == STAGNATION:
-        return (f"With {SKIP}=false, the same tool {c.stagnation_threshold} times in a row, "
-                "whatever its arguments, stops the prompt.")
-    if detector == CHANTING:
-        return (f"With {SKIP}=false, text whose 50-character stretch comes back "
-                f"{c.content_loop_threshold} times close together (or a long block repeated "
-                "exactly) stops the prompt.")
-    if detector == THOUGHTS:
-        return (f"With {SKIP}=false, {c.thought_repeat_threshold} identical thoughts in a row "
-                "stop the prompt.")
+    if detector in _OPT_IN_RULES:
+        constant, rule = _OPT_IN_RULES[detector]
+        return f"With {SKIP}=false, " + rule.format(n=getattr(c, constant))
     return "Qwen Code detected a loop."
 
 
